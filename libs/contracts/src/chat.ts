@@ -1,0 +1,205 @@
+import { z } from 'zod';
+import { MaxTokensSchema, ModelIdSchema, TemperatureSchema, TopPSchema, UsageSchema } from './common.js';
+
+// ---- content parts ----
+export const TextPartSchema = z.object({ type: z.literal('text'), text: z.string() });
+export const ImageUrlPartSchema = z.object({
+  type: z.literal('image_url'),
+  image_url: z.object({ url: z.string().min(1), detail: z.enum(['auto', 'low', 'high']).optional() }),
+});
+/** Inner fields are not shown in the spec; they follow the OpenAI API: base64 data and its format. */
+export const InputAudioPartSchema = z.object({
+  type: z.literal('input_audio'),
+  input_audio: z.object({ data: z.string().min(1), format: z.enum(['wav', 'mp3']) }),
+});
+export const ContentPartSchema = z.discriminatedUnion('type', [
+  TextPartSchema,
+  ImageUrlPartSchema,
+  InputAudioPartSchema,
+]);
+export type ContentPart = z.infer<typeof ContentPartSchema>;
+
+// ---- tools ----
+export const FUNCTION_NAME_RE = /^[A-Za-z0-9_-]{1,64}$/;
+export const FunctionNameSchema = z
+  .string()
+  .regex(FUNCTION_NAME_RE, 'function name must be 1-64 letters, digits, underscores or dashes');
+
+export const ToolSchema = z
+  .object({
+    type: z.literal('function'),
+    function: z.object({
+      name: FunctionNameSchema,
+      description: z.string().optional(),
+      parameters: z.record(z.string(), z.unknown()).optional(),
+      strict: z.boolean().nullable().optional(),
+    }),
+  })
+  .meta({ id: 'Tool' });
+export type Tool = z.infer<typeof ToolSchema>;
+
+export const ToolChoiceSchema = z
+  .union([
+    z.enum(['auto', 'none', 'required']),
+    z.object({ type: z.literal('function'), function: z.object({ name: FunctionNameSchema }) }),
+  ])
+  .meta({ id: 'ToolChoice' });
+export type ToolChoice = z.infer<typeof ToolChoiceSchema>;
+
+export const ToolCallSchema = z
+  .object({
+    id: z.string(),
+    type: z.literal('function'),
+    function: z.object({ name: z.string(), arguments: z.string() }),
+  })
+  .meta({ id: 'ToolCall' });
+export type ToolCall = z.infer<typeof ToolCallSchema>;
+
+// ---- messages ----
+const TextContent = z.union([z.string(), z.array(TextPartSchema).min(1)]);
+const name = z.string().optional();
+
+export const SystemMessageSchema = z.object({
+  role: z.enum(['system', 'developer']),
+  content: TextContent,
+  name,
+});
+export const UserMessageSchema = z.object({
+  role: z.literal('user'),
+  content: z.union([z.string(), z.array(ContentPartSchema).min(1)]),
+  name,
+});
+export const AssistantMessageSchema = z
+  .object({
+    role: z.literal('assistant'),
+    content: TextContent.nullable().optional(),
+    name,
+    tool_calls: z.array(ToolCallSchema).optional(),
+    reasoning_content: z.string().nullable().optional(),
+  })
+  .refine((m) => m.content != null || (m.tool_calls?.length ?? 0) > 0, {
+    message: 'an assistant message needs content unless it carries tool_calls',
+    path: ['content'],
+  });
+export const ToolMessageSchema = z.object({
+  role: z.literal('tool'),
+  content: TextContent,
+  tool_call_id: z.string().min(1),
+});
+
+export const MessageSchema = z
+  .discriminatedUnion('role', [SystemMessageSchema, UserMessageSchema, AssistantMessageSchema, ToolMessageSchema])
+  .meta({ id: 'Message' });
+export type Message = z.infer<typeof MessageSchema>;
+
+// ---- response format ----
+export const ResponseFormatSchema = z
+  .discriminatedUnion('type', [
+    z.object({ type: z.literal('text') }),
+    z.object({ type: z.literal('json_object') }),
+    z.object({
+      type: z.literal('json_schema'),
+      json_schema: z.object({
+        name: z.string().min(1).max(64),
+        description: z.string().optional(),
+        strict: z.boolean().nullable().optional(),
+        schema: z.record(z.string(), z.unknown()),
+      }),
+    }),
+  ])
+  .meta({ id: 'ResponseFormat' });
+export type ResponseFormat = z.infer<typeof ResponseFormatSchema>;
+
+export const ReasoningEffortSchema = z.enum(['low', 'medium', 'high']);
+
+// ---- request ----
+export const ChatCompletionRequestSchema = z
+  .object({
+    model: ModelIdSchema,
+    messages: z.array(MessageSchema).min(1, 'messages must contain at least one message'),
+    max_tokens: MaxTokensSchema.nullable().optional(),
+    /** Newer OpenAI SDKs send this name; it means the same as max_tokens. */
+    max_completion_tokens: MaxTokensSchema.nullable().optional(),
+    temperature: TemperatureSchema.nullable().optional(),
+    top_p: TopPSchema.nullable().optional(),
+    n: z.number().int().min(1).max(8).nullable().optional(),
+    stream: z.boolean().nullable().optional(),
+    stream_options: z.object({ include_usage: z.boolean().optional() }).nullable().optional(),
+    stop: z
+      .union([z.string(), z.array(z.string()).max(4)])
+      .nullable()
+      .optional(),
+    tools: z.array(ToolSchema).max(128).optional(),
+    tool_choice: ToolChoiceSchema.optional(),
+    parallel_tool_calls: z.boolean().optional(),
+    response_format: ResponseFormatSchema.optional(),
+    reasoning_effort: ReasoningEffortSchema.optional(),
+    chat_template_kwargs: z.object({ enable_thinking: z.boolean().optional() }).optional(),
+    seed: z.number().int().nullable().optional(),
+    presence_penalty: z.number().min(-2).max(2).nullable().optional(),
+    frequency_penalty: z.number().min(-2).max(2).nullable().optional(),
+    user: z.string().optional(),
+  })
+  .meta({ id: 'ChatCompletionRequest' });
+export type ChatCompletionRequest = z.infer<typeof ChatCompletionRequestSchema>;
+
+// ---- responses ----
+export const FinishReasonSchema = z.enum(['stop', 'length', 'tool_calls']);
+export type FinishReason = z.infer<typeof FinishReasonSchema>;
+
+export const AssistantOutputMessageSchema = z.object({
+  role: z.literal('assistant'),
+  content: z.string().nullable(),
+  reasoning_content: z.string().optional(),
+  tool_calls: z.array(ToolCallSchema).optional(),
+});
+
+export const ChatCompletionSchema = z
+  .object({
+    id: z.string(),
+    object: z.literal('chat.completion'),
+    created: z.number().int(),
+    model: z.string(),
+    choices: z.array(
+      z.object({
+        index: z.number().int(),
+        finish_reason: FinishReasonSchema,
+        message: AssistantOutputMessageSchema,
+        logprobs: z.null().optional(),
+      }),
+    ),
+    usage: UsageSchema,
+  })
+  .meta({ id: 'ChatCompletion' });
+export type ChatCompletion = z.infer<typeof ChatCompletionSchema>;
+
+export const ToolCallDeltaSchema = z.object({
+  index: z.number().int(),
+  id: z.string().optional(),
+  type: z.literal('function').optional(),
+  function: z.object({ name: z.string().optional(), arguments: z.string().optional() }).optional(),
+});
+
+export const ChatCompletionChunkSchema = z
+  .object({
+    id: z.string(),
+    object: z.literal('chat.completion.chunk'),
+    created: z.number().int(),
+    model: z.string(),
+    choices: z.array(
+      z.object({
+        index: z.number().int(),
+        delta: z.object({
+          role: z.literal('assistant').optional(),
+          content: z.string().nullable().optional(),
+          reasoning_content: z.string().optional(),
+          tool_calls: z.array(ToolCallDeltaSchema).optional(),
+        }),
+        finish_reason: FinishReasonSchema.nullable(),
+        logprobs: z.null().optional(),
+      }),
+    ),
+    usage: UsageSchema.nullable().optional(),
+  })
+  .meta({ id: 'ChatCompletionChunk' });
+export type ChatCompletionChunk = z.infer<typeof ChatCompletionChunkSchema>;

@@ -1,0 +1,50 @@
+import { z } from 'zod';
+import { CatalogEntrySchema } from './catalog.js';
+import { WireErrorSchema } from './errors.js';
+
+/**
+ * What the gateway sends a service. Services never see an API key: they get who asks (member, key id),
+ * the resolved catalog entry, the validated body and a deadline.
+ */
+export const ServiceRequestSchema = z.object({
+  requestId: z.string(),
+  memberId: z.string(),
+  keyId: z.string(),
+  model: CatalogEntrySchema,
+  body: z.unknown(),
+  /** Epoch milliseconds after which the service should give up. */
+  deadline: z.number(),
+  /** True when the gateway expects a stream of data frames. */
+  stream: z.boolean(),
+});
+export interface ServiceRequest<B = unknown> extends Omit<z.infer<typeof ServiceRequestSchema>, 'body'> {
+  body: B;
+}
+
+/** Exact usage reported by a service, counted against quota as `total_tokens`. */
+export const UsageReportSchema = z.object({
+  prompt_tokens: z.number().int().min(0),
+  completion_tokens: z.number().int().min(0),
+  total_tokens: z.number().int().min(0),
+});
+export type UsageReport = z.infer<typeof UsageReportSchema>;
+
+export const ZERO_USAGE: UsageReport = Object.freeze({ prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 });
+
+/**
+ * Frames from a service to the gateway. On the wire each frame is one NATS message: a one-byte kind
+ * then JSON, so the gateway can relay a data frame to SSE without parsing it.
+ *   D<json>  a data item (a stream chunk)
+ *   E<json>  the end: `{data?, usage}` (a unary reply is a single E frame carrying `data`)
+ *   X<json>  an error: a WireError
+ */
+export const FrameKind = { data: 0x44, end: 0x45, error: 0x58 } as const;
+
+export const EndFrameSchema = z.object({
+  data: z.unknown().optional(),
+  usage: UsageReportSchema,
+  /** For binary results (audio): base64 of the bytes and their content type. */
+  binary: z.object({ base64: z.string(), contentType: z.string() }).optional(),
+});
+export type EndFrame = z.infer<typeof EndFrameSchema>;
+export const ErrorFrameSchema = WireErrorSchema;
