@@ -1,0 +1,5 @@
+export * from './config.js';
+export * from './logger.js';
+export * from './nats.js';
+export * from './rpc.js';
+export * from './service.js';

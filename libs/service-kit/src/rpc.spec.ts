@@ -1,0 +1,134 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { after, before, describe, it } from 'node:test';
+import { ApiError, CatalogEntrySchema, type ServiceRequest } from '@infer/contracts';
+import { createLogger } from './logger.js';
+import { connectNats, type NatsConnection } from './nats.js';
+import { RpcClient, RpcServer } from './rpc.js';
+
+const NATS_URL = process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
+const model = CatalogEntrySchema.parse({ id: 'm', kind: 'chat', rank: 1, tiers: ['inference'], engine: { type: 'simulator' } });
+const subject = (s: string) => `test.${randomUUID()}.${s}`;
+const req = (body: unknown, stream = false, deadlineMs = 5000): ServiceRequest => ({
+  requestId: randomUUID(),
+  memberId: 'mem',
+  keyId: 'key',
+  model,
+  body,
+  deadline: Date.now() + deadlineMs,
+  stream,
+});
+const dec = new TextDecoder();
+
+describe('NATS RPC', () => {
+  let nc: NatsConnection;
+  let server: RpcServer;
+  let client: RpcClient;
+  before(async () => {
+    nc = await connectNats(NATS_URL, 'rpc-spec');
+    server = new RpcServer(nc, 'rpc-spec', createLogger('rpc-spec', 'silent'));
+    client = new RpcClient(nc);
+  });
+  after(async () => {
+    await server.close();
+    await nc.close();
+  });
+
+  it('answers a unary call with data and usage', async () => {
+    const s = subject('echo');
+    server.handle<{ x: number }>(s, async (r) => ({
+      data: { doubled: r.body.x * 2, model: r.model.id },
+      usage: { prompt_tokens: 1, completion_tokens: 2, total_tokens: 3 },
+    }));
+    await nc.flush();
+    const end = await client.call(s, req({ x: 21 }), { idleTimeoutMs: 2000 });
+    assert.deepEqual(end.data, { doubled: 42, model: 'm' });
+    assert.equal(end.usage.total_tokens, 3);
+  });
+
+  it('streams frames in order, then the end frame', async () => {
+    const s = subject('count');
+    server.handle(s, async (_r, ctx) => {
+      for (let i = 0; i < 50; i++) ctx.emit({ i });
+      return { usage: { prompt_tokens: 0, completion_tokens: 50, total_tokens: 50 } };
+    });
+    await nc.flush();
+    const st = client.stream(s, req({}, true), { idleTimeoutMs: 2000 });
+    const seen: number[] = [];
+    for await (const raw of st) seen.push(JSON.parse(dec.decode(raw)).i);
+    assert.deepEqual(
+      seen,
+      Array.from({ length: 50 }, (_, i) => i),
+    );
+    assert.equal((await st.end).usage.completion_tokens, 50);
+  });
+
+  it('carries an ApiError from the service with its status, code and param', async () => {
+    const s = subject('bad');
+    server.handle(s, async () => {
+      throw ApiError.invalid('temperature is wrong', 'temperature');
+    });
+    await nc.flush();
+    await assert.rejects(client.call(s, req({}), { idleTimeoutMs: 2000 }), (e: ApiError) => {
+      assert.equal(e.status, 400);
+      assert.equal(e.param, 'temperature');
+      return true;
+    });
+  });
+
+  it('hides internals of unexpected failures behind a clean 500', async () => {
+    const s = subject('boom');
+    server.handle(s, async () => {
+      throw new Error('secret database password in stack');
+    });
+    await nc.flush();
+    await assert.rejects(client.call(s, req({}), { idleTimeoutMs: 2000 }), (e: ApiError) => {
+      assert.equal(e.status, 500);
+      assert.doesNotMatch(e.message, /secret/);
+      return true;
+    });
+  });
+
+  it('reports a missing service as 503 for unary calls and streams', async () => {
+    const s = subject('nobody');
+    await assert.rejects(client.call(s, req({}), { idleTimeoutMs: 2000 }), (e: ApiError) => e.status === 503);
+    const st = client.stream(s, req({}, true), { idleTimeoutMs: 2000 });
+    await assert.rejects(async () => {
+      for await (const _ of st) {
+        /* nothing */
+      }
+    }, (e: ApiError) => e.status === 503);
+  });
+
+  it('aborts the handler when the client cancels', async () => {
+    const s = subject('slow');
+    let aborted!: () => void;
+    const wasAborted = new Promise<void>((r) => {
+      aborted = r;
+    });
+    server.handle(s, async (_r, ctx) => {
+      ctx.emit({ first: true });
+      await new Promise<void>((resolve) => ctx.signal.addEventListener('abort', () => resolve()));
+      aborted();
+      return { usage: { prompt_tokens: 0, completion_tokens: 1, total_tokens: 1 } };
+    });
+    await nc.flush();
+    const st = client.stream(s, req({}, true), { idleTimeoutMs: 2000 });
+    for await (const _ of st) {
+      st.cancel();
+      break;
+    }
+    await wasAborted;
+    await assert.rejects(st.end, (e: ApiError) => e.status === 499);
+  });
+
+  it('answers 524 when the work passes its deadline', async () => {
+    const s = subject('late');
+    server.handle(s, async (_r, ctx) => {
+      await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve));
+      throw ctx.signal.reason;
+    });
+    await nc.flush();
+    await assert.rejects(client.call(s, req({}, false, 50), { idleTimeoutMs: 2000 }), (e: ApiError) => e.status === 524);
+  });
+});
