@@ -5,3 +5,4 @@ export * from './envelope.js';
 export * from './common.js';
 export * from './chat.js';
 export * from './validate.js';
+export * from './usage.js';

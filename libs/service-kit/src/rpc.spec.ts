@@ -100,26 +100,54 @@ describe('NATS RPC', () => {
     }, (e: ApiError) => e.status === 503);
   });
 
-  it('aborts the handler when the client cancels', async () => {
+  it('aborts the handler when the client cancels, and still collects its usage', async () => {
     const s = subject('slow');
-    let aborted!: () => void;
-    const wasAborted = new Promise<void>((r) => {
-      aborted = r;
-    });
     server.handle(s, async (_r, ctx) => {
-      ctx.emit({ first: true });
-      await new Promise<void>((resolve) => ctx.signal.addEventListener('abort', () => resolve()));
-      aborted();
-      return { usage: { prompt_tokens: 0, completion_tokens: 1, total_tokens: 1 } };
+      let produced = 0;
+      while (!ctx.signal.aborted) {
+        ctx.emit({ token: produced++ });
+        await new Promise((r) => setTimeout(r, 5));
+      }
+      return { usage: { prompt_tokens: 3, completion_tokens: produced, total_tokens: 3 + produced } };
     });
     await nc.flush();
     const st = client.stream(s, req({}, true), { idleTimeoutMs: 2000 });
+    let got = 0;
     for await (const _ of st) {
-      st.cancel();
-      break;
+      if (++got === 3) st.cancel();
     }
-    await wasAborted;
+    assert.equal(got, 3, 'no data after cancel');
+    const end = await st.end;
+    assert.ok(end.usage.completion_tokens >= 3, 'usage of the work done is reported');
+    assert.equal(server.inflightCount, 0);
+  });
+
+  it('rejects the end after cancel when the service never reports', async () => {
+    const s = subject('mute');
+    server.handle(s, async (_r, ctx) => {
+      ctx.emit({ x: 1 });
+      await new Promise((r) => setTimeout(r, 10_000).unref());
+      return { usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 } };
+    });
+    await nc.flush();
+    const st = client.stream(s, req({}, true), { idleTimeoutMs: 2000, cancelGraceMs: 50 });
+    for await (const _ of st) st.cancel();
     await assert.rejects(st.end, (e: ApiError) => e.status === 499);
+  });
+
+  it('fails a silent stream after the idle timeout', async () => {
+    const s = subject('silent');
+    server.handle(s, async () => {
+      await new Promise((r) => setTimeout(r, 10_000).unref());
+      return { usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 } };
+    });
+    await nc.flush();
+    const st = client.stream(s, req({}, true), { idleTimeoutMs: 100 });
+    await assert.rejects(async () => {
+      for await (const _ of st) {
+        /* nothing */
+      }
+    }, (e: ApiError) => e.status === 500 && /in time/.test(e.message));
   });
 
   it('answers 524 when the work passes its deadline', async () => {

@@ -125,21 +125,28 @@ function toWireError(e: unknown, signal: AbortSignal): WireError {
 
 /** A stream as the gateway sees it: raw chunk payloads to relay, then the end (usage) or an ApiError. */
 export interface RpcStream extends AsyncIterable<Uint8Array> {
-  /** Resolves after iteration ends normally, with the end frame. */
+  /**
+   * Settles once with the end frame (usage), or rejects with the ApiError that ended the stream. After
+   * cancel() it still settles with the usage the service reports for the work it did, or rejects
+   * after the grace period if the service says nothing.
+   */
   readonly end: Promise<EndFrame>;
-  /** Stops listening and tells the service to abort the work. */
+  /** Tells the service to abort the work; iteration stops at once. */
   cancel(): void;
 }
 
 export interface CallOptions {
   /** Give up when no frame arrives for this long (ms). */
   idleTimeoutMs: number;
+  /** After cancel(), how long to wait for the service's final usage (ms). */
+  cancelGraceMs?: number;
 }
 
 /**
  * The gateway side. Unary calls use NATS request/reply; streams use a private inbox that receives
  * data frames in order, ended by an end or error frame. No responders (no service up) and silence
- * become clean ApiErrors; the service is told to stop when the caller cancels.
+ * become clean ApiErrors; the service is told to stop when the caller cancels, and its final usage is
+ * still collected.
  */
 export class RpcClient {
   constructor(private readonly nc: NatsConnection) {}
@@ -155,70 +162,112 @@ export class RpcClient {
   }
 
   stream<B>(subject: string, req: ServiceRequest<B>, opts: CallOptions): RpcStream {
-    const inbox = createInbox();
-    const sub = this.nc.subscribe(inbox);
-    const nc = this.nc;
-    let resolveEnd!: (e: EndFrame) => void;
-    let rejectEnd!: (e: unknown) => void;
-    const end = new Promise<EndFrame>((res, rej) => {
-      resolveEnd = res;
-      rejectEnd = rej;
-    });
-    end.catch(() => undefined);
-    let finished = false;
-    const cancel = () => {
-      if (finished) return;
-      finished = true;
-      sub.unsubscribe();
-      nc.publish(Subjects.cancel, req.requestId);
-      rejectEnd(new ApiError(499, 'Client closed the request.'));
-    };
-    nc.publish(subject, JSON.stringify(req), { reply: inbox });
+    return new InboxStream(this.nc, subject, req, opts);
+  }
+}
 
-    async function* frames(): AsyncGenerator<Uint8Array> {
-      const it = sub[Symbol.asyncIterator]();
-      try {
-        while (true) {
-          let timer: NodeJS.Timeout | undefined;
-          const idle = new Promise<never>((_, rej) => {
-            timer = setTimeout(() => rej(ApiError.internal('The model service did not answer in time.')), opts.idleTimeoutMs);
-          });
-          let next: IteratorResult<Msg>;
-          try {
-            next = await Promise.race([it.next(), idle]);
-          } finally {
-            clearTimeout(timer);
-          }
-          if (next.done) return;
-          const m = next.value;
-          if (m.data.length === 0) {
-            // A status message: 503 means nobody subscribes to the subject.
-            if (m.headers?.code === 503) throw noService(subject);
-            continue;
-          }
-          const kind = m.data[0];
-          if (kind === FrameKind.data) {
-            yield m.data.subarray(1);
-          } else {
-            finished = true;
-            const endFrame = readEnd(m.data);
-            resolveEnd(endFrame);
-            return;
-          }
-        }
-      } catch (e) {
-        if (!finished) {
-          finished = true;
-          nc.publish(Subjects.cancel, req.requestId);
-        }
-        rejectEnd(e);
-        throw e;
-      } finally {
-        sub.unsubscribe();
-      }
+class InboxStream implements RpcStream {
+  readonly end: Promise<EndFrame>;
+  private resolveEnd!: (e: EndFrame) => void;
+  private rejectEnd!: (e: unknown) => void;
+  private readonly sub: Subscription;
+  private readonly queue: Uint8Array[] = [];
+  private wake: (() => void) | null = null;
+  private done = false; // no more data will be yielded
+  private settled = false; // end promise settled
+  private failure: unknown = null;
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly nc: NatsConnection,
+    subject: string,
+    private readonly req: ServiceRequest<unknown>,
+    private readonly opts: CallOptions,
+  ) {
+    this.end = new Promise<EndFrame>((res, rej) => {
+      this.resolveEnd = res;
+      this.rejectEnd = rej;
+    });
+    this.end.catch(() => undefined);
+    const inbox = createInbox();
+    this.sub = nc.subscribe(inbox, { callback: (_err, msg) => this.onMsg(msg, subject) });
+    this.armIdle();
+    nc.publish(subject, JSON.stringify(req), { reply: inbox });
+  }
+
+  private armIdle(ms = this.opts.idleTimeoutMs, err: unknown = ApiError.internal('The model service did not answer in time.')) {
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => this.fail(err, true), ms);
+  }
+
+  private onMsg(m: Msg, subject: string): void {
+    if (this.settled) return;
+    if (m.data.length === 0) {
+      // A status message: 503 means nobody subscribes to the subject.
+      if (m.headers?.code === 503) this.fail(noService(subject), false);
+      return;
     }
-    const gen = frames();
-    return { [Symbol.asyncIterator]: () => gen, end, cancel };
+    const kind = m.data[0];
+    if (kind === FrameKind.data) {
+      if (this.done) return;
+      this.armIdle();
+      this.queue.push(m.data.subarray(1));
+      this.notify();
+      return;
+    }
+    try {
+      const endFrame = readEnd(m.data);
+      this.finish();
+      this.resolveEnd(endFrame);
+    } catch (e) {
+      this.fail(e, false);
+    }
+  }
+
+  private fail(e: unknown, tellService: boolean): void {
+    if (this.settled) return;
+    if (tellService) this.nc.publish(Subjects.cancel, this.req.requestId);
+    this.failure = e;
+    this.finish();
+    this.rejectEnd(e);
+  }
+
+  private finish(): void {
+    this.settled = true;
+    this.done = true;
+    clearTimeout(this.timer);
+    this.sub.unsubscribe();
+    this.notify();
+  }
+
+  private notify(): void {
+    const w = this.wake;
+    this.wake = null;
+    w?.();
+  }
+
+  cancel(): void {
+    if (this.done) return;
+    this.done = true;
+    this.queue.length = 0;
+    this.nc.publish(Subjects.cancel, this.req.requestId);
+    this.armIdle(this.opts.cancelGraceMs ?? 5_000, new ApiError(499, 'Client closed the request.'));
+    this.notify();
+  }
+
+  async *[Symbol.asyncIterator](): AsyncIterator<Uint8Array> {
+    while (true) {
+      const next = this.queue.shift();
+      if (next) {
+        yield next;
+        continue;
+      }
+      if (this.failure && !this.queue.length) throw this.failure;
+      if (this.done) return;
+      await new Promise<void>((r) => {
+        this.wake = r;
+      });
+    }
   }
 }
 

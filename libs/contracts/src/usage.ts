@@ -1,0 +1,32 @@
+import { z } from 'zod';
+
+/**
+ * One finished (or cancelled) request, as published by the gateway on the durable usage stream and
+ * written to the ledger once, keyed by requestId.
+ */
+export const UsageEventSchema = z.object({
+  requestId: z.string(),
+  memberId: z.string(),
+  keyId: z.string(),
+  model: z.string(),
+  endpoint: z.string(),
+  promptTokens: z.number().int().min(0),
+  completionTokens: z.number().int().min(0),
+  totalTokens: z.number().int().min(0),
+  /** HTTP status the client got (499 for a client that went away mid-stream). */
+  status: z.number().int(),
+  latencyMs: z.number().int().min(0),
+  /** Epoch milliseconds when the request finished. */
+  at: z.number().int(),
+});
+export type UsageEvent = z.infer<typeof UsageEventSchema>;
+
+/** JetStream stream that holds usage events until the ledger writer has stored them. */
+export const UsageStream = {
+  name: 'USAGE',
+  subjects: ['usage.events.>'],
+  /** Subject of one event: usage.events.<model>. */
+  subject: (model: string) => `usage.events.${model.replace(/[^A-Za-z0-9_-]/g, '_')}`,
+  /** Durable consumer of the ledger writer. */
+  consumer: 'ledger-writer',
+} as const;
