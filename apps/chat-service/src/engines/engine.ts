@@ -1,0 +1,126 @@
+import type { ContentPart, FinishReason, ResponseFormat, Tool, ToolCall, ToolChoice } from '@infer/contracts';
+
+/**
+ * The ONE chat engine interface (ARCHITECTURE.md rule 3: engines are adapters).
+ *
+ * An engine turns one normalized request into ONE choice: an async stream of deltas that ends with
+ * exactly one `finish` delta. The chat handler fans out `n` choices by calling `generate` n times
+ * (with `choice` 0..n-1), turns deltas into ChatCompletionChunks as they arrive (no buffering) and sums
+ * the usage. Engines know nothing about NATS, chunks, ids or the wire format.
+ *
+ * Implementations: the simulator (a test double, `simulator.ts`); later an OpenAI-compatible upstream
+ * over HTTP (vLLM, SGLang, llama.cpp server ...) and embedded llama.cpp.
+ *
+ * Cancellation contract: when `signal` aborts, the engine stops generating at once (no further waits,
+ * no upstream work) and ends the stream with one last `{type: 'finish', reason: 'cancelled', usage}`
+ * that counts the tokens produced so far, so the usage of cancelled work is still recorded. Engines
+ * that cannot count (or simply throw/return on abort) are tolerated: the handler then estimates the
+ * usage with the shared tokenizer approximation (`src/tokens.ts`).
+ */
+export interface ChatEngine {
+  /** Engine type as in the catalog (`model.engine.type`), for logs. */
+  readonly type: string;
+  generate(input: EngineInput, signal: AbortSignal): AsyncIterable<EngineDelta>;
+  /**
+   * Releases what the engine holds (connections, loaded weights). Called when the service stops and
+   * when a catalog change replaces the engine; generations still running may be ended as 'cancelled'.
+   */
+  close?(): Promise<void>;
+}
+
+export type ReasoningEffort = 'low' | 'medium' | 'high';
+
+/** Messages as engines see them: `developer` folded into `system`, text-only part arrays joined. */
+export type EngineMessage =
+  | { role: 'system'; content: string; name?: string }
+  /** A string, or content parts when the message carries images or audio. */
+  | { role: 'user'; content: string | ContentPart[]; name?: string }
+  | {
+      role: 'assistant';
+      content: string | null;
+      name?: string;
+      tool_calls?: ToolCall[];
+      reasoning_content?: string;
+    }
+  | { role: 'tool'; content: string; tool_call_id: string };
+
+export interface EngineSampling {
+  /** Spec default 0.6 applied. */
+  temperature: number;
+  /** Spec default 0.95 applied. */
+  top_p: number;
+  seed: number | null;
+  presence_penalty: number | null;
+  frequency_penalty: number | null;
+}
+
+/** How to reason; `null` on EngineInput means do not reason. */
+export interface EngineReasoning {
+  /** Set only for models whose reasoning is steered by effort (capabilities.reasoning 'effort'). */
+  effort: ReasoningEffort | null;
+}
+
+export interface EngineInput {
+  /** Catalog id of the model (an upstream engine maps it to its own name). */
+  model: string;
+  messages: EngineMessage[];
+  sampling: EngineSampling;
+  /**
+   * Cap on generated tokens, reasoning included (as vLLM and OpenAI count it); null = the engine's
+   * default. `max_completion_tokens` is folded in here.
+   */
+  max_tokens: number | null;
+  /** Stop sequences (possibly empty). The engine cuts the content before the first match. */
+  stop: string[];
+  /** Tools offered to the model (possibly empty). */
+  tools: Tool[];
+  /** Normalized: 'none' when there are no tools; a forced function is known to be among `tools`. */
+  tool_choice: ToolChoice;
+  parallel_tool_calls: boolean;
+  response_format: ResponseFormat | null;
+  reasoning: EngineReasoning | null;
+  /**
+   * Index of the choice this call produces (0..n-1). Deterministic engines mix it into their seed so
+   * that the n choices of one request differ.
+   */
+  choice: number;
+}
+
+export interface EngineUsage {
+  prompt_tokens: number;
+  /** Every generated token: reasoning, content and tool calls. */
+  completion_tokens: number;
+  /** The part of completion_tokens spent reasoning. */
+  reasoning_tokens: number;
+}
+
+export type EngineFinishReason = FinishReason | 'cancelled';
+
+export type EngineDelta =
+  /** Answer text to append. */
+  | { type: 'content'; text: string }
+  /** Reasoning trace to append (`reasoning_content`). */
+  | { type: 'reasoning'; text: string }
+  /**
+   * A piece of tool call number `index`: the first piece of a call carries `name` (and `id` if the
+   * engine has one; otherwise the handler makes one), later pieces carry `arguments` text to append.
+   */
+  | { type: 'tool_call'; index: number; id?: string; name?: string; arguments?: string }
+  /** The last delta: why generation ended and the exact usage of this choice. */
+  | { type: 'finish'; reason: EngineFinishReason; usage: EngineUsage };
+
+export type EngineFinish = Extract<EngineDelta, { type: 'finish' }>;
+
+/** Resolves after `ms`, or at once when `signal` aborts (check `signal.aborted` afterwards). */
+export function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  if (signal.aborted || ms <= 0) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
+  });
+}
