@@ -16,7 +16,14 @@ export type ModelKind = z.infer<typeof ModelKindSchema>;
  * - default_on / default_off: `chat_template_kwargs.enable_thinking` with that default (chat-E / chat-F);
  *   chat-C and chat-D reason by default with no switch
  */
-export const ReasoningModeSchema = z.enum(['none', 'effort', 'always', 'default_on', 'default_off', 'fixed_on']);
+export const ReasoningModeSchema = z.enum([
+  'none',
+  'effort',
+  'always',
+  'default_on',
+  'default_off',
+  'fixed_on',
+]);
 export type ReasoningMode = z.infer<typeof ReasoningModeSchema>;
 
 /** Simulator engine: a named test double with deterministic text and modelled latency. */

@@ -88,7 +88,12 @@ export const ToolMessageSchema = z.object({
 });
 
 export const MessageSchema = z
-  .discriminatedUnion('role', [SystemMessageSchema, UserMessageSchema, AssistantMessageSchema, ToolMessageSchema])
+  .discriminatedUnion('role', [
+    SystemMessageSchema,
+    UserMessageSchema,
+    AssistantMessageSchema,
+    ToolMessageSchema,
+  ])
   .meta({ id: 'Message' });
 export type Message = z.infer<typeof MessageSchema>;
 

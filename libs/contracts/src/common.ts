@@ -31,3 +31,30 @@ export const ModelListSchema = z
   .object({ object: z.literal('list'), data: z.array(ModelSchema) })
   .meta({ id: 'ModelList' });
 export type ModelList = z.infer<typeof ModelListSchema>;
+
+/**
+ * Turns the text fields of a multipart form into the object the form schemas parse: a field sent once
+ * keeps its value, a repeated field becomes an array, and the `name[]` spelling of array fields (as the
+ * OpenAI SDKs send `timestamp_granularities[]`) is folded into `name`.
+ */
+export function normalizeFormFields(
+  fields: Iterable<readonly [string, unknown]> | Record<string, unknown>,
+): Record<string, unknown> {
+  const entries: Iterable<readonly [string, unknown]> =
+    Symbol.iterator in fields
+      ? (fields as Iterable<readonly [string, unknown]>)
+      : Object.entries(fields as Record<string, unknown>);
+  const out: Record<string, unknown> = {};
+  for (const [rawKey, value] of entries) {
+    const key = rawKey.endsWith('[]') ? rawKey.slice(0, -2) : rawKey;
+    if (key === '__proto__') continue;
+    const values = Array.isArray(value) ? value : [value];
+    if (!Object.hasOwn(out, key)) {
+      out[key] = rawKey.endsWith('[]') || Array.isArray(value) ? [...values] : value;
+      continue;
+    }
+    const prev = out[key];
+    out[key] = [...(Array.isArray(prev) ? prev : [prev]), ...values];
+  }
+  return out;
+}

@@ -29,7 +29,11 @@ export const UsageReportSchema = z.object({
 });
 export type UsageReport = z.infer<typeof UsageReportSchema>;
 
-export const ZERO_USAGE: UsageReport = Object.freeze({ prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 });
+export const ZERO_USAGE: UsageReport = Object.freeze({
+  prompt_tokens: 0,
+  completion_tokens: 0,
+  total_tokens: 0,
+});
 
 /**
  * Frames from a service to the gateway. On the wire each frame is one NATS message: a one-byte kind

@@ -88,10 +88,16 @@ export class ApiError extends Error {
   }
 
   static contentPolicy(message: string, param: string | null = 'prompt'): ApiError {
-    return new ApiError(400, message, { type: ErrorType.invalidRequest, code: ErrorCode.contentPolicy, param });
+    return new ApiError(400, message, {
+      type: ErrorType.invalidRequest,
+      code: ErrorCode.contentPolicy,
+      param,
+    });
   }
 
-  static invalidKey(message = 'Invalid or missing API key. Pass it as "Authorization: Bearer <key>".'): ApiError {
+  static invalidKey(
+    message = 'Invalid or missing API key. Pass it as "Authorization: Bearer <key>".',
+  ): ApiError {
     return new ApiError(401, message, { type: ErrorType.invalidRequest, code: ErrorCode.invalidApiKey });
   }
 

@@ -44,6 +44,7 @@ function describe(issue: Issue, param: string | null): string {
   if (issue.code === 'invalid_type' && / received undefined$/.test(issue.message)) {
     return `Missing required parameter: ${where}.`;
   }
-  if (issue.code === 'unrecognized_keys') return `Unrecognized parameter(s) in ${where}: ${issue.keys.join(', ')}.`;
+  if (issue.code === 'unrecognized_keys')
+    return `Unrecognized parameter(s) in ${where}: ${issue.keys.join(', ')}.`;
   return `Invalid value for ${where}: ${issue.message}.`;
 }

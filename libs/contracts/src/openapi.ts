@@ -1,0 +1,355 @@
+import { z } from 'zod';
+import {
+  AUDIO_CONTENT_TYPES,
+  SpeechRequestSchema,
+  TranscriptionRequestSchema,
+  TranscriptionResponseSchema,
+} from './audio.js';
+import { ChatCompletionChunkSchema, ChatCompletionRequestSchema, ChatCompletionSchema } from './chat.js';
+import { ModelListSchema, ModelSchema } from './common.js';
+import { CompletionChunkSchema, CompletionRequestSchema, CompletionSchema } from './completions.js';
+import { EmbeddingListSchema, EmbeddingRequestSchema } from './embeddings.js';
+import { ErrorBodySchema } from './errors.js';
+import { ImageEditRequestSchema, ImageGenerationRequestSchema, ImageResponseSchema } from './images.js';
+import { JsonRpcMessageSchema, JsonRpcResponseSchema } from './mcp.js';
+import { RerankRequestSchema, RerankResponseSchema } from './rerank.js';
+import { ResponseCompletedEventSchema, ResponseObjectSchema, ResponseRequestSchema } from './responses.js';
+import { SearchRequestSchema, SearchResponseSchema } from './search.js';
+
+export const OPENAPI_VERSION = '3.1.0';
+export const API_VERSION = '1.0.0';
+export const API_TITLE = 'Inference API';
+
+type Json = Record<string, unknown>;
+type Io = 'input' | 'output';
+
+export interface OpenApiOptions {
+  /** Host root of the service (the paths carry /v1 themselves, /mcp sits at the root). */
+  serverUrl?: string;
+}
+
+const COMPONENT_PREFIX = '#/components/schemas/';
+const DEFS_PREFIX = '#/$defs/';
+
+/**
+ * Collects component schemas. Each zod schema is converted on its own with z.toJSONSchema; sub-schemas
+ * that carry a `.meta({id})` come out in `$defs` and are hoisted into `components.schemas`, with every
+ * `$ref` rewritten to point there. A request (input side) and a response (output side) that share an
+ * id but convert differently get two components, the second one suffixed `Input` / `Output`.
+ */
+class Components {
+  readonly schemas: Record<string, Json> = {};
+
+  ref(schema: z.ZodType, io: Io): Json {
+    const json = z.toJSONSchema(schema, {
+      target: 'draft-2020-12',
+      io,
+      // Responses may gain fields over time (the spec adds capabilities without breaking fields): an
+      // output object is therefore left open instead of zod's `additionalProperties: false`.
+      override: ({ jsonSchema }) => {
+        if (io === 'output' && jsonSchema.additionalProperties === false)
+          delete jsonSchema.additionalProperties;
+      },
+    }) as Json;
+    const { $schema: _schema, $defs, ...root } = json;
+    const defs = ($defs ?? {}) as Record<string, Json>;
+
+    // Name each def: its id, unless that name holds a different schema already.
+    const names = new Map<string, string>(Object.keys(defs).map((k) => [k, k]));
+    for (let changed = true; changed; ) {
+      changed = false;
+      for (const [id, def] of Object.entries(defs)) {
+        const name = names.get(id) as string;
+        const existing = this.schemas[name];
+        if (existing && !sameJson(existing, rewriteRefs(def, names))) {
+          const alt = `${id}${io === 'input' ? 'Input' : 'Output'}`;
+          if (name === alt) throw new Error(`OpenAPI: two different schemas both named ${alt}`);
+          names.set(id, alt);
+          changed = true;
+        }
+      }
+    }
+    for (const [id, def] of Object.entries(defs)) {
+      this.schemas[names.get(id) as string] = rewriteRefs(def, names);
+    }
+    return rewriteRefs(root, names);
+  }
+}
+
+function sameJson(a: unknown, b: unknown): boolean {
+  return JSON.stringify(a) === JSON.stringify(b);
+}
+
+function rewriteRefs(node: Json, names: Map<string, string>): Json {
+  const walk = (v: unknown): unknown => {
+    if (Array.isArray(v)) return v.map(walk);
+    if (v === null || typeof v !== 'object') return v;
+    const out: Json = {};
+    for (const [k, val] of Object.entries(v)) {
+      if (k === '$ref' && typeof val === 'string' && val.startsWith(DEFS_PREFIX)) {
+        const id = decodeURIComponent(val.slice(DEFS_PREFIX.length)).replace(/~1/g, '/').replace(/~0/g, '~');
+        out[k] = COMPONENT_PREFIX + (names.get(id) ?? id);
+      } else {
+        out[k] = walk(val);
+      }
+    }
+    return out;
+  };
+  return walk(node) as Json;
+}
+
+const STATUS_TEXT: Record<number, string> = {
+  400: 'Invalid or malformed parameter (`param` names it), or content blocked by the safety filter.',
+  401: "Missing or invalid API key, or the key's tier does not reach the model.",
+  402: "The model's token allowance is spent until its quota period resets (not retryable).",
+  403: 'The key tier cannot use this endpoint.',
+  404: 'The model does not exist.',
+  429: 'Rate limit, concurrency limit or quota exceeded.',
+  503: 'Web search is temporarily unavailable.',
+  524: 'Timeout (typical for long audio: split it into segments of 2 minutes or less).',
+};
+
+const binary = (contentMediaType = 'application/octet-stream'): Json => ({
+  type: 'string',
+  format: 'binary',
+  contentMediaType,
+});
+
+const jsonContent = (schema: Json): Json => ({ 'application/json': { schema } });
+
+interface OperationSpec {
+  id: string;
+  summary: string;
+  tag: string;
+  method?: 'get' | 'post';
+  requestBody?: Json;
+  ok: Json;
+  errors: number[];
+  /** Statuses whose 429 carries Retry-After. */
+  retryAfter?: boolean;
+  parameters?: Json[];
+}
+
+/**
+ * The OpenAPI 3.1 description of the public API, generated from the contracts' zod schemas (requests
+ * on their input side, responses on their output side). Pure: builds a fresh object on every call.
+ */
+export function buildOpenApiDocument(opts: OpenApiOptions = {}): Json {
+  const c = new Components();
+  const req = (s: z.ZodType) => c.ref(s, 'input');
+  const res = (s: z.ZodType) => c.ref(s, 'output');
+  const errorRef = res(ErrorBodySchema);
+
+  const jsonBody = (s: z.ZodType): Json => ({ required: true, content: jsonContent(req(s)) });
+  const formBody = (s: z.ZodType, files: Json, required: string[]): Json => ({
+    required: true,
+    content: {
+      'multipart/form-data': {
+        schema: { allOf: [req(s), { type: 'object', properties: files, required }] },
+      },
+    },
+  });
+  const ok = (description: string, content: Json): Json => ({ description, content });
+  const streamed = (description: string, body: Json, event: Json, framing: string): Json =>
+    ok(description, {
+      ...jsonContent(body),
+      'text/event-stream': { schema: { ...event, description: framing } },
+    });
+
+  const ops: Record<string, OperationSpec> = {
+    '/v1/models': {
+      id: 'listModels',
+      summary: 'List the models available to the calling key, most capable first',
+      tag: 'Models',
+      method: 'get',
+      ok: ok('The model list.', jsonContent(res(ModelListSchema))),
+      errors: [401],
+    },
+    '/v1/models/{model}': {
+      id: 'retrieveModel',
+      summary: 'Retrieve one model available to the calling key',
+      tag: 'Models',
+      method: 'get',
+      parameters: [{ name: 'model', in: 'path', required: true, schema: { type: 'string' } }],
+      ok: ok('The model.', jsonContent(res(ModelSchema))),
+      errors: [401, 404],
+    },
+    '/v1/chat/completions': {
+      id: 'createChatCompletion',
+      summary: 'Create a chat completion',
+      tag: 'Chat',
+      requestBody: jsonBody(ChatCompletionRequestSchema),
+      ok: streamed(
+        'A ChatCompletion, or with `stream: true` a stream of chunks.',
+        res(ChatCompletionSchema),
+        res(ChatCompletionChunkSchema),
+        'Each event is a `data:` line with a ChatCompletionChunk and a blank line; the stream ends with `data: [DONE]`.',
+      ),
+      errors: [400, 401, 402, 429],
+    },
+    '/v1/completions': {
+      id: 'createCompletion',
+      summary: 'Create a text completion (legacy)',
+      tag: 'Completions',
+      requestBody: jsonBody(CompletionRequestSchema),
+      ok: streamed(
+        'A Completion, or with `stream: true` a stream of chunks.',
+        res(CompletionSchema),
+        res(CompletionChunkSchema),
+        'Each event is a `data:` line with a `text_completion` chunk; the stream ends with `data: [DONE]`.',
+      ),
+      errors: [400, 401, 429],
+    },
+    '/v1/responses': {
+      id: 'createResponse',
+      summary: 'Create a model response (Responses format)',
+      tag: 'Responses',
+      requestBody: jsonBody(ResponseRequestSchema),
+      ok: streamed(
+        'A ResponseObject, or with `stream: true` one terminal `response.completed` event.',
+        res(ResponseObjectSchema),
+        res(ResponseCompletedEventSchema),
+        'One event `response.completed` carrying the whole ResponseObject.',
+      ),
+      errors: [400, 401],
+    },
+    '/v1/embeddings': {
+      id: 'createEmbedding',
+      summary: 'Create embedding vectors',
+      tag: 'Embeddings',
+      requestBody: jsonBody(EmbeddingRequestSchema),
+      ok: ok('The vectors, in the order of `input`.', jsonContent(res(EmbeddingListSchema))),
+      errors: [400, 401, 429],
+    },
+    '/v1/rerank': {
+      id: 'rerank',
+      summary: 'Rerank documents by relevance to a query',
+      tag: 'Rerank',
+      requestBody: jsonBody(RerankRequestSchema),
+      ok: ok('Results sorted by descending relevance.', jsonContent(res(RerankResponseSchema))),
+      errors: [400, 401, 429],
+    },
+    '/v2/rerank': {
+      id: 'rerankV2',
+      summary: 'Rerank documents (alias of /v1/rerank)',
+      tag: 'Rerank',
+      requestBody: jsonBody(RerankRequestSchema),
+      ok: ok('Results sorted by descending relevance.', jsonContent(res(RerankResponseSchema))),
+      errors: [400, 401, 429],
+    },
+    '/v1/audio/speech': {
+      id: 'createSpeech',
+      summary: 'Synthesize speech from text',
+      tag: 'Audio',
+      requestBody: jsonBody(SpeechRequestSchema),
+      ok: ok(
+        'The raw audio file in the requested `response_format`, with no JSON wrapper.',
+        Object.fromEntries(Object.values(AUDIO_CONTENT_TYPES).map((ct) => [ct, { schema: binary(ct) }])),
+      ),
+      errors: [400, 401, 429],
+    },
+    '/v1/audio/transcriptions': {
+      id: 'createTranscription',
+      summary: 'Transcribe audio to text',
+      tag: 'Audio',
+      requestBody: formBody(
+        TranscriptionRequestSchema,
+        { file: { ...binary(), description: 'The audio file, at most 25 MB.' } },
+        ['file'],
+      ),
+      ok: ok('The transcript.', jsonContent(res(TranscriptionResponseSchema))),
+      errors: [400, 401, 524],
+    },
+    '/v1/images/generations': {
+      id: 'createImage',
+      summary: 'Generate images from a prompt',
+      tag: 'Images',
+      requestBody: jsonBody(ImageGenerationRequestSchema),
+      ok: ok('The generated images.', jsonContent(res(ImageResponseSchema))),
+      errors: [400, 401, 403, 404, 429],
+    },
+    '/v1/images/edits': {
+      id: 'createImageEdit',
+      summary: 'Edit or vary images from a prompt',
+      tag: 'Images',
+      requestBody: formBody(
+        ImageEditRequestSchema,
+        {
+          image: {
+            description:
+              'PNG, JPEG or WebP, each under 25 MB; repeat (or send `image[]`) for several, up to 4 used.',
+            anyOf: [binary(), { type: 'array', items: binary() }],
+          },
+        },
+        ['image'],
+      ),
+      ok: ok('The edited images.', jsonContent(res(ImageResponseSchema))),
+      errors: [400, 401, 403, 429],
+    },
+    '/v1/search': {
+      id: 'search',
+      summary: 'Search the web',
+      tag: 'Search',
+      requestBody: jsonBody(SearchRequestSchema),
+      ok: ok(
+        'Search results (`cached: true` when served from the cache).',
+        jsonContent(res(SearchResponseSchema)),
+      ),
+      errors: [400, 401, 429, 503],
+      retryAfter: true,
+    },
+    '/mcp': {
+      id: 'mcp',
+      summary: 'Remote tool server (MCP, stateless streamable HTTP, JSON-RPC 2.0)',
+      tag: 'MCP',
+      requestBody: jsonBody(JsonRpcMessageSchema),
+      ok: ok(
+        'A JSON-RPC response; protocol-level failures are in its `error` member.',
+        jsonContent(res(JsonRpcResponseSchema)),
+      ),
+      errors: [401, 429],
+      retryAfter: true,
+    },
+  };
+
+  const paths: Record<string, Json> = {};
+  for (const [path, op] of Object.entries(ops)) {
+    const responses: Json = { 200: op.ok };
+    if (path === '/mcp') responses[202] = { description: 'A notification was accepted (no body).' };
+    for (const status of op.errors) {
+      const r: Json = { description: STATUS_TEXT[status], content: jsonContent(errorRef) };
+      if (status === 429 && op.retryAfter) {
+        r.headers = {
+          'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer' } },
+        };
+      }
+      responses[status] = r;
+    }
+    const operation: Json = { operationId: op.id, summary: op.summary, tags: [op.tag] };
+    if (op.parameters) operation.parameters = op.parameters;
+    if (op.requestBody) operation.requestBody = op.requestBody;
+    operation.responses = responses;
+    paths[path] = { [op.method ?? 'post']: operation };
+  }
+
+  return {
+    openapi: OPENAPI_VERSION,
+    info: {
+      title: API_TITLE,
+      version: API_VERSION,
+      description:
+        'OpenAI-compatible inference API: chat, completions, responses, embeddings, rerank, speech, transcription, images, web search and a remote tool (MCP) endpoint.',
+    },
+    jsonSchemaDialect: 'https://json-schema.org/draft/2020-12/schema',
+    servers: [{ url: opts.serverUrl ?? '/' }],
+    security: [{ bearerAuth: [] }],
+    tags: [...new Set(Object.values(ops).map((o) => o.tag))].map((name) => ({ name })),
+    paths,
+    components: {
+      schemas: c.schemas,
+      securitySchemes: {
+        bearerAuth: { type: 'http', scheme: 'bearer', description: 'Authorization: Bearer <API_KEY>' },
+      },
+    },
+  };
+}
