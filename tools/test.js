@@ -27,7 +27,10 @@ const integration = files.filter((f) => f.startsWith('test/'));
 const base = ['--conditions=source', '--import', './tools/ts-register.js', '--test', '--test-force-exit'];
 
 let status = 0;
-for (const [group, concurrency] of [[unit, 2], [integration, 1]]) {
+for (const [group, concurrency] of [
+  [unit, 2],
+  [integration, 1],
+]) {
   if (!group.length) continue;
   const r = spawnSync(process.execPath, [...base, `--test-concurrency=${concurrency}`, ...extra, ...group], {
     stdio: 'inherit',

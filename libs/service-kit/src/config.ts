@@ -11,7 +11,11 @@ export class ConfigError extends Error {
   }
 }
 
-export function parseConfig<S extends z.ZodType>(app: string, schema: S, env: NodeJS.ProcessEnv = process.env): z.output<S> {
+export function parseConfig<S extends z.ZodType>(
+  app: string,
+  schema: S,
+  env: NodeJS.ProcessEnv = process.env,
+): z.output<S> {
   const r = schema.safeParse(env);
   if (r.success) return r.data;
   throw new ConfigError(

@@ -7,7 +7,13 @@ import { connectNats, type NatsConnection } from './nats.js';
 import { RpcClient, RpcServer } from './rpc.js';
 
 const NATS_URL = process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
-const model = CatalogEntrySchema.parse({ id: 'm', kind: 'chat', rank: 1, tiers: ['inference'], engine: { type: 'simulator' } });
+const model = CatalogEntrySchema.parse({
+  id: 'm',
+  kind: 'chat',
+  rank: 1,
+  tiers: ['inference'],
+  engine: { type: 'simulator' },
+});
 const subject = (s: string) => `test.${randomUUID()}.${s}`;
 const req = (body: unknown, stream = false, deadlineMs = 5000): ServiceRequest => ({
   requestId: randomUUID(),
@@ -93,11 +99,14 @@ describe('NATS RPC', () => {
     const s = subject('nobody');
     await assert.rejects(client.call(s, req({}), { idleTimeoutMs: 2000 }), (e: ApiError) => e.status === 503);
     const st = client.stream(s, req({}, true), { idleTimeoutMs: 2000 });
-    await assert.rejects(async () => {
-      for await (const _ of st) {
-        /* nothing */
-      }
-    }, (e: ApiError) => e.status === 503);
+    await assert.rejects(
+      async () => {
+        for await (const _ of st) {
+          /* nothing */
+        }
+      },
+      (e: ApiError) => e.status === 503,
+    );
   });
 
   it('aborts the handler when the client cancels, and still collects its usage', async () => {
@@ -143,11 +152,14 @@ describe('NATS RPC', () => {
     });
     await nc.flush();
     const st = client.stream(s, req({}, true), { idleTimeoutMs: 100 });
-    await assert.rejects(async () => {
-      for await (const _ of st) {
-        /* nothing */
-      }
-    }, (e: ApiError) => e.status === 500 && /in time/.test(e.message));
+    await assert.rejects(
+      async () => {
+        for await (const _ of st) {
+          /* nothing */
+        }
+      },
+      (e: ApiError) => e.status === 500 && /in time/.test(e.message),
+    );
   });
 
   it('answers 524 when the work passes its deadline', async () => {
@@ -157,6 +169,9 @@ describe('NATS RPC', () => {
       throw ctx.signal.reason;
     });
     await nc.flush();
-    await assert.rejects(client.call(s, req({}, false, 50), { idleTimeoutMs: 2000 }), (e: ApiError) => e.status === 524);
+    await assert.rejects(
+      client.call(s, req({}, false, 50), { idleTimeoutMs: 2000 }),
+      (e: ApiError) => e.status === 524,
+    );
   });
 });

@@ -195,7 +195,10 @@ class InboxStream implements RpcStream {
     nc.publish(subject, JSON.stringify(req), { reply: inbox });
   }
 
-  private armIdle(ms = this.opts.idleTimeoutMs, err: unknown = ApiError.internal('The model service did not answer in time.')) {
+  private armIdle(
+    ms = this.opts.idleTimeoutMs,
+    err: unknown = ApiError.internal('The model service did not answer in time.'),
+  ) {
     clearTimeout(this.timer);
     this.timer = setTimeout(() => this.fail(err, true), ms);
   }

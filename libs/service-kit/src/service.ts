@@ -44,7 +44,8 @@ export async function startService(opts: {
     return stopping;
   };
   if (opts.installSignalHandlers !== false) {
-    for (const sig of ['SIGTERM', 'SIGINT'] as const) process.once(sig, () => void stop().then(() => process.exit(0)));
+    for (const sig of ['SIGTERM', 'SIGINT'] as const)
+      process.once(sig, () => void stop().then(() => process.exit(0)));
   }
   return { nc, rpc, log, stop };
 }

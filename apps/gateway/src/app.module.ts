@@ -1,0 +1,58 @@
+import { type Logger, RpcClient } from '@infer/service-kit';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { type DynamicModule, Module } from '@nestjs/common';
+import { APP_FILTER, APP_GUARD } from '@nestjs/core';
+import type { Redis } from 'ioredis';
+import { AuthGuard } from './auth/auth.guard.js';
+import { KeyCache, type KeyStore } from './auth/key-cache.js';
+import type { CatalogSource } from './catalog/catalog.js';
+import { CatalogService } from './catalog/catalog.service.js';
+import { ErrorsFilter } from './common/errors.filter.js';
+import { GATEWAY_CONFIG, type GatewayConfig } from './config.js';
+import { HealthController } from './health/health.controller.js';
+import { CATALOG_SOURCE, LOGGER, NATS, PRISMA, REDIS } from './infra/tokens.js';
+import { MetricsController } from './metrics/metrics.controller.js';
+import { MetricsService } from './metrics/metrics.service.js';
+import { ChatController } from './openai/chat.controller.js';
+import { ModelGateway } from './openai/model-gateway.service.js';
+import { ModelsController } from './openai/models.controller.js';
+import { OpenApiController } from './openai/openapi.controller.js';
+import { UsagePublisher } from './usage/usage-publisher.js';
+
+/** Connections and stores made before Nest starts (see app.ts), handed in as providers. */
+export interface GatewayDeps {
+  config: GatewayConfig;
+  log: Logger;
+  prisma: { $queryRawUnsafe(sql: string): Promise<unknown> };
+  redis: Redis;
+  nc: NatsConnection;
+  keyStore: KeyStore;
+  catalogSource: CatalogSource;
+  metrics: MetricsService;
+}
+
+@Module({})
+export class AppModule {
+  static forRoot(deps: GatewayDeps): DynamicModule {
+    return {
+      module: AppModule,
+      controllers: [HealthController, MetricsController, OpenApiController, ModelsController, ChatController],
+      providers: [
+        { provide: GATEWAY_CONFIG, useValue: deps.config },
+        { provide: LOGGER, useValue: deps.log },
+        { provide: PRISMA, useValue: deps.prisma },
+        { provide: REDIS, useValue: deps.redis },
+        { provide: NATS, useValue: deps.nc },
+        { provide: CATALOG_SOURCE, useValue: deps.catalogSource },
+        { provide: MetricsService, useValue: deps.metrics },
+        { provide: KeyCache, useValue: new KeyCache(deps.keyStore, deps.config.KEY_CACHE_TTL_MS) },
+        { provide: RpcClient, useValue: new RpcClient(deps.nc) },
+        { provide: UsagePublisher, useValue: new UsagePublisher(deps.nc, deps.log) },
+        CatalogService,
+        ModelGateway,
+        { provide: APP_GUARD, useClass: AuthGuard },
+        { provide: APP_FILTER, useClass: ErrorsFilter },
+      ],
+    };
+  }
+}

@@ -1,0 +1,138 @@
+import 'reflect-metadata';
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import type { IncomingMessage } from 'node:http';
+import { connectNats, createLogger, type Logger } from '@infer/service-kit';
+import { NestFactory } from '@nestjs/core';
+import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
+import { type FastifyInstance, LogController } from 'fastify';
+import { Redis } from 'ioredis';
+import { AppModule, type GatewayDeps } from './app.module.js';
+import { sendError } from './common/send-error.js';
+import { type GatewayConfig, loadGatewayConfig } from './config.js';
+import { checkHttps } from './http/https-policy.js';
+import { openPersistence } from './infra/persistence.js';
+import { MetricsService } from './metrics/metrics.service.js';
+import { ensureUsageStream, UsagePublisher } from './usage/usage-publisher.js';
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+/** Routes that answer without a key and over plain HTTP (probes and scrapers inside the cluster). */
+const INFRA_ROUTES = new Set(['/healthz', '/readyz', '/metrics']);
+
+export interface RunningGateway {
+  app: NestFastifyApplication;
+  url: string;
+  config: GatewayConfig;
+  close(): Promise<void>;
+}
+
+/** Starts the gateway: validated config, connections, Nest on Fastify, hooks, listen. */
+export async function startGateway(env: NodeJS.ProcessEnv = process.env): Promise<RunningGateway> {
+  const config = loadGatewayConfig(env);
+  const log = createLogger('gateway', config.LOG_LEVEL);
+  const persistence = await openPersistence(config.DATABASE_URL);
+  const redis = new Redis(config.REDIS_URL, {
+    lazyConnect: true,
+    maxRetriesPerRequest: 2,
+    enableAutoPipelining: true,
+  });
+  await redis.connect();
+  const nc = await connectNats(config.NATS_URL, 'gateway');
+  await ensureUsageStream(nc);
+  const metrics = new MetricsService();
+  const deps: GatewayDeps = {
+    config,
+    log,
+    prisma: persistence.prisma,
+    redis,
+    nc,
+    keyStore: persistence.keyStore,
+    catalogSource: persistence.catalogSource,
+    metrics,
+  };
+
+  const tls =
+    config.TLS_CERT_FILE && config.TLS_KEY_FILE
+      ? { cert: readFileSync(config.TLS_CERT_FILE), key: readFileSync(config.TLS_KEY_FILE) }
+      : undefined;
+  const adapter = new FastifyAdapter({
+    ...(tls ? { https: tls } : {}),
+    trustProxy: config.TRUSTED_PROXIES.length ? config.TRUSTED_PROXIES : false,
+    bodyLimit: config.BODY_LIMIT_BYTES,
+    loggerInstance: log,
+    logController: new LogController({ disableRequestLogging: true }),
+    genReqId: (req: IncomingMessage) => {
+      const given = req.headers['x-request-id'];
+      return typeof given === 'string' && REQUEST_ID.test(given)
+        ? given
+        : `req_${randomBytes(12).toString('hex')}`;
+    },
+  } as ConstructorParameters<typeof FastifyAdapter>[0]);
+  const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(deps), adapter, {
+    logger: ['error', 'warn'],
+    bodyParser: true,
+  });
+  installHooks(app.getHttpAdapter().getInstance(), config, metrics, log);
+  app.enableShutdownHooks();
+  await app.init();
+  await app.listen(config.PORT, config.HOST);
+  const addr = app.getHttpServer().address();
+  const port = typeof addr === 'object' && addr ? addr.port : config.PORT;
+  const host = config.HOST === '0.0.0.0' || config.HOST === '::' ? '127.0.0.1' : config.HOST;
+  const url = `${tls ? 'https' : 'http'}://${host}:${port}`;
+  log.info({ url, tls: Boolean(tls), insecureDev: config.ALLOW_INSECURE_HTTP }, 'gateway listening');
+
+  const usage = app.get(UsagePublisher);
+  let closing: Promise<void> | undefined;
+  return {
+    app,
+    url,
+    config,
+    close: () => {
+      closing ??= (async () => {
+        await app.close();
+        await usage.close();
+        await nc.drain().catch(() => undefined);
+        redis.disconnect();
+        await persistence.close();
+      })();
+      return closing;
+    },
+  };
+}
+
+function installHooks(f: FastifyInstance, config: GatewayConfig, metrics: MetricsService, log: Logger): void {
+  f.addHook('onRequest', (req, reply, done) => {
+    const start = performance.now();
+    const route = req.routeOptions.url ?? 'unmatched';
+    reply.header('x-request-id', req.id);
+    reply.raw.once('close', () => {
+      const status = reply.raw.writableFinished ? reply.raw.statusCode : 499;
+      const ms = performance.now() - start;
+      metrics.observe(route, req.method, status, ms / 1000);
+      log.info(
+        {
+          reqId: req.id,
+          method: req.method,
+          route,
+          status,
+          ms: Math.round(ms * 10) / 10,
+          keyId: req.auth?.keyId,
+        },
+        'request',
+      );
+    });
+    if (!INFRA_ROUTES.has(route)) {
+      const refused = checkHttps({
+        protocol: req.protocol,
+        remoteAddress: req.socket.remoteAddress,
+        allowInsecureLoopback: config.ALLOW_INSECURE_HTTP,
+      });
+      if (refused) {
+        sendError(req, reply, refused);
+        return;
+      }
+    }
+    done();
+  });
+}

@@ -1,0 +1,46 @@
+import { ApiError } from '@infer/contracts';
+import { type CanActivate, type ExecutionContext, Inject, Injectable } from '@nestjs/common';
+import { Reflector } from '@nestjs/core';
+import type { FastifyRequest } from 'fastify';
+import { KeyCache } from './key-cache.js';
+import { IS_PUBLIC } from './public.decorator.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    auth?: import('./key-cache.js').AuthedKey;
+  }
+}
+
+const BEARER = /^Bearer\s+(\S+)\s*$/i;
+
+/** Bearer-key auth on every route not marked @Public(): 401 invalid_api_key when missing or unknown. */
+@Injectable()
+export class AuthGuard implements CanActivate {
+  constructor(
+    @Inject(Reflector) private readonly reflector: Reflector,
+    @Inject(KeyCache) private readonly keys: KeyCache,
+  ) {}
+
+  async canActivate(ctx: ExecutionContext): Promise<boolean> {
+    if (
+      this.reflector.get<boolean>(IS_PUBLIC, ctx.getHandler()) ||
+      this.reflector.get<boolean>(IS_PUBLIC, ctx.getClass())
+    ) {
+      return true;
+    }
+    const req = ctx.switchToHttp().getRequest<FastifyRequest>();
+    req.auth = await authenticate(req, this.keys);
+    return true;
+  }
+}
+
+export async function authenticate(req: FastifyRequest, keys: KeyCache) {
+  const header = req.headers.authorization;
+  if (!header) throw ApiError.invalidKey('Missing API key. Pass it as "Authorization: Bearer <key>".');
+  const m = BEARER.exec(header);
+  if (!m?.[1])
+    throw ApiError.invalidKey('Malformed Authorization header. Use "Authorization: Bearer <key>".');
+  const found = await keys.lookup(m[1]);
+  if (!found) throw ApiError.invalidKey('Incorrect API key provided.');
+  return found;
+}

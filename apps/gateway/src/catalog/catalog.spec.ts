@@ -1,0 +1,62 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { type ApiError, type CatalogEntryInput, CatalogEntrySchema } from '@infer/contracts';
+import { CatalogSnapshot } from './catalog.js';
+
+const entry = (
+  id: string,
+  rank: number,
+  tiers: CatalogEntryInput['tiers'],
+  kind: CatalogEntryInput['kind'] = 'chat',
+) => CatalogEntrySchema.parse({ id, rank, tiers, kind, engine: { type: 'simulator' } });
+
+const all = ['community', 'inference', 'premium'] as const;
+const snap = new CatalogSnapshot([
+  entry('chat-E', 5, [...all]),
+  entry('chat-G', 0, ['premium']),
+  entry('chat-A', 1, [...all]),
+  entry('image-model', 20, ['inference', 'premium'], 'image'),
+]);
+
+describe('CatalogSnapshot', () => {
+  it('lists most capable first, only what the tier reaches', () => {
+    assert.deepEqual(
+      snap.listFor('premium').data.map((m) => m.id),
+      ['chat-G', 'chat-A', 'chat-E', 'image-model'],
+    );
+    assert.deepEqual(
+      snap.listFor('inference').data.map((m) => m.id),
+      ['chat-A', 'chat-E', 'image-model'],
+    );
+    assert.deepEqual(
+      snap.listFor('community').data.map((m) => m.id),
+      ['chat-A', 'chat-E'],
+    );
+    assert.deepEqual(Object.keys(snap.listFor('community').data[0] ?? {}).sort(), [
+      'created',
+      'id',
+      'object',
+      'owned_by',
+    ]);
+  });
+
+  it('resolves in the spec order: 404, wrong endpoint 400, tier 401 auth_error', () => {
+    assert.equal(snap.resolve('chat-A', 'community', ['chat'], '/v1/chat/completions').id, 'chat-A');
+    assert.throws(
+      () => snap.resolve('nope', 'premium', ['chat'], '/v1/chat/completions'),
+      (e: ApiError) => e.status === 404 && e.code === 'model_not_found' && e.param === 'model',
+    );
+    assert.throws(
+      () => snap.resolve('image-model', 'premium', ['chat'], '/v1/chat/completions'),
+      (e: ApiError) => e.status === 400 && e.param === 'model',
+    );
+    assert.throws(
+      () => snap.resolve('chat-G', 'inference', ['chat'], '/v1/chat/completions'),
+      (e: ApiError) =>
+        e.status === 401 &&
+        e.type === 'auth_error' &&
+        e.code === 'invalid_api_key' &&
+        /access to the requested model/.test(e.message),
+    );
+  });
+});

@@ -1,0 +1,63 @@
+import {
+  ApiError,
+  type CatalogEntry,
+  type Model,
+  type ModelKind,
+  type Tier,
+  tierReaches,
+} from '@infer/contracts';
+
+export interface CatalogSource {
+  listEnabled(): Promise<CatalogEntry[]>;
+}
+
+/**
+ * The model catalog as the gateway uses it: an immutable snapshot, replaced whole on refresh, with the
+ * per-tier model lists precomputed so that GET /models and model resolution do no work per request.
+ */
+export class CatalogSnapshot {
+  private readonly byId: Map<string, CatalogEntry>;
+  private readonly listsByTier: Map<Tier, { object: 'list'; data: Model[] }>;
+
+  constructor(entries: CatalogEntry[]) {
+    const sorted = [...entries].sort((a, b) => a.rank - b.rank || a.id.localeCompare(b.id));
+    this.byId = new Map(sorted.map((e) => [e.id, e]));
+    this.listsByTier = new Map();
+    for (const tier of ['community', 'inference', 'premium'] as const) {
+      this.listsByTier.set(tier, {
+        object: 'list',
+        data: sorted
+          .filter((e) => tierReaches(tier, e))
+          .map((e) => ({ id: e.id, object: 'model' as const, created: e.created, owned_by: e.owned_by })),
+      });
+    }
+  }
+
+  get size(): number {
+    return this.byId.size;
+  }
+
+  get(id: string): CatalogEntry | undefined {
+    return this.byId.get(id);
+  }
+
+  /** GET /models: exactly the models this tier may use, most capable first. */
+  listFor(tier: Tier): { object: 'list'; data: Model[] } {
+    return this.listsByTier.get(tier) ?? { object: 'list', data: [] };
+  }
+
+  /**
+   * The model a request names, checked in the spec's order: unknown -> 404 model_not_found; a model of
+   * another kind than the endpoint serves -> 400 (param model); a tier that does not reach it -> 401
+   * auth_error.
+   */
+  resolve(id: string, tier: Tier, kinds: readonly ModelKind[], endpoint: string): CatalogEntry {
+    const entry = this.byId.get(id);
+    if (!entry) throw ApiError.modelNotFound(id);
+    if (!kinds.includes(entry.kind)) {
+      throw ApiError.invalid(`The model '${id}' is not supported on ${endpoint}.`, 'model');
+    }
+    if (!tierReaches(tier, entry)) throw ApiError.noModelAccess(id);
+    return entry;
+  }
+}

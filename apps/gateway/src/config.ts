@@ -1,0 +1,48 @@
+import { envBool, envInt, NatsUrlSchema, parseConfig } from '@infer/service-kit';
+import { z } from 'zod';
+
+export const GatewayEnvSchema = z
+  .object({
+    HOST: z.string().default('0.0.0.0'),
+    PORT: envInt(8080),
+    DATABASE_URL: z.string().default('postgresql://postgres@127.0.0.1:5432/infer'),
+    REDIS_URL: z.string().default('redis://127.0.0.1:6379'),
+    NATS_URL: NatsUrlSchema,
+    /** PEM files; when both are set the gateway speaks TLS itself. */
+    TLS_CERT_FILE: z.string().optional(),
+    TLS_KEY_FILE: z.string().optional(),
+    /** Comma-separated IPs/CIDRs of proxies whose X-Forwarded-Proto/-For are believed. */
+    TRUSTED_PROXIES: z
+      .string()
+      .default('')
+      .transform((s) =>
+        s
+          .split(',')
+          .map((x) => x.trim())
+          .filter(Boolean),
+      ),
+    /** Development mode: plain HTTP accepted, but only from loopback clients. */
+    ALLOW_INSECURE_HTTP: envBool(false),
+    /** How long a key lookup (hit or miss) is cached: a revoked key stops working within this. */
+    KEY_CACHE_TTL_MS: envInt(5_000),
+    CATALOG_REFRESH_MS: envInt(30_000, 1_000),
+    /** Longest a model request may take end to end. */
+    REQUEST_TIMEOUT_MS: envInt(600_000, 1_000),
+    /** Longest silence between two frames of a stream (and time to first frame). */
+    IDLE_TIMEOUT_MS: envInt(120_000, 100),
+    BODY_LIMIT_BYTES: envInt(32 * 1024 * 1024, 1024),
+    LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    /** Credential for /admin (not an API key). Admin routes are off when unset. */
+    ADMIN_TOKEN: z.string().min(16).optional(),
+  })
+  .refine((e) => Boolean(e.TLS_CERT_FILE) === Boolean(e.TLS_KEY_FILE), {
+    message: 'TLS_CERT_FILE and TLS_KEY_FILE go together',
+    path: ['TLS_CERT_FILE'],
+  });
+export type GatewayConfig = z.infer<typeof GatewayEnvSchema>;
+
+export function loadGatewayConfig(env: NodeJS.ProcessEnv = process.env): GatewayConfig {
+  return parseConfig('gateway', GatewayEnvSchema, env);
+}
+
+export const GATEWAY_CONFIG = Symbol('GATEWAY_CONFIG');
