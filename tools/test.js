@@ -2,8 +2,8 @@
 //   node tools/test.js                 -> every spec in apps/, libs/ and test/
 //   node tools/test.js apps/gateway    -> one project's specs
 // Unit specs run in parallel; integration specs (test/integration) share ports and run one at a time.
-import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 
 const roots = process.argv.slice(2).filter((a) => !a.startsWith('--'));
@@ -12,6 +12,10 @@ const dirs = roots.length ? roots : ['libs', 'apps', 'test'];
 
 function collect(dir, out) {
   if (!existsSync(dir)) return out;
+  if (statSync(dir).isFile()) {
+    out.push(dir);
+    return out;
+  }
   for (const e of readdirSync(dir, { withFileTypes: true })) {
     if (e.name === 'node_modules' || e.name === 'dist' || e.name.startsWith('.')) continue;
     const p = join(dir, e.name);
@@ -26,20 +30,49 @@ const unit = files.filter((f) => !f.startsWith('test/'));
 const integration = files.filter((f) => f.startsWith('test/'));
 const base = ['--conditions=source', '--import', './tools/ts-register.js', '--test', '--test-force-exit'];
 
+/** Runs one group, echoing its output as it comes and keeping it to read the runner's tally. */
+function run(args) {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, args, {
+      stdio: ['ignore', 'pipe', 'inherit'],
+      env: { ...process.env, NODE_ENV: 'test' },
+    });
+    let out = '';
+    child.stdout.on('data', (d) => {
+      process.stdout.write(d);
+      out += d;
+      if (out.length > 1e6) out = out.slice(-1e5);
+    });
+    child.on('close', (code) => resolve({ code: code ?? 1, out }));
+  });
+}
+
 let status = 0;
+let passed = 0;
+let failed = 0;
+let skipped = 0;
 for (const [group, concurrency] of [
   [unit, 2],
   [integration, 1],
 ]) {
   if (!group.length) continue;
-  const r = spawnSync(process.execPath, [...base, `--test-concurrency=${concurrency}`, ...extra, ...group], {
-    stdio: 'inherit',
-    env: { ...process.env, NODE_ENV: 'test' },
-  });
-  if (r.status !== 0) status = r.status ?? 1;
+  const r = await run([
+    ...base,
+    '--test-reporter=spec',
+    `--test-concurrency=${concurrency}`,
+    ...extra,
+    ...group,
+  ]);
+  if (r.code !== 0) status = r.code;
+  const count = (k) => Number(new RegExp(`^\\S* ?${k} (\\d+)$`, 'm').exec(r.out)?.[1] ?? 0);
+  passed += count('pass');
+  failed += count('fail') + count('cancelled');
+  skipped += count('skipped') + count('todo');
+  if (r.code !== 0 && count('fail') + count('cancelled') === 0) failed += 1; // a crash outside any test
 }
 if (!files.length) {
   console.error('no spec files found');
   status = 1;
 }
+console.log(`\n${passed} passed, ${failed} failed, ${skipped} skipped`);
 process.exit(status);

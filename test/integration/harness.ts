@@ -14,7 +14,7 @@ import {
   migrateDeploy,
 } from '@infer/persistence';
 import OpenAI from 'openai';
-import { startChatService } from '../../apps/chat-service/src/app.js';
+import { type ChatService, startChatService } from '../../apps/chat-service/src/app.js';
 import { type RunningGateway, startGateway } from '../../apps/gateway/src/app.js';
 
 export type TierName = 'community' | 'inference' | 'premium';
@@ -26,18 +26,27 @@ export interface Stack {
   keys: Record<TierName, string>;
   client(tier: TierName, opts?: Partial<ConstructorParameters<typeof OpenAI>[0]>): OpenAI;
   gateway: RunningGateway;
+  chat: ChatService;
   prisma: ReturnType<typeof createPrisma>;
   close(): Promise<void>;
 }
 
 export const PG_ROOT = process.env.TEST_PG_URL ?? 'postgresql://postgres@127.0.0.1:5432';
 
-export async function startStack(env: Record<string, string> = {}): Promise<Stack> {
+export interface StackOptions {
+  /** Extra environment for the apps (wins over the test defaults). */
+  env?: Record<string, string>;
+  /** Catalog file to load instead of config/models.yaml. */
+  catalogFile?: string;
+}
+
+export async function startStack(opts: StackOptions = {}): Promise<Stack> {
+  const env = opts.env ?? {};
   const databaseUrl = `${PG_ROOT}/infer_it_${randomBytes(5).toString('hex')}`;
   await ensureDatabase(databaseUrl);
   await migrateDeploy(databaseUrl);
   const prisma = createPrisma(databaseUrl);
-  await new CatalogRepository(prisma).syncFromFile('config/models.yaml');
+  await new CatalogRepository(prisma).syncFromFile(opts.catalogFile ?? 'config/models.yaml');
   const members = new MembersRepository(prisma);
   const apiKeys = new ApiKeysRepository(prisma);
   const keys = {} as Record<TierName, string>;
@@ -62,6 +71,7 @@ export async function startStack(env: Record<string, string> = {}): Promise<Stac
     databaseUrl,
     keys,
     gateway,
+    chat,
     prisma,
     client: (tier, opts = {}) => new OpenAI({ baseURL, apiKey: keys[tier], maxRetries: 0, ...opts }),
     close: async () => {
