@@ -1,0 +1,184 @@
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { after, before, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { dropDatabase, hashApiKey } from '@infer/persistence';
+import { createTestDatabase, type TestDatabase } from '@infer/persistence/testing';
+
+const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+
+interface Result {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+function cli(args: string[], env: Record<string, string>): Promise<Result> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(
+      process.execPath,
+      ['--conditions=source', '--import', './tools/ts-register.js', 'apps/admin-cli/src/main.ts', ...args],
+      { cwd: ROOT, env: { ...process.env, ...env, DEBUG: '' } },
+    );
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => {
+      stdout += d;
+    });
+    child.stderr.on('data', (d) => {
+      stderr += d;
+    });
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+describe('admin CLI end to end', () => {
+  let db: TestDatabase;
+  let env: Record<string, string>;
+  const run = (...args: string[]) => cli(args, env);
+  const json = async (...args: string[]) => {
+    const r = await run(...args, '--json');
+    assert.equal(r.code, 0, `${args.join(' ')}: ${r.stderr}`);
+    return JSON.parse(r.stdout);
+  };
+
+  before(async () => {
+    // Not migrated: `db migrate` does it (and creates the database).
+    db = await createTestDatabase({ migrate: false });
+    await dropDatabase(db.url);
+    env = { DATABASE_URL: db.url };
+  });
+
+  after(async () => {
+    await db?.drop();
+  });
+
+  it('a command before migrating says to migrate, without a stack trace', async () => {
+    const r = await run('member', 'list');
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /db migrate/);
+    assert.doesNotMatch(r.stderr, /\n\s+at /);
+  });
+
+  it('db migrate creates and migrates the database; again is a no-op; db status is up to date', async () => {
+    const first = await json('db', 'migrate');
+    assert.equal(first.createdDatabase, true);
+    assert.ok(first.applied.length >= 1);
+    const second = await json('db', 'migrate');
+    assert.deepEqual(second.applied, []);
+    const status = await json('db', 'status');
+    assert.equal(status.upToDate, true);
+  });
+
+  it('catalog sync + models list', async () => {
+    const sync = await json('catalog', 'sync');
+    assert.equal(sync.upserted.length, 12);
+    const { models } = await json('models', 'list');
+    assert.equal(models.length, 12);
+    assert.equal(models[0].id, 'chat-G');
+    assert.deepEqual(models[0].tiers, ['premium']);
+    const human = await run('models', 'list');
+    assert.equal(human.code, 0);
+    assert.match(human.stdout, /chat-A\s+chat\s+community,inference,premium/);
+    const missing = await run('catalog', 'sync', '--file', 'no/such/file.yaml');
+    assert.notEqual(missing.code, 0);
+    assert.match(missing.stderr, /catalog file not found/);
+  });
+
+  it('member create / set-tier / list, with clear errors', async () => {
+    const { member } = await json(
+      'member',
+      'create',
+      '--name',
+      'Grace',
+      '--email',
+      'grace@example.org',
+      '--tier',
+      'community',
+    );
+    assert.equal(member.tier, 'community');
+    const set = await json('member', 'set-tier', member.id, 'premium');
+    assert.equal(set.member.tier, 'premium');
+    const { members } = await json('member', 'list');
+    assert.ok(members.some((m: { id: string }) => m.id === member.id));
+
+    const badTier = await run('member', 'create', '--name', 'X', '--tier', 'gold');
+    assert.equal(badTier.code, 1);
+    assert.match(badTier.stderr, /unknown tier: gold/);
+    assert.doesNotMatch(badTier.stderr, /\n\s+at /);
+    const badMember = await run('member', 'set-tier', 'no-such-member', 'premium');
+    assert.equal(badMember.code, 1);
+    assert.match(badMember.stderr, /member not found: no-such-member/);
+    const badJson = await run('member', 'set-tier', 'no-such-member', 'premium', '--json');
+    assert.equal(JSON.parse(badJson.stderr).error.code, 'not_found');
+    const noName = await run('member', 'create', '--tier', 'premium');
+    assert.equal(noName.code, 2);
+    assert.match(noName.stderr, /missing --name/);
+    const unknownOption = await run('member', 'list', '--bogus');
+    assert.equal(unknownOption.code, 2);
+    const unknownCommand = await run('frobnicate');
+    assert.equal(unknownCommand.code, 2);
+    assert.match(unknownCommand.stderr, /unknown command/);
+    const help = await run('--help');
+    assert.equal(help.code, 0);
+    assert.match(help.stdout, /demo-keys/);
+  });
+
+  it('key mint prints the key once; list shows prefixes only; revoke by prefix', async () => {
+    const { member } = await json('member', 'create', '--name', 'Keys', '--tier', 'inference');
+    const minted = await json('key', 'mint', member.id, '--name', 'ci');
+    assert.match(minted.key, /^sk-inf-[0-9A-Za-z]{40}$/);
+    assert.equal(minted.record.prefix, minted.key.slice(0, 13));
+    const human = await run('key', 'mint', member.id);
+    assert.equal(human.code, 0);
+    assert.match(human.stdout.split('\n')[0]!, /^sk-inf-[0-9A-Za-z]{40}$/);
+
+    const listed = await run('key', 'list', '--member', member.id, '--json');
+    const { keys } = JSON.parse(listed.stdout);
+    assert.equal(keys.length, 2);
+    assert.ok(!listed.stdout.includes(minted.key), 'list never shows the key');
+    assert.ok(!listed.stdout.includes(hashApiKey(minted.key)), 'nor its hash');
+
+    const revoked = await json('key', 'revoke', minted.record.prefix);
+    assert.equal(revoked.record.id, minted.record.id);
+    assert.ok(revoked.record.revokedAt);
+    const unknown = await run('key', 'revoke', 'sk-inf-nothere');
+    assert.equal(unknown.code, 1);
+    assert.match(unknown.stderr, /key not found/);
+    const noMember = await run('key', 'mint', 'no-such-member');
+    assert.equal(noMember.code, 1);
+    assert.match(noMember.stderr, /member not found/);
+  });
+
+  it('demo-keys: one member per tier, a fresh key each run, idempotent members', async () => {
+    const first = await json('demo-keys');
+    assert.deepEqual(
+      first.keys.map((k: { tier: string }) => k.tier),
+      ['community', 'inference', 'premium'],
+    );
+    const second = await json('demo-keys', '--rotate');
+    for (let i = 0; i < 3; i++) {
+      assert.equal(second.keys[i].memberId, first.keys[i].memberId, 'same demo member');
+      assert.notEqual(second.keys[i].key, first.keys[i].key, 'fresh key');
+      assert.equal(second.keys[i].revoked, 1, 'older demo key revoked');
+    }
+    const envOut = await run('demo-keys', '--env');
+    assert.equal(envOut.code, 0);
+    assert.match(
+      envOut.stdout,
+      /^INFER_DEMO_KEY_COMMUNITY=sk-inf-\w{40}\nINFER_DEMO_KEY_INFERENCE=sk-inf-\w{40}\nINFER_DEMO_KEY_PREMIUM=sk-inf-\w{40}\n$/,
+    );
+    const { members } = await json('member', 'list');
+    assert.equal(
+      members.filter((m: { email: string | null }) => m.email?.endsWith('@infer.local')).length,
+      3,
+    );
+  });
+
+  it('an unreachable database is one clear line and exit 1', async () => {
+    const r = await cli(['member', 'list'], { DATABASE_URL: 'postgresql://postgres@127.0.0.1:1/none' });
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /cannot reach PostgreSQL/);
+  });
+});

@@ -1,0 +1,422 @@
+// The operator CLI: members, tiers, API keys, the model catalog and migrations.
+// `run(argv)` returns the exit code; main.ts calls it. Every command takes --json for scripts.
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { TIERS, type Tier } from '@infer/contracts';
+import {
+  type ApiKeyInfo,
+  createRepositories,
+  databaseUrlFromEnv,
+  isUserError,
+  type Member,
+  migrateDeploy,
+  migrateStatus,
+  parseTier,
+  type Repositories,
+  redactUrl,
+} from '@infer/persistence';
+
+/** Repository root (this file is apps/admin-cli/{src,dist}/cli.*). */
+const REPO_ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+export const DEFAULT_CATALOG_FILE = resolve(REPO_ROOT, 'config', 'models.yaml');
+
+export const USAGE = `infer admin CLI (env DATABASE_URL, default postgresql://postgres@127.0.0.1:5432/infer)
+
+  member create --name N [--email E] --tier T     create a member (tiers: ${TIERS.join(', ')})
+  member set-tier <memberId> <tier>               change a member's tier (all its keys follow)
+  member list [--tier T]                          list members
+  key mint <memberId> [--name N]                  create an API key; the key is printed once
+  key list [--member ID]                          list keys (prefix only, never the key)
+  key revoke <keyId-or-prefix>                    revoke a key (prefix looks like sk-inf-abc123)
+  models list [--all]                             enabled models, most capable first (--all: disabled too)
+  catalog sync [--file config/models.yaml]        load the catalog file; models missing from it are disabled
+  db migrate                                      create the database if needed and apply pending migrations
+  db status                                       compare prisma/migrations with the database
+  demo-keys [--rotate] [--env]                    one demo member per tier, a fresh key for each
+                                                  (--rotate revokes their older demo keys,
+                                                   --env prints INFER_DEMO_KEY_<TIER>=... lines)
+
+  every command: --json (machine-readable output), -h/--help
+exit codes: 0 ok, 1 error (unknown member/key/tier, invalid file, database), 2 bad usage`;
+
+/** A usage mistake: printed with the usage text, exit code 2. */
+class UsageError extends Error {}
+
+export interface CliIo {
+  out(line: string): void;
+  err(line: string): void;
+}
+
+const consoleIo: CliIo = {
+  out: (line) => process.stdout.write(`${line}\n`),
+  err: (line) => process.stderr.write(`${line}\n`),
+};
+
+const OPTIONS = {
+  json: { type: 'boolean', default: false },
+  help: { type: 'boolean', short: 'h', default: false },
+  name: { type: 'string' },
+  email: { type: 'string' },
+  tier: { type: 'string' },
+  member: { type: 'string' },
+  file: { type: 'string' },
+  all: { type: 'boolean', default: false },
+  rotate: { type: 'boolean', default: false },
+  env: { type: 'boolean', default: false },
+} as const;
+
+type Values = {
+  json: boolean;
+  help: boolean;
+  name?: string;
+  email?: string;
+  tier?: string;
+  member?: string;
+  file?: string;
+  all: boolean;
+  rotate: boolean;
+  env: boolean;
+};
+
+interface Ctx {
+  values: Values;
+  args: string[];
+  io: CliIo;
+  url: string;
+  repos(): Repositories;
+  /** Prints data as JSON with --json, else the human text. */
+  print(data: unknown, human: () => string): void;
+}
+
+function toJson(data: unknown): string {
+  return JSON.stringify(data, (_k, v) => (typeof v === 'bigint' ? v.toString() : v), 2);
+}
+
+function table(rows: string[][]): string {
+  if (!rows.length) return '';
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length)));
+  return rows
+    .map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!))).join('  '))
+    .join('\n');
+}
+
+const iso = (d: Date | null | undefined) => (d ? d.toISOString() : '-');
+
+function memberRows(members: Member[]): string {
+  if (!members.length) return 'no members';
+  return table([
+    ['ID', 'TIER', 'NAME', 'EMAIL', 'CREATED'],
+    ...members.map((m) => [m.id, m.tier, m.name, m.email ?? '-', iso(m.createdAt)]),
+  ]);
+}
+
+function keyRows(keys: ApiKeyInfo[]): string {
+  if (!keys.length) return 'no keys';
+  return table([
+    ['ID', 'PREFIX', 'MEMBER', 'NAME', 'CREATED', 'LAST USED', 'STATUS'],
+    ...keys.map((k) => [
+      k.id,
+      k.prefix,
+      k.memberId,
+      k.name,
+      iso(k.createdAt),
+      iso(k.lastUsedAt),
+      k.revokedAt ? `revoked ${iso(k.revokedAt)}` : 'active',
+    ]),
+  ]);
+}
+
+function need(value: string | undefined, what: string): string {
+  if (value === undefined || value.trim() === '') throw new UsageError(`missing ${what}`);
+  return value.trim();
+}
+
+function noExtra(args: string[], count: number) {
+  if (args.length > count) throw new UsageError(`unexpected argument: ${args[count]}`);
+}
+
+type Handler = (ctx: Ctx) => Promise<number>;
+
+const commands: Record<string, Handler> = {
+  'member create': async (ctx) => {
+    noExtra(ctx.args, 0);
+    const name = need(ctx.values.name, '--name');
+    const tier = parseTier(need(ctx.values.tier, '--tier'));
+    const member = await ctx.repos().members.create({ name, email: ctx.values.email ?? null, tier });
+    ctx.print({ member }, () => `created member ${member.id} (${member.name}, ${member.tier})`);
+    return 0;
+  },
+
+  'member set-tier': async (ctx) => {
+    noExtra(ctx.args, 2);
+    const id = need(ctx.args[0], '<memberId>');
+    const tier = parseTier(need(ctx.args[1], '<tier>'));
+    const member = await ctx.repos().members.setTier(id, tier);
+    ctx.print({ member }, () => `member ${member.id} is now ${member.tier}`);
+    return 0;
+  },
+
+  'member list': async (ctx) => {
+    noExtra(ctx.args, 0);
+    const members = await ctx
+      .repos()
+      .members.list(ctx.values.tier ? { tier: parseTier(ctx.values.tier) } : {});
+    ctx.print({ members }, () => memberRows(members));
+    return 0;
+  },
+
+  'key mint': async (ctx) => {
+    noExtra(ctx.args, 1);
+    const memberId = need(ctx.args[0], '<memberId>');
+    const { key, record } = await ctx.repos().keys.mint(memberId, ctx.values.name ?? 'default');
+    ctx.print(
+      { key, record },
+      () =>
+        `${key}\n\nkey ${record.id} (${record.prefix}, "${record.name}") for member ${record.memberId}\n` +
+        'This is the only time the key is shown: store it now.',
+    );
+    return 0;
+  },
+
+  'key list': async (ctx) => {
+    noExtra(ctx.args, 0);
+    const keys = await ctx.repos().keys.list(ctx.values.member);
+    ctx.print({ keys }, () => keyRows(keys));
+    return 0;
+  },
+
+  'key revoke': async (ctx) => {
+    noExtra(ctx.args, 1);
+    const record = await ctx.repos().keys.revoke(need(ctx.args[0], '<keyId-or-prefix>'));
+    ctx.print({ record }, () => `revoked key ${record.id} (${record.prefix}) at ${iso(record.revokedAt)}`);
+    return 0;
+  },
+
+  'models list': async (ctx) => {
+    noExtra(ctx.args, 0);
+    const all = await ctx.repos().catalog.listAll();
+    const models = ctx.values.all ? all : all.filter((m) => m.enabled);
+    ctx.print(
+      ctx.values.all
+        ? { models: models.map((m) => ({ ...m.entry, enabled: m.enabled })) }
+        : { models: models.map((m) => m.entry) },
+      () =>
+        models.length
+          ? table([
+              [
+                'RANK',
+                'ID',
+                'KIND',
+                'TIERS',
+                'CONTEXT',
+                'ALLOWANCE',
+                'ENGINE',
+                ...(ctx.values.all ? ['ENABLED'] : []),
+              ],
+              ...models.map(({ entry: e, enabled }) => [
+                String(e.rank),
+                e.id,
+                e.kind,
+                e.tiers.join(','),
+                e.context_window ? String(e.context_window) : '-',
+                e.allowance ? `${e.allowance.tokens}/${e.allowance.period}` : '-',
+                e.engine.type,
+                ...(ctx.values.all ? [String(enabled)] : []),
+              ]),
+            ])
+          : 'no models: run `catalog sync`',
+    );
+    return 0;
+  },
+
+  'catalog sync': async (ctx) => {
+    noExtra(ctx.args, 0);
+    const file = resolve(ctx.values.file ?? process.env.CATALOG_FILE ?? DEFAULT_CATALOG_FILE);
+    if (!existsSync(file)) throw new UsageError(`catalog file not found: ${file}`);
+    const result = await ctx.repos().catalog.syncFromFile(file);
+    ctx.print(
+      { file, ...result },
+      () =>
+        `synced ${result.upserted.length} model(s) from ${file}` +
+        (result.disabled.length ? `\ndisabled (not in the file): ${result.disabled.join(', ')}` : ''),
+    );
+    return 0;
+  },
+
+  'db migrate': async (ctx) => {
+    noExtra(ctx.args, 0);
+    const r = await migrateDeploy(ctx.url);
+    ctx.print(r, () =>
+      [
+        r.createdDatabase ? `created database ${redactUrl(ctx.url)}` : null,
+        r.applied.length
+          ? `applied ${r.applied.length} migration(s): ${r.applied.join(', ')}`
+          : 'no pending migrations',
+      ]
+        .filter(Boolean)
+        .join('\n'),
+    );
+    return 0;
+  },
+
+  'db status': async (ctx) => {
+    noExtra(ctx.args, 0);
+    const s = await migrateStatus(ctx.url);
+    ctx.print(s, () =>
+      [
+        `database ${redactUrl(ctx.url)}${s.databaseExists ? '' : ' (does not exist)'}`,
+        ...s.migrations.map((m) => `  ${m.appliedAt ? 'applied' : 'pending'}  ${m.name}`),
+        s.failed.length ? `failed: ${s.failed.join(', ')}` : null,
+        s.edited.length ? `edited after being applied: ${s.edited.join(', ')}` : null,
+        s.unknown.length ? `applied but not in prisma/migrations: ${s.unknown.join(', ')}` : null,
+        s.upToDate
+          ? 'up to date'
+          : s.pending.length
+            ? `${s.pending.length} pending migration(s)`
+            : 'not up to date',
+      ]
+        .filter(Boolean)
+        .join('\n'),
+    );
+    return s.upToDate ? 0 : 1;
+  },
+
+  'demo-keys': async (ctx) => {
+    noExtra(ctx.args, 0);
+    const { members, keys } = ctx.repos();
+    const out: {
+      tier: Tier;
+      memberId: string;
+      keyId: string;
+      prefix: string;
+      key: string;
+      revoked: number;
+    }[] = [];
+    for (const tier of TIERS) {
+      const email = `demo-${tier}@infer.local`;
+      let member = await members.findByEmail(email);
+      if (!member) member = await members.create({ name: `Demo ${tier}`, email, tier });
+      else if (member.tier !== tier) member = await members.setTier(member.id, tier);
+      let revoked = 0;
+      if (ctx.values.rotate) {
+        for (const k of await keys.list(member.id)) {
+          if (k.name === 'demo' && !k.revokedAt) {
+            await keys.revoke(k.id);
+            revoked++;
+          }
+        }
+      }
+      const { key, record } = await keys.mint(member.id, 'demo');
+      out.push({ tier, memberId: member.id, keyId: record.id, prefix: record.prefix, key, revoked });
+    }
+    if (ctx.values.env && !ctx.values.json) {
+      for (const k of out) ctx.io.out(`INFER_DEMO_KEY_${k.tier.toUpperCase()}=${k.key}`);
+      return 0;
+    }
+    ctx.print({ keys: out }, () =>
+      table([['TIER', 'MEMBER', 'PREFIX', 'KEY'], ...out.map((k) => [k.tier, k.memberId, k.prefix, k.key])]),
+    );
+    return 0;
+  },
+};
+
+/** A short, stack-free description of infrastructure errors (no database, not migrated ...). */
+function describeFailure(error: unknown, url: string): string {
+  const e = error as { code?: string; message?: string; cause?: { kind?: string; originalCode?: string } };
+  const message = e?.message ?? String(error);
+  const kind = e?.cause?.kind;
+  if (
+    e?.code === 'ECONNREFUSED' ||
+    e?.code === 'P1001' ||
+    kind === 'DatabaseNotReachable' ||
+    /ECONNREFUSED|connect ECONN/.test(message)
+  ) {
+    return `cannot reach PostgreSQL at ${redactUrl(url)} (is it running? set DATABASE_URL)`;
+  }
+  if (
+    e?.code === '3D000' ||
+    e?.code === 'P1003' ||
+    kind === 'DatabaseDoesNotExist' ||
+    /database .* does not exist/i.test(message)
+  ) {
+    return `database of ${redactUrl(url)} does not exist: run \`db migrate\` first`;
+  }
+  if (
+    e?.code === 'P2021' ||
+    e?.code === '42P01' ||
+    kind === 'TableDoesNotExist' ||
+    /relation .* does not exist|table .* does not exist/i.test(message)
+  ) {
+    return `database ${redactUrl(url)} is not migrated: run \`db migrate\` first`;
+  }
+  // Prisma's messages start with an "Invalid `prisma.x()` invocation" preamble: keep the last line.
+  const lines = message.split('\n').filter((l) => l.trim());
+  return lines[lines.length - 1]?.trim() ?? 'unknown error';
+}
+
+export async function run(
+  argv: string[],
+  io: CliIo = consoleIo,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<number> {
+  let parsed: { values: Values; positionals: string[] };
+  try {
+    parsed = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true }) as never;
+  } catch (error) {
+    io.err(`error: ${(error as Error).message}\n\n${USAGE}`);
+    return 2;
+  }
+  const { values, positionals } = parsed;
+  if (!positionals.length) {
+    (values.help ? io.out : io.err)(USAGE);
+    return values.help ? 0 : 2;
+  }
+  const [first, second, ...rest] = positionals;
+  let key = `${first} ${second ?? ''}`.trim();
+  let args = rest;
+  if (!commands[key] && commands[first!]) {
+    key = first!;
+    args = positionals.slice(1);
+  }
+  const handler = commands[key];
+  if (values.help) {
+    io.out(USAGE);
+    return 0;
+  }
+  if (!handler) {
+    io.err(`error: unknown command: ${positionals.join(' ')}\n\n${USAGE}`);
+    return 2;
+  }
+
+  const url = databaseUrlFromEnv(env);
+  let repos: Repositories | undefined;
+  const ctx: Ctx = {
+    values,
+    args,
+    io,
+    url,
+    repos: () => {
+      repos ??= createRepositories(url);
+      return repos;
+    },
+    print: (data, human) => io.out(values.json ? toJson(data) : human()),
+  };
+  try {
+    return await handler(ctx);
+  } catch (error) {
+    if (error instanceof UsageError) {
+      io.err(`error: ${error.message}\n\n${USAGE}`);
+      return 2;
+    }
+    const message = isUserError(error) ? error.message : describeFailure(error, url);
+    if (values.json)
+      io.err(toJson({ error: { message, code: isUserError(error) ? error.code : 'failure' } }));
+    else io.err(`error: ${message}`);
+    if (!isUserError(error) && env.DEBUG) io.err(String((error as Error)?.stack ?? error));
+    return 1;
+  } finally {
+    await repos?.close().catch(() => undefined);
+  }
+}

@@ -1,0 +1,212 @@
+import { createHash, randomBytes } from 'node:crypto';
+import type { Tier } from '@infer/contracts';
+import { InvalidInputError, NotFoundError, prismaErrorCode } from './errors.js';
+import { type Db, Prisma } from './prisma.js';
+
+/** Every key starts with this. */
+export const API_KEY_PREFIX = 'sk-inf-';
+/** Random base62 characters after the prefix (40 chars: ~238 bits). */
+export const API_KEY_RANDOM_LENGTH = 40;
+/** Characters of the key kept for display: `sk-inf-` + 6 = `sk-inf-abc123`. */
+export const API_KEY_DISPLAY_LENGTH = API_KEY_PREFIX.length + 6;
+
+const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+const KEY_RE = new RegExp(`^${API_KEY_PREFIX}[0-9A-Za-z]{${API_KEY_RANDOM_LENGTH}}$`);
+
+/** sha256 hex of the full key: what is stored and looked up. */
+export function hashApiKey(key: string): string {
+  return createHash('sha256').update(key, 'utf8').digest('hex');
+}
+
+/** Whether a string has the shape of one of our keys (cheap check before any lookup). */
+export function isApiKeyFormat(key: string): boolean {
+  return KEY_RE.test(key);
+}
+
+function randomBase62(length: number): string {
+  let out = '';
+  while (out.length < length) {
+    for (const byte of randomBytes(length * 2)) {
+      // 248 = 4 * 62: rejecting larger bytes keeps every character equally likely.
+      if (byte < 248) out += BASE62[byte % 62];
+      if (out.length === length) break;
+    }
+  }
+  return out;
+}
+
+/** A new key: `sk-inf-` + 40 base62 chars from crypto.randomBytes, its display prefix and its hash. */
+export function generateApiKey(): { key: string; prefix: string; hash: string } {
+  const key = API_KEY_PREFIX + randomBase62(API_KEY_RANDOM_LENGTH);
+  return { key, prefix: key.slice(0, API_KEY_DISPLAY_LENGTH), hash: hashApiKey(key) };
+}
+
+/** A key as shown to operators: never the key, never its hash. */
+export interface ApiKeyInfo {
+  id: string;
+  memberId: string;
+  name: string;
+  prefix: string;
+  createdAt: Date;
+  lastUsedAt: Date | null;
+  revokedAt: Date | null;
+  limits: unknown;
+}
+
+/** What the gateway's auth needs about a key, read in one query. */
+export interface AuthKey {
+  keyId: string;
+  memberId: string;
+  tier: Tier;
+  name: string;
+  prefix: string;
+  revoked: boolean;
+  /** Per-key limit overrides (null: the defaults). */
+  limits: unknown;
+  /** Start of the member's billing periods (chat-G's allowance period). */
+  billingPeriodAnchor: Date;
+  lastUsedAt: Date | null;
+}
+
+const INFO_SELECT = {
+  id: true,
+  memberId: true,
+  name: true,
+  prefix: true,
+  createdAt: true,
+  lastUsedAt: true,
+  revokedAt: true,
+  limits: true,
+} as const;
+
+export class ApiKeysRepository {
+  constructor(private readonly db: Db) {}
+
+  /**
+   * Creates a key for a member. The plaintext `key` is returned here only: just its hash is stored.
+   */
+  async mint(
+    memberId: string,
+    name = 'default',
+    options: { limits?: Record<string, unknown> } = {},
+  ): Promise<{ key: string; record: ApiKeyInfo }> {
+    const keyName = name.trim();
+    if (!keyName) throw new InvalidInputError('key name must not be empty');
+    const member = await this.db.member.findUnique({ where: { id: memberId }, select: { id: true } });
+    if (!member) throw new NotFoundError('member', memberId);
+    for (let attempt = 0; ; attempt++) {
+      const { key, prefix, hash } = generateApiKey();
+      try {
+        const record = await this.db.apiKey.create({
+          data: {
+            memberId,
+            name: keyName,
+            prefix,
+            hash,
+            ...(options.limits ? { limits: options.limits as Prisma.InputJsonValue } : {}),
+          },
+          select: INFO_SELECT,
+        });
+        return { key, record };
+      } catch (error) {
+        // A display prefix already taken (1 in 57 billion per existing key): draw again.
+        if (prismaErrorCode(error) === 'P2002' && attempt < 5) continue;
+        if (prismaErrorCode(error) === 'P2003') throw new NotFoundError('member', memberId);
+        throw error;
+      }
+    }
+  }
+
+  /** Keys, oldest first, revoked ones included; all members' keys when memberId is omitted. */
+  list(memberId?: string): Promise<ApiKeyInfo[]> {
+    return this.db.apiKey.findMany({
+      where: memberId ? { memberId } : {},
+      select: INFO_SELECT,
+      orderBy: [{ createdAt: 'asc' }, { id: 'asc' }],
+    });
+  }
+
+  /** The key with this id, or this display prefix (`sk-inf-abc123`). */
+  async find(idOrPrefix: string): Promise<ApiKeyInfo | null> {
+    const where = idOrPrefix.startsWith(API_KEY_PREFIX) ? { prefix: idOrPrefix } : { id: idOrPrefix };
+    return this.db.apiKey.findUnique({ where, select: INFO_SELECT });
+  }
+
+  /** Revokes a key by id or display prefix. Revoking twice keeps the first revocation time. */
+  async revoke(idOrPrefix: string): Promise<ApiKeyInfo> {
+    const found = await this.find(idOrPrefix.trim());
+    if (!found) throw new NotFoundError('key', idOrPrefix);
+    if (found.revokedAt) return found;
+    await this.db.apiKey.updateMany({
+      where: { id: found.id, revokedAt: null },
+      data: { revokedAt: new Date() },
+    });
+    return (await this.db.apiKey.findUnique({ where: { id: found.id }, select: INFO_SELECT }))!;
+  }
+
+  /**
+   * The auth hot path: key and member in ONE query, by the sha256 hex of the presented key.
+   * Returns null for an unknown hash and, unless includeRevoked, for a revoked key.
+   */
+  async findActiveByHash(hash: string, options: { includeRevoked?: boolean } = {}): Promise<AuthKey | null> {
+    const rows = await this.db.$queryRaw<
+      {
+        keyId: string;
+        memberId: string;
+        tier: Tier;
+        name: string;
+        prefix: string;
+        revokedAt: Date | null;
+        limits: unknown;
+        billingPeriodAnchor: Date;
+        lastUsedAt: Date | null;
+      }[]
+    >`SELECT k."id" AS "keyId", k."memberId", m."tier"::text AS "tier", k."name", k."prefix", k."revokedAt",
+             k."limits", m."billingPeriodAnchor", k."lastUsedAt"
+        FROM "ApiKey" k JOIN "Member" m ON m."id" = k."memberId"
+       WHERE k."hash" = ${hash}
+       LIMIT 1`;
+    const row = rows[0];
+    if (!row) return null;
+    if (row.revokedAt && !options.includeRevoked) return null;
+    return {
+      keyId: row.keyId,
+      memberId: row.memberId,
+      tier: row.tier,
+      name: row.name,
+      prefix: row.prefix,
+      revoked: row.revokedAt !== null,
+      limits: row.limits ?? null,
+      billingPeriodAnchor: new Date(row.billingPeriodAnchor),
+      lastUsedAt: row.lastUsedAt ? new Date(row.lastUsedAt) : null,
+    };
+  }
+
+  /** findActiveByHash(hashApiKey(key)). */
+  findActiveByKey(key: string, options: { includeRevoked?: boolean } = {}): Promise<AuthKey | null> {
+    return this.findActiveByHash(hashApiKey(key), options);
+  }
+
+  /**
+   * Records that a key was used. Writes at most once per `minIntervalMs` per key (default 60 s), so
+   * calling it on every request costs one cheap UPDATE that usually matches nothing.
+   * Returns true when the row was updated.
+   */
+  async touchLastUsed(keyId: string, at: Date = new Date(), minIntervalMs = 60_000): Promise<boolean> {
+    const before = new Date(at.getTime() - minIntervalMs);
+    const n = await this.db.$executeRaw`UPDATE "ApiKey" SET "lastUsedAt" = ${at}
+       WHERE "id" = ${keyId} AND ("lastUsedAt" IS NULL OR "lastUsedAt" <= ${before})`;
+    return n > 0;
+  }
+
+  /** Sets (or clears, with null) a key's limit overrides. */
+  async setLimits(idOrPrefix: string, limits: Record<string, unknown> | null): Promise<ApiKeyInfo> {
+    const found = await this.find(idOrPrefix);
+    if (!found) throw new NotFoundError('key', idOrPrefix);
+    return this.db.apiKey.update({
+      where: { id: found.id },
+      data: { limits: limits === null ? Prisma.DbNull : (limits as Prisma.InputJsonValue) },
+      select: INFO_SELECT,
+    });
+  }
+}

@@ -1,0 +1,152 @@
+import { readFile } from 'node:fs/promises';
+import { type CatalogEntry, CatalogEntrySchema, type CatalogFile, CatalogFileSchema } from '@infer/contracts';
+import { parse as parseYaml } from 'yaml';
+import { z } from 'zod';
+import { InvalidInputError } from './errors.js';
+import type { Db, Model, Prisma } from './prisma.js';
+
+/**
+ * Reads and validates a catalog file (YAML, or JSON which is YAML too) with CatalogFileSchema.
+ * Throws an InvalidInputError that names the file and every problem.
+ */
+export async function loadCatalogFile(path: string): Promise<CatalogFile> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (error) {
+    throw new InvalidInputError(`cannot read catalog file ${path}: ${(error as Error).message}`);
+  }
+  return parseCatalog(text, path);
+}
+
+/** Parses and validates catalog text; `source` names it in error messages. */
+export function parseCatalog(text: string, source = 'catalog'): CatalogFile {
+  let raw: unknown;
+  try {
+    raw = parseYaml(text);
+  } catch (error) {
+    throw new InvalidInputError(`${source} is not valid YAML: ${(error as Error).message}`);
+  }
+  const parsed = CatalogFileSchema.safeParse(raw);
+  if (!parsed.success)
+    throw new InvalidInputError(`${source} is not a valid catalog:\n${z.prettifyError(parsed.error)}`);
+  const seen = new Set<string>();
+  for (const m of parsed.data.models) {
+    if (seen.has(m.id)) throw new InvalidInputError(`${source}: model id ${m.id} appears twice`);
+    seen.add(m.id);
+  }
+  return parsed.data;
+}
+
+type ModelData = Omit<Prisma.ModelCreateInput, 'createdAt' | 'updatedAt'>;
+
+/** Catalog entry -> table row. */
+export function entryToRow(entry: CatalogEntry): ModelData {
+  return {
+    id: entry.id,
+    kind: entry.kind,
+    rank: entry.rank,
+    ownedBy: entry.owned_by,
+    created: entry.created,
+    description: entry.description,
+    tiers: entry.tiers,
+    contextWindow: entry.context_window ?? null,
+    allowanceTokens: entry.allowance ? BigInt(entry.allowance.tokens) : null,
+    allowancePeriod: entry.allowance?.period ?? null,
+    capabilities: entry.capabilities as Prisma.InputJsonValue,
+    engine: entry.engine as Prisma.InputJsonValue,
+    dimensions: entry.dimensions ?? null,
+    defaultMaxOutputTokens: entry.default_max_output_tokens ?? null,
+    enabled: true,
+  };
+}
+
+/** Table row -> catalog entry, validated again with CatalogEntrySchema. */
+export function rowToEntry(row: Model): CatalogEntry {
+  const input = {
+    id: row.id,
+    kind: row.kind,
+    owned_by: row.ownedBy,
+    created: row.created,
+    rank: row.rank,
+    description: row.description,
+    tiers: row.tiers,
+    ...(row.contextWindow !== null ? { context_window: row.contextWindow } : {}),
+    allowance:
+      row.allowanceTokens !== null && row.allowancePeriod !== null
+        ? { tokens: Number(row.allowanceTokens), period: row.allowancePeriod }
+        : null,
+    capabilities: row.capabilities,
+    ...(row.dimensions !== null ? { dimensions: row.dimensions } : {}),
+    ...(row.defaultMaxOutputTokens !== null ? { default_max_output_tokens: row.defaultMaxOutputTokens } : {}),
+    engine: row.engine,
+  };
+  const parsed = CatalogEntrySchema.safeParse(input);
+  if (!parsed.success)
+    throw new Error(`model ${row.id} in the database is not a valid catalog entry: ${parsed.error.message}`);
+  return parsed.data;
+}
+
+export interface CatalogSyncResult {
+  /** Ids written from the file (created or updated, enabled). */
+  upserted: string[];
+  /** Ids in the database but not in the file, now disabled. */
+  disabled: string[];
+}
+
+export interface CatalogModel {
+  entry: CatalogEntry;
+  enabled: boolean;
+  updatedAt: Date;
+}
+
+export class CatalogRepository {
+  constructor(private readonly db: Db) {}
+
+  /** Loads a catalog file and makes the table match it (see syncEntries). */
+  async syncFromFile(path: string): Promise<CatalogSyncResult> {
+    return this.syncEntries((await loadCatalogFile(path)).models);
+  }
+
+  /** Upserts every entry (enabled) and disables models absent from `entries`, in one transaction. */
+  async syncEntries(entries: CatalogEntry[]): Promise<CatalogSyncResult> {
+    const { models } = CatalogFileSchema.parse({ models: entries });
+    const ids = models.map((m) => m.id);
+    return this.db.$transaction(async (tx) => {
+      for (const entry of models) {
+        const data = entryToRow(entry);
+        await tx.model.upsert({ where: { id: entry.id }, create: data, update: data });
+      }
+      const gone = await tx.model.findMany({
+        where: { id: { notIn: ids }, enabled: true },
+        select: { id: true },
+        orderBy: { id: 'asc' },
+      });
+      if (gone.length)
+        await tx.model.updateMany({ where: { id: { in: gone.map((g) => g.id) } }, data: { enabled: false } });
+      return { upserted: ids, disabled: gone.map((g) => g.id) };
+    });
+  }
+
+  /** Enabled models, most capable first (rank, then id). */
+  async listEnabled(): Promise<CatalogEntry[]> {
+    const rows = await this.db.model.findMany({
+      where: { enabled: true },
+      orderBy: [{ rank: 'asc' }, { id: 'asc' }],
+    });
+    return rows.map(rowToEntry);
+  }
+
+  /** Every model, disabled ones included. */
+  async listAll(): Promise<CatalogModel[]> {
+    const rows = await this.db.model.findMany({
+      orderBy: [{ enabled: 'desc' }, { rank: 'asc' }, { id: 'asc' }],
+    });
+    return rows.map((row) => ({ entry: rowToEntry(row), enabled: row.enabled, updatedAt: row.updatedAt }));
+  }
+
+  async get(id: string): Promise<CatalogModel | null> {
+    const row = await this.db.model.findUnique({ where: { id } });
+    return row ? { entry: rowToEntry(row), enabled: row.enabled, updatedAt: row.updatedAt } : null;
+  }
+}

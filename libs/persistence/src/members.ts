@@ -1,0 +1,73 @@
+import type { Tier } from '@infer/contracts';
+import { InvalidInputError, NotFoundError, PersistenceUserError, prismaErrorCode } from './errors.js';
+import type { Db, Member } from './prisma.js';
+import { parseTier } from './tiers.js';
+
+export type { Member };
+
+export interface CreateMemberInput {
+  name: string;
+  email?: string | null;
+  tier: Tier | string;
+  /** Start of the member's billing periods; defaults to now. */
+  billingPeriodAnchor?: Date;
+}
+
+export class MembersRepository {
+  constructor(private readonly db: Db) {}
+
+  async create(input: CreateMemberInput): Promise<Member> {
+    const name = input.name?.trim();
+    if (!name) throw new InvalidInputError('member name must not be empty');
+    const tier = parseTier(input.tier);
+    const email = input.email?.trim() || null;
+    if (email && !/^[^\s@]+@[^\s@]+$/.test(email)) throw new InvalidInputError(`invalid email: ${email}`);
+    try {
+      return await this.db.member.create({
+        data: {
+          name,
+          email,
+          tier,
+          ...(input.billingPeriodAnchor ? { billingPeriodAnchor: input.billingPeriodAnchor } : {}),
+        },
+      });
+    } catch (error) {
+      if (prismaErrorCode(error) === 'P2002')
+        throw new PersistenceUserError(`email already in use: ${email}`, 'conflict');
+      throw error;
+    }
+  }
+
+  /** Changes a member's tier; every key of the member follows at once (keys carry no tier). */
+  async setTier(id: string, tier: Tier | string): Promise<Member> {
+    const parsed = parseTier(tier);
+    try {
+      return await this.db.member.update({ where: { id }, data: { tier: parsed } });
+    } catch (error) {
+      if (prismaErrorCode(error) === 'P2025') throw new NotFoundError('member', id);
+      throw error;
+    }
+  }
+
+  get(id: string): Promise<Member | null> {
+    return this.db.member.findUnique({ where: { id } });
+  }
+
+  /** Like get, but throws NotFoundError. */
+  async require(id: string): Promise<Member> {
+    const member = await this.get(id);
+    if (!member) throw new NotFoundError('member', id);
+    return member;
+  }
+
+  findByEmail(email: string): Promise<Member | null> {
+    return this.db.member.findUnique({ where: { email } });
+  }
+
+  list(filter: { tier?: Tier | string } = {}): Promise<Member[]> {
+    return this.db.member.findMany({
+      where: filter.tier ? { tier: parseTier(filter.tier) } : {},
+      orderBy: [{ createdAt: 'asc' }, { id: 'asc' }],
+    });
+  }
+}

@@ -1,0 +1,22 @@
+import { PrismaPg } from '@prisma/adapter-pg';
+import { databaseUrlFromEnv } from './database.js';
+import { PrismaClient } from './generated/prisma/client.js';
+
+export type { ApiKey, Member, Model, UsageEvent as UsageEventRow } from './generated/prisma/client.js';
+export { Prisma, PrismaClient } from './generated/prisma/client.js';
+
+export interface CreatePrismaOptions {
+  /** Size of the pg pool (default: pg's 10). */
+  poolSize?: number;
+}
+
+/** A PrismaClient on the pg driver adapter. Close it with `$disconnect()`. */
+export function createPrisma(databaseUrl: string = databaseUrlFromEnv(), options: CreatePrismaOptions = {}) {
+  const adapter = new PrismaPg({
+    connectionString: databaseUrl,
+    ...(options.poolSize ? { max: options.poolSize } : {}),
+  });
+  return new PrismaClient({ adapter });
+}
+
+export type Db = ReturnType<typeof createPrisma>;
