@@ -38,6 +38,11 @@ export interface StackOptions {
   env?: Record<string, string>;
   /** Catalog file to load instead of config/models.yaml. */
   catalogFile?: string;
+  /**
+   * More services to start next to the chat-service, each given the apps' environment
+   * (e.g. `(env) => startEmbeddingService({ env })`). Stopped in reverse order by close().
+   */
+  services?: Array<(env: NodeJS.ProcessEnv) => Promise<{ stop(): Promise<void> }>>;
 }
 
 export async function startStack(opts: StackOptions = {}): Promise<Stack> {
@@ -55,6 +60,9 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     keys[tier] = (await apiKeys.mint(m.id, `it-${tier}`)).key;
   }
   const chat = await startChatService({ env: { ...process.env, LOG_LEVEL: 'silent', ...env } });
+  const appEnv: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: 'silent', ...env };
+  const extra: Array<{ stop(): Promise<void> }> = [];
+  for (const start of opts.services ?? []) extra.push(await start(appEnv));
   const gateway = await startGateway({
     ...process.env,
     DATABASE_URL: databaseUrl,
@@ -76,6 +84,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     client: (tier, opts = {}) => new OpenAI({ baseURL, apiKey: keys[tier], maxRetries: 0, ...opts }),
     close: async () => {
       await gateway.close();
+      for (const svc of extra.reverse()) await svc.stop();
       await chat.stop();
       await prisma.$disconnect();
       await dropDatabase(databaseUrl);

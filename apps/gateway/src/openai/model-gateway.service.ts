@@ -63,7 +63,13 @@ export class ModelGateway {
         throw e;
       }
       this.settle(envelope, route, 200, started, end);
-      void reply.header('openai-model', model.id).send(end.data);
+      void reply.header('openai-model', model.id);
+      if (end.binary) {
+        // Raw bytes (audio): no JSON wrapper.
+        void reply.type(end.binary.contentType).send(Buffer.from(end.binary.base64, 'base64'));
+      } else {
+        void reply.send(end.data);
+      }
       return;
     }
     await this.relayStream(route, envelope, req, reply, started);
@@ -109,12 +115,14 @@ export class ModelGateway {
     };
     raw.on('close', onClose);
     let status = 200;
+    const typed = route.sse === 'typed';
+    const write = typed ? writeTypedEvent : writeEvent;
     try {
       if (!first.done) {
-        writeEvent(raw, first.value);
-        for (let n = await it.next(); !n.done; n = await it.next()) writeEvent(raw, n.value);
+        write(raw, first.value);
+        for (let n = await it.next(); !n.done; n = await it.next()) write(raw, n.value);
       }
-      if (!clientGone) raw.write(SSE_DONE);
+      if (!clientGone && !typed) raw.write(SSE_DONE);
     } catch (e) {
       const err = e instanceof ApiError ? e : ApiError.internal();
       status = err.status;
@@ -158,6 +166,15 @@ export class ModelGateway {
       at: Date.now(),
     });
   }
+}
+
+const utf8 = new TextDecoder();
+
+/** `event: <type>` then the data line, for APIs whose stream items carry a `type` (Responses). */
+function writeTypedEvent(raw: NodeJS.WritableStream, payload: Uint8Array): void {
+  const json = utf8.decode(payload);
+  const type = (JSON.parse(json) as { type?: unknown }).type;
+  raw.write(`${typeof type === 'string' ? `event: ${type}\n` : ''}data: ${json}\n\n`);
 }
 
 function writeEvent(raw: NodeJS.WritableStream, payload: Uint8Array): void {

@@ -14,6 +14,12 @@ export interface ModelRoute {
   minTier?: Tier;
   /** Whether `stream: true` is served as SSE. */
   streamable: boolean;
+  /**
+   * SSE framing: 'data' (default) writes each chunk as `data: <json>` and ends with `data: [DONE]`
+   * (chat, completions); 'typed' writes `event: <chunk.type>` + `data: <json>` and no [DONE]
+   * (the Responses API).
+   */
+  sse?: 'data' | 'typed';
 }
 
 export const Routes = {
