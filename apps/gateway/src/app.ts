@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { IncomingMessage } from 'node:http';
 import { connectNats, createLogger, type Logger } from '@infer/service-kit';
+import multipart from '@fastify/multipart';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import { type FastifyInstance, LogController } from 'fastify';
@@ -71,6 +72,12 @@ export async function startGateway(env: NodeJS.ProcessEnv = process.env): Promis
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(deps), adapter, {
     logger: ['error', 'warn'],
     bodyParser: true,
+  });
+  // multipart/form-data for /audio/transcriptions and /images/edits. Files may pass the 25 MB limits
+  // by one byte so that each endpoint can see `truncated` and name its own field in the 400.
+  await app.register(multipart as never, {
+    limits: { fileSize: 25 * 1024 * 1024 + 1, files: 8, fields: 32, fieldSize: 1024 * 1024 },
+    throwFileSizeLimit: false,
   });
   installHooks(app.getHttpAdapter().getInstance(), config, metrics, log);
   app.enableShutdownHooks();
