@@ -2,4 +2,5 @@ export * from './config.js';
 export * from './logger.js';
 export * from './nats.js';
 export * from './rpc.js';
+export * from './safe-fetch.js';
 export * from './service.js';
