@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs and starts the whole stack on its embedded defaults (the README's first command):
-#   1. checks Node.js >= 20.19 (explains how to get it when missing: it is not installed for you)
+#   1. makes sure Node.js >= 20.19 with npm is there (from Debian, or Node 20 from the npm registry: scripts/lib.sh)
 #   2. scripts/services.sh: PostgreSQL, Redis, NATS (JetStream) and the media tools, installed from
 #      Debian's packages when missing, started when stopped
 #   3. npm ci (npm install without a lockfile) when node_modules is missing or older than the lockfile
@@ -49,6 +49,9 @@ if admin_cli_ready; then
   npm run -s db:migrate
   info "npm run catalog:sync"
   npm run -s catalog:sync
+  # The local web-search index (the default search engine): the project's own documentation, refreshed.
+  info "npm run admin -- search seed-docs"
+  npm run -s admin -- search seed-docs
 else
   warn "apps/admin-cli does not exist yet: skipping db:migrate and catalog:sync"
 fi

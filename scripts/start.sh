@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Starts the stack from source in the background: apps/chat-service, then apps/gateway.
+# Starts the stack from source in the background: the apps of STACK_APPS (scripts/lib.sh), gateway last.
 #   logs: var/log/<app>.log (the previous run's log is kept as <app>.log.1)   pids: var/run/<app>.pid
 # Stops instances started by an earlier run first, waits until GET /readyz answers 200, then prints
 # the base URL, the demo API keys and an example. The backing services (PostgreSQL, Redis, NATS) must
@@ -97,6 +97,7 @@ cat <<EOF
 Try it (put one of the keys above in OPENAI_API_KEY; pick a model id from /models):
   export OPENAI_BASE_URL=$BASE/v1 OPENAI_API_KEY=<demo key>
   curl -s "\$OPENAI_BASE_URL/models" -H "Authorization: Bearer \$OPENAI_API_KEY"
+  curl -s "\$OPENAI_BASE_URL/search" -H "Authorization: Bearer \$OPENAI_API_KEY" -H "content-type: application/json" -d '{"query": "quick start"}'
   node -e "new (require('openai').OpenAI)().chat.completions.create({model: process.argv[1], messages: [{role: 'user', content: 'Hello!'}]}).then((r) => console.log(r.choices[0].message.content))" <model id>
 
 Logs: var/log/{$(IFS=,; echo "${started[*]}")}.log   Stop: bash scripts/stop.sh

@@ -6,7 +6,16 @@ import { swcOptions } from './swc-options.js';
 
 export async function resolve(specifier, context, nextResolve) {
   try {
-    return await nextResolve(specifier, context);
+    const r = await nextResolve(specifier, context);
+    // `--conditions=source` is meant for our workspace packages; a dependency that publishes its own
+    // `source` condition (eventsource-parser, used by the MCP SDK client) must load its built files.
+    if (r.url.includes('/node_modules/') && r.url.endsWith('.ts') && context.conditions?.includes('source')) {
+      return nextResolve(specifier, {
+        ...context,
+        conditions: context.conditions.filter((c) => c !== 'source'),
+      });
+    }
+    return r;
   } catch (err) {
     if (err?.code === 'ERR_MODULE_NOT_FOUND' && /^\.{1,2}\//.test(specifier) && specifier.endsWith('.js')) {
       return nextResolve(`${specifier.slice(0, -3)}.ts`, context);

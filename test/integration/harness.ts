@@ -59,7 +59,12 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     const m = await members.create({ name: `it-${tier}`, tier });
     keys[tier] = (await apiKeys.mint(m.id, `it-${tier}`)).key;
   }
-  const chat = await startChatService({ env: { ...process.env, LOG_LEVEL: 'silent', ...env } });
+  // With MODEL_SUBJECT_PREFIX (tests only) the gateway and this chat-service talk on their own
+  // subjects, out of reach of other chat-services on the same NATS.
+  const chat = await startChatService({
+    env: { ...process.env, LOG_LEVEL: 'silent', ...env },
+    subjectPrefix: env.MODEL_SUBJECT_PREFIX ?? '',
+  });
   const appEnv: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: 'silent', ...env };
   const extra: Array<{ stop(): Promise<void> }> = [];
   for (const start of opts.services ?? []) extra.push(await start(appEnv));
@@ -70,6 +75,11 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     PORT: '0',
     ALLOW_INSECURE_HTTP: '1',
     LOG_LEVEL: 'silent',
+    // Limits off unless a test turns them on (LIMITS_ENABLED: '1', see test/integration/limits*.spec.ts),
+    // so that tests of other features are not refused by the spec's 60 rpm / 5 concurrent per key.
+    LIMITS_ENABLED: '0',
+    // Signs image URLs; required when a test turns ALLOW_INSECURE_HTTP off (production mode).
+    IMAGE_URL_SECRET: 'integration-tests-image-url-secret-0123456789',
     ...env,
   });
   const baseURL = `${gateway.url}/v1`;

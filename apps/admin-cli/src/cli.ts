@@ -4,7 +4,14 @@ import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { TIERS, type Tier } from '@infer/contracts';
+import {
+  KeyLimitsStateSchema,
+  LimitsOverrideSchema,
+  TIERS,
+  type Tier,
+  type UsageGroup,
+  UsageGroupSchema,
+} from '@infer/contracts';
 import {
   type ApiKeyInfo,
   createRepositories,
@@ -13,10 +20,13 @@ import {
   type Member,
   migrateDeploy,
   migrateStatus,
+  PersistenceUserError,
   parseTier,
   type Repositories,
   redactUrl,
+  usageReport,
 } from '@infer/persistence';
+import { SEARCH_USAGE, searchCommands } from './search-commands.js';
 
 /** Repository root (this file is apps/admin-cli/{src,dist}/cli.*). */
 const REPO_ROOT = fileURLToPath(new URL('../../../', import.meta.url));
@@ -30,6 +40,16 @@ export const USAGE = `infer admin CLI (env DATABASE_URL, default postgresql://po
   key mint <memberId> [--name N]                  create an API key; the key is printed once
   key list [--member ID]                          list keys (prefix only, never the key)
   key revoke <keyId-or-prefix>                    revoke a key (prefix looks like sk-inf-abc123)
+  key limits <keyId-or-prefix>                    the key's limit overrides and, with GATEWAY_URL and
+                                                  ADMIN_TOKEN set (or --gateway URL), the live state
+                                                  of each of its limits from the gateway's /admin API
+  key set-limits <keyId-or-prefix> '<json>'       set the key's limit overrides, e.g.
+                                                  '{"key":{"requests_per_minute":120},
+                                                    "models":{"chat-A":{"tokens_per_minute":3000000}}}'
+  key clear-limits <keyId-or-prefix>              back to the tier's limits
+  usage report [--from D] [--to D] [--member ID] [--key ID] [--model M] [--by member,key,model]
+                                                  ledger totals for a period (default: this calendar
+                                                  month, UTC; D is ISO 8601; --to is exclusive)
   models list [--all]                             enabled models, most capable first (--all: disabled too)
   catalog sync [--file config/models.yaml]        load the catalog file; models missing from it are disabled
   db migrate                                      create the database if needed and apply pending migrations
@@ -37,6 +57,8 @@ export const USAGE = `infer admin CLI (env DATABASE_URL, default postgresql://po
   demo-keys [--rotate] [--env]                    one demo member per tier, a fresh key for each
                                                   (--rotate revokes their older demo keys,
                                                    --env prints INFER_DEMO_KEY_<TIER>=... lines)
+
+${SEARCH_USAGE}
 
   every command: --json (machine-readable output), -h/--help
 exit codes: 0 ok, 1 error (unknown member/key/tier, invalid file, database), 2 bad usage`;
@@ -65,6 +87,14 @@ const OPTIONS = {
   all: { type: 'boolean', default: false },
   rotate: { type: 'boolean', default: false },
   env: { type: 'boolean', default: false },
+  from: { type: 'string' },
+  to: { type: 'string' },
+  key: { type: 'string' },
+  model: { type: 'string' },
+  by: { type: 'string' },
+  gateway: { type: 'string' },
+  source: { type: 'string' },
+  'base-url': { type: 'string' },
 } as const;
 
 type Values = {
@@ -78,12 +108,21 @@ type Values = {
   all: boolean;
   rotate: boolean;
   env: boolean;
+  from?: string;
+  to?: string;
+  key?: string;
+  model?: string;
+  by?: string;
+  gateway?: string;
+  source?: string;
+  'base-url'?: string;
 };
 
 interface Ctx {
   values: Values;
   args: string[];
   io: CliIo;
+  env: NodeJS.ProcessEnv;
   url: string;
   repos(): Repositories;
   /** Prints data as JSON with --json, else the human text. */
@@ -135,6 +174,29 @@ function need(value: string | undefined, what: string): string {
 
 function noExtra(args: string[], count: number) {
   if (args.length > count) throw new UsageError(`unexpected argument: ${args[count]}`);
+}
+
+function parseDate(v: string, what: string): Date {
+  const d = /^\d+$/.test(v) ? new Date(Number(v) * 1000) : new Date(v);
+  if (Number.isNaN(+d)) throw new UsageError(`${what} must be an ISO 8601 date (or Unix seconds)`);
+  return d;
+}
+
+/** GET {gateway}/admin/keys/{id}/limits with the admin token. */
+async function fetchKeyLimits(gateway: string, token: string, keyId: string) {
+  const url = `${gateway.replace(/\/+$/, '')}/admin/keys/${encodeURIComponent(keyId)}/limits`;
+  let res: Response;
+  try {
+    res = await fetch(url, {
+      headers: { authorization: `Bearer ${token}` },
+      signal: AbortSignal.timeout(10_000),
+    });
+  } catch (e) {
+    throw new Error(`cannot reach the gateway at ${gateway}: ${(e as Error).message}`);
+  }
+  const body = (await res.json().catch(() => null)) as { error?: { message?: string } } | null;
+  if (!res.ok) throw new Error(`gateway answered ${res.status}: ${body?.error?.message ?? 'no details'}`);
+  return KeyLimitsStateSchema.parse(body);
 }
 
 type Handler = (ctx: Ctx) => Promise<number>;
@@ -191,6 +253,118 @@ const commands: Record<string, Handler> = {
     noExtra(ctx.args, 1);
     const record = await ctx.repos().keys.revoke(need(ctx.args[0], '<keyId-or-prefix>'));
     ctx.print({ record }, () => `revoked key ${record.id} (${record.prefix}) at ${iso(record.revokedAt)}`);
+    return 0;
+  },
+
+  'key limits': async (ctx) => {
+    noExtra(ctx.args, 1);
+    const ref = need(ctx.args[0], '<keyId-or-prefix>');
+    const key = await ctx.repos().keys.find(ref);
+    if (!key) throw new PersistenceUserError(`key not found: ${ref}`, 'not_found');
+    const gateway = ctx.values.gateway ?? ctx.env.GATEWAY_URL;
+    const token = ctx.env.ADMIN_TOKEN;
+    let state: ReturnType<typeof KeyLimitsStateSchema.parse> | null = null;
+    if (gateway && token) state = await fetchKeyLimits(gateway, token, key.id);
+    ctx.print(
+      {
+        key: { id: key.id, prefix: key.prefix, memberId: key.memberId },
+        overrides: key.limits ?? null,
+        state,
+      },
+      () =>
+        [
+          `key ${key.id} (${key.prefix}) of member ${key.memberId}`,
+          `overrides: ${key.limits ? JSON.stringify(key.limits) : "none (the tier's limits)"}`,
+          state
+            ? table([
+                ['LIMIT', 'WINDOW', 'USED', 'LIMIT', 'REMAINING', 'RESETS', 'WHEN HIT'],
+                ...state.limits.map((l) => [
+                  l.name,
+                  l.window,
+                  String(l.used),
+                  String(l.limit),
+                  String(l.remaining),
+                  l.resets_at ? new Date(l.resets_at * 1000).toISOString() : '-',
+                  `${l.status} ${l.code}`,
+                ]),
+              ])
+            : 'live state: set GATEWAY_URL (or --gateway) and ADMIN_TOKEN to read it from the gateway',
+        ].join('\n'),
+    );
+    return 0;
+  },
+
+  'key set-limits': async (ctx) => {
+    noExtra(ctx.args, 2);
+    const ref = need(ctx.args[0], '<keyId-or-prefix>');
+    const raw = need(ctx.args[1], "'<json>'");
+    let json: unknown;
+    try {
+      json = JSON.parse(raw);
+    } catch {
+      throw new UsageError('the limits must be a JSON object');
+    }
+    const parsed = LimitsOverrideSchema.safeParse(json);
+    if (!parsed.success) {
+      const issues = parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`);
+      throw new PersistenceUserError(`invalid limits: ${issues.join('; ')}`, 'invalid_input');
+    }
+    const record = await ctx.repos().keys.setLimits(ref, parsed.data as Record<string, unknown>);
+    ctx.print(
+      { record },
+      () => `key ${record.id} (${record.prefix}) limits: ${JSON.stringify(record.limits)}`,
+    );
+    return 0;
+  },
+
+  'key clear-limits': async (ctx) => {
+    noExtra(ctx.args, 1);
+    const record = await ctx.repos().keys.setLimits(need(ctx.args[0], '<keyId-or-prefix>'), null);
+    ctx.print({ record }, () => `key ${record.id} (${record.prefix}) is back to its tier's limits`);
+    return 0;
+  },
+
+  'usage report': async (ctx) => {
+    noExtra(ctx.args, 0);
+    const now = new Date();
+    const from = ctx.values.from
+      ? parseDate(ctx.values.from, '--from')
+      : new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1));
+    const to = ctx.values.to
+      ? parseDate(ctx.values.to, '--to')
+      : new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1));
+    const groupBy: UsageGroup[] = [];
+    for (const g of (ctx.values.by ?? 'member,key,model')
+      .split(',')
+      .map((x) => x.trim())
+      .filter(Boolean)) {
+      const r = UsageGroupSchema.safeParse(g);
+      if (!r.success) throw new UsageError(`--by takes member, key and/or model (got ${g})`);
+      if (!groupBy.includes(r.data)) groupBy.push(r.data);
+    }
+    const rows = await usageReport(ctx.repos().db, {
+      from,
+      to,
+      memberId: ctx.values.member,
+      keyId: ctx.values.key,
+      model: ctx.values.model,
+      groupBy,
+    });
+    ctx.print({ from, to, groupBy, rows }, () =>
+      rows.length
+        ? `usage ${iso(from)} .. ${iso(to)}\n` +
+          table([
+            [...groupBy.map((g) => g.toUpperCase()), 'REQUESTS', 'PROMPT', 'COMPLETION', 'TOTAL TOKENS'],
+            ...rows.map((r) => [
+              ...groupBy.map((g) => String(g === 'member' ? r.memberId : g === 'key' ? r.keyId : r.model)),
+              String(r.requests),
+              String(r.promptTokens),
+              String(r.completionTokens),
+              String(r.totalTokens),
+            ]),
+          ])
+        : `no usage between ${iso(from)} and ${iso(to)}`,
+    );
     return 0;
   },
 
@@ -320,6 +494,7 @@ const commands: Record<string, Handler> = {
     );
     return 0;
   },
+  ...searchCommands((message) => new UsageError(message)),
 };
 
 /** A short, stack-free description of infrastructure errors (no database, not migrated ...). */
@@ -396,6 +571,7 @@ export async function run(
     values,
     args,
     io,
+    env,
     url,
     repos: () => {
       repos ??= createRepositories(url);

@@ -3,6 +3,8 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import { type DynamicModule, Module } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD } from '@nestjs/core';
 import type { Redis } from 'ioredis';
+import { AdminController } from './admin/admin.controller.js';
+import { QueuesAdminController } from './admin-queues/queues.controller.js';
 import { AuthGuard } from './auth/auth.guard.js';
 import { KeyCache, type KeyStore } from './auth/key-cache.js';
 import type { CatalogSource } from './catalog/catalog.js';
@@ -10,13 +12,27 @@ import { CatalogService } from './catalog/catalog.service.js';
 import { ErrorsFilter } from './common/errors.filter.js';
 import { GATEWAY_CONFIG, type GatewayConfig } from './config.js';
 import { HealthController } from './health/health.controller.js';
+import { CLOCK, systemClock } from './images/clock.js';
+import { ImageDelivery } from './images/image-delivery.service.js';
 import { CATALOG_SOURCE, LOGGER, NATS, PRISMA, REDIS } from './infra/tokens.js';
+import { LimitsService } from './limits/limits.service.js';
+import { McpEndpoint } from './mcp/mcp.endpoint.js';
 import { MetricsController } from './metrics/metrics.controller.js';
 import { MetricsService } from './metrics/metrics.service.js';
 import { ChatController } from './openai/chat.controller.js';
+import { CompletionsController } from './openai/completions.controller.js';
+import { EmbeddingsController } from './openai/embeddings.controller.js';
+import { ImagesController } from './openai/images.controller.js';
 import { ModelGateway } from './openai/model-gateway.service.js';
 import { ModelsController } from './openai/models.controller.js';
 import { OpenApiController } from './openai/openapi.controller.js';
+import { RerankController } from './openai/rerank.controller.js';
+import { ResponsesController } from './openai/responses.controller.js';
+import { SpeechController } from './openai/speech.controller.js';
+import { TranscriptionsController } from './openai/transcriptions.controller.js';
+import { SearchController } from './search/search.controller.js';
+import { SearchGateway } from './search/search.service.js';
+import { SearchAdminController } from './search/search-admin.controller.js';
 import { UsagePublisher } from './usage/usage-publisher.js';
 
 /** Connections and stores made before Nest starts (see app.ts), handed in as providers. */
@@ -36,7 +52,24 @@ export class AppModule {
   static forRoot(deps: GatewayDeps): DynamicModule {
     return {
       module: AppModule,
-      controllers: [HealthController, MetricsController, OpenApiController, ModelsController, ChatController],
+      controllers: [
+        HealthController,
+        MetricsController,
+        OpenApiController,
+        ModelsController,
+        ChatController,
+        CompletionsController,
+        ResponsesController,
+        AdminController,
+        SearchController,
+        SearchAdminController,
+        SpeechController,
+        TranscriptionsController,
+        QueuesAdminController,
+        EmbeddingsController,
+        RerankController,
+        ImagesController,
+      ],
       providers: [
         { provide: GATEWAY_CONFIG, useValue: deps.config },
         { provide: LOGGER, useValue: deps.log },
@@ -49,7 +82,14 @@ export class AppModule {
         { provide: RpcClient, useValue: new RpcClient(deps.nc) },
         { provide: UsagePublisher, useValue: new UsagePublisher(deps.nc, deps.log) },
         CatalogService,
+        LimitsService,
         ModelGateway,
+        SearchGateway,
+        // The clock of the signed image URLs: tests replace its `now` (test/integration/images.spec.ts).
+        { provide: CLOCK, useFactory: systemClock },
+        ImageDelivery,
+        // POST /mcp, registered on Fastify itself (see mcp.endpoint.ts for why).
+        McpEndpoint,
         { provide: APP_GUARD, useClass: AuthGuard },
         { provide: APP_FILTER, useClass: ErrorsFilter },
       ],

@@ -13,6 +13,7 @@ import { sendError } from './common/send-error.js';
 import { type GatewayConfig, loadGatewayConfig } from './config.js';
 import { checkHttps } from './http/https-policy.js';
 import { openPersistence } from './infra/persistence.js';
+import { loadLimitsFile } from './limits/limits-file.js';
 import { MetricsService } from './metrics/metrics.service.js';
 import { ensureUsageStream, UsagePublisher } from './usage/usage-publisher.js';
 
@@ -30,6 +31,7 @@ export interface RunningGateway {
 /** Starts the gateway: validated config, connections, Nest on Fastify, hooks, listen. */
 export async function startGateway(env: NodeJS.ProcessEnv = process.env): Promise<RunningGateway> {
   const config = loadGatewayConfig(env);
+  loadLimitsFile(config.LIMITS_FILE); // a bad limits file stops the start here, with a clear message
   const log = createLogger('gateway', config.LOG_LEVEL);
   const persistence = await openPersistence(config.DATABASE_URL);
   const redis = new Redis(config.REDIS_URL, {

@@ -1,3 +1,5 @@
+import { DEFAULT_QUEUE_PREFIX } from '@infer/contracts';
+import { checkImageStoreEnv, ImageStoreEnvShape } from '@infer/image-store';
 import { envBool, envInt, NatsUrlSchema, parseConfig } from '@infer/service-kit';
 import { z } from 'zod';
 
@@ -34,7 +36,41 @@ export const GatewayEnvSchema = z
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
     /** Credential for /admin (not an API key). Admin routes are off when unset. */
     ADMIN_TOKEN: z.string().min(16).optional(),
+    /** Tests only: prepended to the search subject, to match a search-service started with the same subjectPrefix. */
+    SEARCH_SUBJECT_PREFIX: z.string().default(''),
+    /**
+     * Tests only: prepended to the subject of every model route (ModelGateway), to match services
+     * started with the same subjectPrefix, so that a test stack is not answered by other services
+     * running on the same NATS (e.g. a development stack started with scripts/start.sh).
+     */
+    MODEL_SUBJECT_PREFIX: z.string().default(''),
+    /** Limits and quotas (apps/gateway/src/limits). Off only for benchmarks or when enforced elsewhere. */
+    LIMITS_ENABLED: envBool(true),
+    /** YAML or JSON file with limit overrides (LimitsFileSchema); the spec's values are the defaults. */
+    LIMITS_FILE: z.string().optional(),
+    /** Prefix of the limits' Redis keys. */
+    LIMITS_REDIS_PREFIX: z.string().min(1).default('lim:'),
+    /** BullMQ key prefix of the services' job queues (GET /admin/queues reads their counts). */
+    BULLMQ_PREFIX: z.string().min(1).default(DEFAULT_QUEUE_PREFIX),
+    /**
+     * Public origin of the gateway (e.g. https://api.example.com), for the image URLs it hands out;
+     * default: the address it listens on (right for one machine, wrong behind a proxy or load balancer).
+     */
+    PUBLIC_BASE_URL: z.string().url().optional(),
+    /**
+     * Secret (>= 32 characters) that signs image URLs (HMAC-SHA256); every gateway replica needs the
+     * same. Required unless ALLOW_INSECURE_HTTP (development) is on, where a random per-process
+     * secret is used when it is unset.
+     */
+    IMAGE_URL_SECRET: z.string().min(32).optional(),
+    /** Where generated images are kept (IMAGE_STORE=redis|fs|s3 ...): the same store as the image-service. */
+    ...ImageStoreEnvShape,
   })
+  .refine((e) => e.ALLOW_INSECURE_HTTP || Boolean(e.IMAGE_URL_SECRET), {
+    message: 'required (at least 32 characters) unless ALLOW_INSECURE_HTTP (development mode) is on',
+    path: ['IMAGE_URL_SECRET'],
+  })
+  .superRefine(checkImageStoreEnv)
   .refine((e) => Boolean(e.TLS_CERT_FILE) === Boolean(e.TLS_KEY_FILE), {
     message: 'TLS_CERT_FILE and TLS_KEY_FILE go together',
     path: ['TLS_CERT_FILE'],

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ModelIdSchema } from './common.js';
+import { BlobRefSchema } from './envelope.js';
 
 // ---- speech: POST /v1/audio/speech ----
 export const SPEECH_MAX_INPUT_CHARS = 4096;
@@ -134,3 +135,20 @@ export type Transcription = z.infer<typeof TranscriptionSchema>;
 
 export const TranscriptionResponseSchema = z.union([TranscriptionSchema, TranscriptionJsonSchema]);
 export type TranscriptionResponse = z.infer<typeof TranscriptionResponseSchema>;
+
+// ---- gateway -> audio-service ----
+/**
+ * The `file` of a transcription as the audio-service receives it: the gateway parks the upload (up to
+ * 25 MB, more than a NATS message holds) in Redis under `key` and sends this reference instead.
+ */
+export const TranscriptionUploadSchema = BlobRefSchema.extend({
+  /** The file name the client gave, if any (a hint only: the content decides the format). */
+  filename: z.string().optional(),
+});
+export type TranscriptionUpload = z.infer<typeof TranscriptionUploadSchema>;
+
+/** Envelope body of `infer.audio.transcriptions`: the validated form fields plus the upload reference. */
+export const TranscriptionServiceBodySchema = TranscriptionRequestSchema.extend({
+  file: TranscriptionUploadSchema,
+});
+export type TranscriptionServiceBody = z.infer<typeof TranscriptionServiceBodySchema>;

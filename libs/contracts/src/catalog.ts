@@ -5,7 +5,12 @@ export const TIERS = ['community', 'inference', 'premium'] as const;
 export const TierSchema = z.enum(TIERS);
 export type Tier = z.infer<typeof TierSchema>;
 
-export const ModelKindSchema = z.enum(['chat', 'embedding', 'rerank', 'tts', 'stt', 'image']);
+/**
+ * `search` is the web search capability: it has no model of its own and no entry in the catalog file;
+ * the gateway sends a fixed `web-search` entry (kind `search`) in the envelope to the search-service,
+ * whose environment picks the engine (apps/search-service/README.md).
+ */
+export const ModelKindSchema = z.enum(['chat', 'embedding', 'rerank', 'tts', 'stt', 'image', 'search']);
 export type ModelKind = z.infer<typeof ModelKindSchema>;
 
 /**
@@ -39,23 +44,55 @@ export const SimulatorEngineSchema = z.object({
   reasoning_tokens: z.number().int().min(0).default(8),
 });
 
-/** Any OpenAI-compatible server (vLLM, SGLang, llama.cpp server, TGI, Ollama, TEI, LocalAI ...). */
-export const OpenAIUpstreamEngineSchema = z.object({
+/**
+ * Any OpenAI-compatible server (vLLM, SGLang, llama.cpp server, TGI, Ollama, TEI, LocalAI ...). Loose:
+ * a service may read settings of its own here (e.g. `voices` of a speech upstream), which it validates.
+ */
+export const OpenAIUpstreamEngineSchema = z.looseObject({
   type: z.literal('openai'),
   base_url: z.string().url(),
   /** Model name on the upstream; defaults to the catalog id. */
   model: z.string().optional(),
   /** Name of an environment variable that holds the upstream's key (never the key itself). */
   api_key_env: z.string().optional(),
+  /** Longest wait for the upstream's response headers, and then between two streamed chunks. */
   timeout_ms: z.number().int().min(1).default(600_000),
+  /**
+   * How a reasoning trace that the upstream leaves inline in `content` is split out (when the
+   * upstream sends `reasoning_content` itself, that wins): `think_tags` = a `<think>...</think>` block
+   * at the start of the answer; `think_tags_open` = the chat template opens `<think>` itself, so the
+   * answer starts inside the trace (DeepSeek-R1 style) when the request reasons; `none` = leave it.
+   */
+  reasoning_parser: z.enum(['think_tags', 'think_tags_open', 'none']).default('think_tags'),
+  /**
+   * How tool calls that the upstream leaves inline in `content` are parsed (when it sends
+   * `tool_calls` itself, those win): `hermes` = `<tool_call>{"name", "arguments"}</tool_call>`
+   * (Qwen, Hermes ...), `mistral` = `[TOOL_CALLS][{...}]`, `none` = leave the text alone.
+   */
+  tool_call_parser: z.enum(['hermes', 'mistral', 'none']).default('hermes'),
 });
 
 /** Embedded llama.cpp via node-llama-cpp on CPU. */
 export const LlamaCppEngineSchema = z.object({
   type: z.literal('llama-cpp'),
   gguf: z.string(),
+  /** CPU threads; default min(2, cores), never more than the cores. */
   threads: z.number().int().min(1).optional(),
+  /** Tokens per sequence; default min(catalog context_window, the model's training context, 8192). */
   context_size: z.number().int().min(16).optional(),
+  /** Generations run at once (context sequences); more requests wait for a free one. */
+  parallel: z.number().int().min(1).max(64).default(1),
+  /**
+   * Reasoning tokens before the engine closes the `<think>` block itself (budget forcing);
+   * `reasoning_effort` scales it: low x0.25, medium x1, high x4.
+   */
+  reasoning_budget: z.number().int().min(1).default(1024),
+  /** Extra attempts when grammar-constrained output fails its schema (values a grammar cannot bound). */
+  structured_retries: z.number().int().min(0).max(10).default(2),
+  /** Jinja chat template to use instead of the one in the GGUF (`tokenizer.chat_template`). */
+  chat_template: z.string().optional(),
+  /** How the model writes tool calls: as the Hermes/Qwen `<tool_call>` tags or Mistral `[TOOL_CALLS]`. */
+  tool_call_format: z.enum(['hermes', 'mistral']).default('hermes'),
 });
 
 /**

@@ -44,11 +44,25 @@ export const ZERO_USAGE: UsageReport = Object.freeze({
  */
 export const FrameKind = { data: 0x44, end: 0x45, error: 0x58 } as const;
 
+/**
+ * Bytes parked in Redis (the Redis the gateway and the services share) because they do not fit in one
+ * NATS message (1 MB by default): an audio upload on its way to the audio-service, or a long speech
+ * result on its way back. The key carries a TTL; the reader deletes it when done.
+ */
+export const BlobRefSchema = z.object({
+  key: z.string().min(1),
+  bytes: z.number().int().min(0),
+  contentType: z.string(),
+});
+export type BlobRef = z.infer<typeof BlobRefSchema>;
+
 export const EndFrameSchema = z.object({
   data: z.unknown().optional(),
   usage: UsageReportSchema,
   /** For binary results (audio): base64 of the bytes and their content type. */
   binary: z.object({ base64: z.string(), contentType: z.string() }).optional(),
+  /** A binary result too large for one NATS message: the gateway reads it from Redis and deletes it. */
+  binaryBlob: BlobRefSchema.optional(),
 });
 export type EndFrame = z.infer<typeof EndFrameSchema>;
 export const ErrorFrameSchema = WireErrorSchema;

@@ -155,3 +155,43 @@ export const ImageResponseSchema = z
   })
   .meta({ id: 'ImageResponse' });
 export type ImageResponse = z.infer<typeof ImageResponseSchema>;
+
+// ---- gateway <-> image-service ----
+// Images never travel through NATS (a message holds 1 MB by default): both sides read and write them
+// in the shared image store (@infer/image-store) and pass ids.
+
+/** An input image of an edit, stored by the gateway for the duration of the request. */
+export const ImageInputRefSchema = z.object({
+  id: z.string().min(1),
+  content_type: z.enum(['image/png', 'image/jpeg', 'image/webp']),
+  bytes: z.number().int().min(1),
+});
+export type ImageInputRef = z.infer<typeof ImageInputRefSchema>;
+
+/** Envelope body of `infer.image.edits`: the validated form fields plus the stored input images. */
+export const ImageEditServiceBodySchema = ImageEditRequestSchema.extend({
+  images: z.array(ImageInputRefSchema).min(1).max(IMAGE_EDIT_MAX_IMAGES),
+});
+export type ImageEditServiceBody = z.infer<typeof ImageEditServiceBodySchema>;
+
+/** One generated image, stored by the image-service under `id` until `expires_at`. */
+export const StoredImageRefSchema = z.object({
+  id: z.string().min(1),
+  content_type: z.string(),
+  width: z.number().int().nullable(),
+  height: z.number().int().nullable(),
+  /** Unix seconds: the store forgets the image then, and signed URLs stop working. */
+  expires_at: z.number().int(),
+});
+export type StoredImageRef = z.infer<typeof StoredImageRefSchema>;
+
+/**
+ * The image-service's result (EndFrame `data`) for both endpoints. The gateway turns it into the
+ * public ImageResponse: signed URLs for `url`, the bytes read back from the store for `b64_json`.
+ */
+export const ImageServiceResultSchema = z.object({
+  created: z.number().int(),
+  response_format: ImageResponseFormatSchema,
+  images: z.array(StoredImageRefSchema).min(1),
+});
+export type ImageServiceResult = z.infer<typeof ImageServiceResultSchema>;

@@ -5,7 +5,12 @@ import {
   TranscriptionRequestSchema,
   TranscriptionResponseSchema,
 } from './audio.js';
-import { ChatCompletionChunkSchema, ChatCompletionRequestSchema, ChatCompletionSchema } from './chat.js';
+import {
+  ChatCompletionChunkSchema,
+  ChatCompletionRequestSchema,
+  ChatCompletionSchema,
+  ToolSchema,
+} from './chat.js';
 import { ModelListSchema, ModelSchema } from './common.js';
 import { CompletionChunkSchema, CompletionRequestSchema, CompletionSchema } from './completions.js';
 import { EmbeddingListSchema, EmbeddingRequestSchema } from './embeddings.js';
@@ -297,6 +302,14 @@ export function buildOpenApiDocument(opts: OpenApiOptions = {}): Json {
       ),
       errors: [400, 401, 429, 503],
       retryAfter: true,
+    },
+    '/v1/search/tool': {
+      id: 'getWebSearchTool',
+      summary: 'The web_search function definition, ready for a chat request `tools` list',
+      tag: 'Search',
+      method: 'get',
+      ok: ok('The function tool (the parameters of POST /v1/search).', jsonContent(res(ToolSchema))),
+      errors: [401],
     },
     '/mcp': {
       id: 'mcp',

@@ -90,6 +90,9 @@ export const ResponseUsageSchema = z
     input_tokens: z.number().int(),
     output_tokens: z.number().int(),
     total_tokens: z.number().int(),
+    /** OpenAI's breakdowns (the SDKs type them): cached prompt tokens, reasoning tokens of the output. */
+    input_tokens_details: z.object({ cached_tokens: z.number().int() }).optional(),
+    output_tokens_details: z.object({ reasoning_tokens: z.number().int() }).optional(),
   })
   .meta({ id: 'ResponseUsage' });
 export type ResponseUsage = z.infer<typeof ResponseUsageSchema>;

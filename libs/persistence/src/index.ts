@@ -42,3 +42,11 @@ export {
   type UsageTotals,
 } from './usage.js';
 export type { SqlRunner } from './usage-partitions.js';
+export {
+  type UsageGroupBy,
+  type UsageReportQuery,
+  type UsageReportRow,
+  type UsageTotalQuery,
+  usageReport,
+  usageTotal,
+} from './usage-report.js';

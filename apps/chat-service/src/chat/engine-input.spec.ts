@@ -31,21 +31,40 @@ describe('decideReasoning', () => {
       effort: 'high',
     });
   });
-  it('always and fixed_on: on whatever the switches say', () => {
-    for (const mode of ['always', 'fixed_on']) {
-      assert.deepEqual(decideReasoning(model(mode), body({ ...on(false), reasoning_effort: 'low' })), {
-        effort: null,
-      });
-    }
+  it('always (chat-B): on, both switches ignored', () => {
+    assert.deepEqual(decideReasoning(model('always'), body({ ...on(false), reasoning_effort: 'low' })), {
+      effort: null,
+    });
   });
-  it('default_on / default_off: enable_thinking with that default', () => {
+  it('fixed_on: on; a switch that asks for something else is a 400 naming it', () => {
+    assert.deepEqual(decideReasoning(model('fixed_on'), body()), { effort: null });
+    assert.deepEqual(decideReasoning(model('fixed_on'), body(on(true))), { effort: null }, 'a no-op switch');
+    assert.throws(
+      () => decideReasoning(model('fixed_on'), body(on(false))),
+      (e: ApiError) => e.status === 400 && e.param === 'chat_template_kwargs.enable_thinking',
+    );
+    assert.throws(
+      () => decideReasoning(model('fixed_on'), body({ reasoning_effort: 'low' })),
+      (e: ApiError) => e.status === 400 && e.param === 'reasoning_effort',
+    );
+  });
+  it('default_on / default_off: enable_thinking with that default; reasoning_effort is a 400', () => {
     assert.ok(decideReasoning(model('default_on'), body()));
     assert.equal(decideReasoning(model('default_on'), body(on(false))), null);
     assert.equal(decideReasoning(model('default_off'), body()), null);
     assert.ok(decideReasoning(model('default_off'), body(on(true))));
-    assert.ok(
-      decideReasoning(model('default_off'), body({ ...on(true), reasoning_effort: 'low' })),
-      'effort ignored',
+    for (const mode of ['default_on', 'default_off']) {
+      assert.throws(
+        () => decideReasoning(model(mode), body({ ...on(true), reasoning_effort: 'low' })),
+        (e: ApiError) => e.status === 400 && e.param === 'reasoning_effort',
+      );
+    }
+  });
+  it('effort: enable_thinking false is a 400, true a no-op', () => {
+    assert.deepEqual(decideReasoning(model('effort'), body(on(true))), { effort: 'medium' });
+    assert.throws(
+      () => decideReasoning(model('effort'), body(on(false))),
+      (e: ApiError) => e.status === 400 && e.param === 'chat_template_kwargs.enable_thinking',
     );
   });
   it('none: off; asking it to reason is a 400 naming the switch', () => {

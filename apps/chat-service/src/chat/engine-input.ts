@@ -7,27 +7,48 @@ import {
   type ToolChoice,
 } from '@infer/contracts';
 import type { EngineInput, EngineMessage, EngineReasoning } from '../engines/engine.js';
+import { schemaProblem } from '../structured/json-schema.js';
 
 /**
  * Whether the model reasons for this request, from its catalog mode and the request's switches:
- * - effort: on; effort = `reasoning_effort` ?? 'medium'
- * - always: on whatever the switches say (chat-B)
- * - fixed_on: on (chat-C, chat-D: reason by default with no switch)
- * - default_on: `chat_template_kwargs.enable_thinking` ?? true (chat-E)
- * - default_off: `chat_template_kwargs.enable_thinking` ?? false (chat-F)
- * - none: off; asking it to reason (`reasoning_effort`, or `enable_thinking: true`) is a 400, as the
- *   catalog contract says. `enable_thinking: false` is accepted: it asks for what happens anyway.
- * Switches a reasoning model does not use (e.g. `reasoning_effort` on chat-E) are ignored.
+ * - effort (chat-A): on; effort = `reasoning_effort` ?? 'medium'
+ * - always (chat-B): on, and both switches are ignored (the spec says so)
+ * - fixed_on (chat-C, chat-D, chat-G): on, no switch
+ * - default_on (chat-E): `chat_template_kwargs.enable_thinking` ?? true
+ * - default_off (chat-F): `chat_template_kwargs.enable_thinking` ?? false
+ * - none: off, no switch
+ * A switch the model does not have is a 400 naming it when it asks for something the model cannot
+ * do: `reasoning_effort` anywhere but on `effort` models (and chat-B); `enable_thinking` on a model
+ * without that switch unless it asks for what happens anyway (`false` on a model that does not
+ * reason, `true` on one that always does).
  */
 export function decideReasoning(
   model: Pick<CatalogEntry, 'id' | 'capabilities'>,
   body: Pick<ChatCompletionRequest, 'reasoning_effort' | 'chat_template_kwargs'>,
 ): EngineReasoning | null {
   const thinking = body.chat_template_kwargs?.enable_thinking;
-  switch (model.capabilities.reasoning) {
+  const mode = model.capabilities.reasoning;
+  if (mode === 'always') return { effort: null };
+  if (mode !== 'effort' && body.reasoning_effort) {
+    throw ApiError.invalid(
+      `The model '${model.id}' does not support reasoning_effort${mode === 'none' ? '' : ': its reasoning is not adjustable'}.`,
+      'reasoning_effort',
+    );
+  }
+  if (thinking !== undefined && mode !== 'default_on' && mode !== 'default_off') {
+    const reasons = mode !== 'none';
+    if (thinking !== reasons) {
+      throw ApiError.invalid(
+        reasons
+          ? `The model '${model.id}' always reasons: its reasoning cannot be switched off with chat_template_kwargs.enable_thinking.`
+          : `The model '${model.id}' does not support reasoning.`,
+        'chat_template_kwargs.enable_thinking',
+      );
+    }
+  }
+  switch (mode) {
     case 'effort':
       return { effort: body.reasoning_effort ?? 'medium' };
-    case 'always':
     case 'fixed_on':
       return { effort: null };
     case 'default_on':
@@ -35,19 +56,71 @@ export function decideReasoning(
     case 'default_off':
       return (thinking ?? false) ? { effort: null } : null;
     default:
-      if (body.reasoning_effort) {
-        throw ApiError.invalid(
-          `The model '${model.id}' does not support reasoning_effort.`,
-          'reasoning_effort',
-        );
-      }
-      if (thinking === true) {
-        throw ApiError.invalid(
-          `The model '${model.id}' does not support reasoning.`,
-          'chat_template_kwargs.enable_thinking',
-        );
-      }
       return null;
+  }
+}
+
+/**
+ * The rules of a chat request that depend on the model (its catalog entry) or on more than one field,
+ * which the schema cannot see. Each failure is the spec's 400 with `param` naming the field.
+ */
+export function checkChatRequest(
+  body: ChatCompletionRequest,
+  model: Pick<CatalogEntry, 'id' | 'capabilities'>,
+): void {
+  const caps = model.capabilities;
+  if (body.stream === true && !caps.streaming) {
+    throw ApiError.invalid(`The model '${model.id}' does not support streaming.`, 'stream');
+  }
+  if (body.tools?.length && !caps.tools) {
+    throw ApiError.invalid(`The model '${model.id}' does not support tools.`, 'tools');
+  }
+  const fmt = body.response_format;
+  if (fmt && fmt.type !== 'text' && !caps.response_format) {
+    throw ApiError.invalid(
+      `The model '${model.id}' does not support response_format '${fmt.type}'; structured output is available on the models whose capabilities list it.`,
+      'response_format',
+    );
+  }
+  if (fmt?.type === 'json_schema') {
+    const problem = schemaProblem(fmt.json_schema.schema);
+    if (problem) {
+      throw ApiError.invalid(
+        `Invalid JSON schema in response_format: ${problem}.`,
+        'response_format.json_schema.schema',
+      );
+    }
+  }
+  for (const [i, t] of (body.tools ?? []).entries()) {
+    const params = t.function.parameters;
+    const problem = params ? schemaProblem(params) : null;
+    if (problem) {
+      throw ApiError.invalid(
+        `Invalid JSON schema in tools[${i}].function.parameters: ${problem}.`,
+        `tools[${i}].function.parameters`,
+      );
+    }
+  }
+  const names = new Set<string>();
+  for (const [i, t] of (body.tools ?? []).entries()) {
+    if (names.has(t.function.name)) {
+      throw ApiError.invalid(
+        `Duplicate function name '${t.function.name}' in tools.`,
+        `tools[${i}].function.name`,
+      );
+    }
+    names.add(t.function.name);
+  }
+  // A tool message answers a call made by an earlier assistant message.
+  const calls = new Set<string>();
+  for (const [i, m] of body.messages.entries()) {
+    if (m.role === 'assistant') for (const c of m.tool_calls ?? []) calls.add(c.id);
+    if (m.role === 'tool' && !calls.has(m.tool_call_id)) {
+      throw ApiError.invalid(
+        `messages[${i}].tool_call_id '${m.tool_call_id}' does not answer a tool call of an earlier assistant message.`,
+        `messages[${i}].tool_call_id`,
+      );
+    }
   }
 }
 

@@ -1,8 +1,15 @@
+import { llamaCppEngineFactory } from './llama-cpp/llama-cpp.engine.js';
+import { openaiUpstreamEngineFactory } from './openai-upstream.js';
 import type { EngineFactory } from './registry.js';
 import { simulatorEngineFactory } from './simulator.js';
 
 /**
- * The engine types this chat service provides. Add real engines here (an OpenAI-compatible upstream
- * over HTTP, embedded llama.cpp) as they are written; the simulator is a test double.
+ * The engine types this chat service provides, by catalog `engine.type`: `openai` (any
+ * OpenAI-compatible upstream server), `llama-cpp` (embedded llama.cpp on CPU) and `simulator` (a
+ * test double).
  */
-export const builtinEngineFactories: readonly EngineFactory[] = [simulatorEngineFactory];
+export const builtinEngineFactories: readonly EngineFactory[] = [
+  openaiUpstreamEngineFactory,
+  llamaCppEngineFactory,
+  simulatorEngineFactory,
+];

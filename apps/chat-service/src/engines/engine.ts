@@ -8,8 +8,9 @@ import type { ContentPart, FinishReason, ResponseFormat, Tool, ToolCall, ToolCho
  * (with `choice` 0..n-1), turns deltas into ChatCompletionChunks as they arrive (no buffering) and sums
  * the usage. Engines know nothing about NATS, chunks, ids or the wire format.
  *
- * Implementations: the simulator (a test double, `simulator.ts`); later an OpenAI-compatible upstream
- * over HTTP (vLLM, SGLang, llama.cpp server ...) and embedded llama.cpp.
+ * Implementations: an OpenAI-compatible upstream over HTTP (`openai-upstream.ts`: vLLM, SGLang,
+ * llama.cpp server, TGI, Ollama ...), embedded llama.cpp (`llama-cpp/`), and the simulator (a test
+ * double, `simulator.ts`).
  *
  * Cancellation contract: when `signal` aborts, the engine stops generating at once (no further waits,
  * no upstream work) and ends the stream with one last `{type: 'finish', reason: 'cancelled', usage}`
@@ -20,12 +21,30 @@ import type { ContentPart, FinishReason, ResponseFormat, Tool, ToolCall, ToolCho
 export interface ChatEngine {
   /** Engine type as in the catalog (`model.engine.type`), for logs. */
   readonly type: string;
+  /**
+   * Which non-text content parts the engine can take (default: both). Images reach engines as
+   * `data:` URIs (the service fetches URLs itself, behind its SSRF guard), audio as base64. A part the
+   * engine cannot take is a 400 naming it, even when the catalog says the model has the capability.
+   */
+  readonly media?: { images: boolean; audio: boolean };
+  /**
+   * Exact prompt size and context limit, for engines that tokenize themselves (embedded llama.cpp).
+   * Without it the service uses the shared approximation (`src/tokens.ts`) and the catalog's
+   * `context_window` alone.
+   */
+  measure?(input: EngineInput, signal: AbortSignal): Promise<EngineMeasure>;
   generate(input: EngineInput, signal: AbortSignal): AsyncIterable<EngineDelta>;
   /**
    * Releases what the engine holds (connections, loaded weights). Called when the service stops and
    * when a catalog change replaces the engine; generations still running may be ended as 'cancelled'.
    */
   close?(): Promise<void>;
+}
+
+export interface EngineMeasure {
+  prompt_tokens: number;
+  /** Tokens the engine can hold (prompt + output), or null when only the catalog knows. */
+  context_tokens: number | null;
 }
 
 export type ReasoningEffort = 'low' | 'medium' | 'high';
@@ -70,6 +89,12 @@ export interface EngineInput {
    * default. `max_completion_tokens` is folded in here.
    */
   max_tokens: number | null;
+  /**
+   * True when `max_tokens` is a default cap the service applied (the Responses API's default
+   * max_output_tokens), not one the client asked for. Engines that imitate output lengths (the
+   * simulator) then answer at their natural length; real engines simply respect the cap.
+   */
+  max_tokens_default?: boolean;
   /** Stop sequences (possibly empty). The engine cuts the content before the first match. */
   stop: string[];
   /** Tools offered to the model (possibly empty). */
@@ -84,6 +109,11 @@ export interface EngineInput {
    * that the n choices of one request differ.
    */
   choice: number;
+  /**
+   * Legacy completions (`/v1/completions`): raw text to continue, with no chat template. `messages`
+   * is then empty, and there are no tools, response format or reasoning.
+   */
+  prompt?: string;
 }
 
 export interface EngineUsage {

@@ -5,6 +5,13 @@ import type { ChatEngine } from './engine.js';
 /** The catalog's engine settings of one model: `{type, ...settings}`. */
 export type EngineSettings = { type: string } & Record<string, unknown>;
 
+export interface EngineFactoryContext {
+  model: CatalogEntry;
+  log: Logger;
+  /** The service's environment (e.g. for an upstream key named by `api_key_env`); default process.env. */
+  env?: NodeJS.ProcessEnv;
+}
+
 /** Makes engines of one type from a catalog entry's `engine` settings. */
 export interface EngineFactory {
   readonly type: string;
@@ -12,7 +19,7 @@ export interface EngineFactory {
    * Validates `settings` (throw ApiError.internal naming the model and the problem: it is operator
    * configuration) and builds the engine.
    */
-  create(settings: EngineSettings, ctx: { model: CatalogEntry; log: Logger }): ChatEngine;
+  create(settings: EngineSettings, ctx: EngineFactoryContext): ChatEngine;
 }
 
 /**
@@ -27,6 +34,7 @@ export class EngineRegistry {
   constructor(
     private readonly log: Logger,
     factories: readonly EngineFactory[] = [],
+    private readonly env: NodeJS.ProcessEnv = process.env,
   ) {
     for (const f of factories) this.register(f);
   }
@@ -54,6 +62,7 @@ export class EngineRegistry {
     const engine = factory.create(settings, {
       model,
       log: this.log.child({ model: model.id, engine: settings.type }),
+      env: this.env,
     });
     this.engines.set(model.id, { key, engine });
     if (cached) void this.closeQuietly(model.id, cached.engine);

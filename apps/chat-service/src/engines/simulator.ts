@@ -1,6 +1,6 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { ApiError, SimulatorEngineSchema, type Tool } from '@infer/contracts';
-import { countPromptTokens, splitTokens } from '../tokens.js';
+import { countPromptTokens, countTokens, splitTokens } from '../tokens.js';
 import { type ChatEngine, type EngineDelta, type EngineInput, type EngineMessage, sleep } from './engine.js';
 import type { EngineFactory } from './registry.js';
 import { Prng, prose, sampleJson, seedFrom, words } from './simulator-text.js';
@@ -25,8 +25,8 @@ export type SimulatorSettings = ReturnType<typeof SimulatorEngineSchema.parse>;
  *   signal aborts.
  * - Reasoning: when the request reasons, `reasoning_tokens` reasoning deltas come first.
  * - Length: `max_tokens` caps all generated tokens, reasoning included; when set, plain prose runs until
- *   the cap (finish 'length'), so load tests choose the output length with it. Without it the answer is
- *   `default_output_tokens` tokens (finish 'stop').
+ *   the cap (finish 'length'), so load tests choose the output length with it. Without it (or with a
+ *   default cap, `max_tokens_default`) the answer is `default_output_tokens` tokens (finish 'stop').
  * - Stop sequences: the content is cut before the first match (finish 'stop'); the token that
  *   completed the match is counted, as vLLM does. They apply to content, not to reasoning.
  * - Tool calls (finish 'tool_calls', content null): when tools are offered and tool_choice is
@@ -37,6 +37,7 @@ export type SimulatorSettings = ReturnType<typeof SimulatorEngineSchema.parse>;
  *   * 'none': never.
  *   With `parallel_tool_calls: false` only the first. Arguments are JSON built from the tool's
  *   parameters schema, streamed a token at a time; the call's name costs one token.
+ * - Legacy completions (`input.prompt`): the prompt seeds the text and counts as `countTokens(prompt)`.
  * - response_format json_object: `{"answer": "..."}`; json_schema: a value sampled from the schema.
  *   Both end with finish 'stop' unless max_tokens cuts them (then the JSON is incomplete).
  */
@@ -47,9 +48,14 @@ export class SimulatorEngine implements ChatEngine {
 
   async *generate(input: EngineInput, signal: AbortSignal): AsyncGenerator<EngineDelta> {
     const cfg = this.settings;
-    const seed = seedFrom(input.messages, input.sampling.seed, input.choice);
+    const raw = input.prompt !== undefined;
+    const seed = raw
+      ? seedFrom(input.prompt, input.sampling.seed, input.choice)
+      : seedFrom(input.messages, input.sampling.seed, input.choice);
     const rng = new Prng(seed);
-    const promptTokens = countPromptTokens(input.messages, input.tools);
+    const promptTokens = raw
+      ? countTokens(input.prompt ?? '')
+      : countPromptTokens(input.messages, input.tools);
     const budget = input.max_tokens ?? Number.POSITIVE_INFINITY;
     const started = performance.now();
     let produced = 0;
@@ -158,7 +164,7 @@ function contentTokens(input: EngineInput, rng: Prng, defaultTokens: number): It
   if (fmt?.type === 'json_schema')
     return splitTokens(JSON.stringify(sampleJson(fmt.json_schema.schema, rng)));
   const text = prose(rng);
-  if (input.max_tokens != null) return text;
+  if (input.max_tokens != null && !input.max_tokens_default) return text;
   return (function* () {
     for (let i = 0; i < defaultTokens; i++) yield text.next().value;
   })();

@@ -2,11 +2,16 @@ import { ApiError, type EndFrame, parseOrThrow, type ServiceRequest, TIERS } fro
 import { type Logger, RpcClient } from '@infer/service-kit';
 import { Inject, Injectable } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { NatsConnection } from '@nats-io/transport-node';
+import type { Redis } from 'ioredis';
 import { CatalogService } from '../catalog/catalog.service.js';
 import { GATEWAY_CONFIG, type GatewayConfig } from '../config.js';
-import { LOGGER } from '../infra/tokens.js';
+import { LOGGER, NATS, REDIS } from '../infra/tokens.js';
+import type { Admission } from '../limits/limits.engine.js';
+import { LimitsService } from '../limits/limits.service.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { UsagePublisher } from '../usage/usage-publisher.js';
+import { checkEnvelopeSize, collectList } from './collect.js';
 import type { ModelRoute } from './routes.js';
 
 const SSE_HEAD = Buffer.from('data: ');
@@ -26,9 +31,32 @@ export class ModelGateway {
     @Inject(MetricsService) private readonly metrics: MetricsService,
     @Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig,
     @Inject(LOGGER) private readonly log: Logger,
+    @Inject(LimitsService) private readonly limits: LimitsService,
+    @Inject(REDIS) private readonly redis: Redis,
+    @Inject(NATS) private readonly nc: NatsConnection,
   ) {}
 
-  async handle(route: ModelRoute, req: FastifyRequest, reply: FastifyReply): Promise<void> {
+  /** The NATS subject of a route (MODEL_SUBJECT_PREFIX: tests only). */
+  private subjectOf(route: ModelRoute): string {
+    return this.config.MODEL_SUBJECT_PREFIX + route.subject;
+  }
+
+  /** The limits admission of each request in flight, settled once in settle(). */
+  private readonly admissions = new WeakMap<ServiceRequest, Admission>();
+
+  /**
+   * `input`: the body to validate, when it is not the parsed JSON body (multipart endpoints build it
+   * from the form, e.g. /v1/audio/transcriptions).
+   * `present`: turns the service's unary JSON result into the reply body (e.g. /v1/images/*: stored
+   * image ids into signed URLs or base64); a failure there is settled with its own status.
+   */
+  async handle(
+    route: ModelRoute,
+    req: FastifyRequest,
+    reply: FastifyReply,
+    input: unknown = req.body,
+    present?: (data: unknown) => unknown | Promise<unknown>,
+  ): Promise<void> {
     const auth = req.auth;
     if (!auth) throw ApiError.invalidKey();
     if (route.minTier && TIERS.indexOf(auth.tier) < TIERS.indexOf(route.minTier)) {
@@ -36,10 +64,13 @@ export class ModelGateway {
         `Your tier (${auth.tier}) cannot use ${route.endpoint}: it needs ${route.minTier} membership.`,
       );
     }
-    const body = parseOrThrow(route.schema, req.body ?? {});
+    const body = parseOrThrow(route.schema, input ?? {});
     const modelId = body.model ?? route.defaultModel;
     if (!modelId) throw ApiError.invalid('Missing required parameter: model.', 'model');
     const model = this.catalog.current.resolve(modelId, auth.tier, route.kinds, route.endpoint);
+    // Every limit of the request, checked and taken in one Redis step (429/402 with Retry-After).
+    const admission = await this.limits.admitModel(auth, model, body);
+    void reply.headers(admission.headers);
     const stream = route.streamable && body.stream === true;
     const envelope: ServiceRequest = {
       requestId: req.id,
@@ -50,29 +81,101 @@ export class ModelGateway {
       deadline: Date.now() + this.config.REQUEST_TIMEOUT_MS,
       stream,
     };
+    this.admissions.set(envelope, admission);
     const started = performance.now();
+    // A body larger than one NATS message (chat with big data: URIs ...) is a 413, not a failed publish.
+    try {
+      checkEnvelopeSize(this.nc, envelope);
+    } catch (e) {
+      this.settle(envelope, route, 413, started, null);
+      throw e;
+    }
+    if (route.collect && !stream) {
+      await this.relayCollected(route, envelope, reply, started);
+      return;
+    }
     if (!stream) {
       let end: EndFrame;
       try {
         // A little past the deadline, so the service's own 524 wins the race.
-        end = await this.rpc.call(route.subject, envelope, {
+        end = await this.rpc.call(this.subjectOf(route), envelope, {
           idleTimeoutMs: this.config.REQUEST_TIMEOUT_MS + 5_000,
         });
       } catch (e) {
         this.settle(envelope, route, e instanceof ApiError ? e.status : 500, started, null);
         throw e;
       }
+      // A binary result too large for one NATS message waits in Redis (long speech): take it.
+      const parked = end.binaryBlob ? await this.takeBlob(end.binaryBlob.key) : null;
+      if (end.binaryBlob && !parked) {
+        this.settle(envelope, route, 500, started, end);
+        throw ApiError.internal('The result was lost on its way from the model service; retry.');
+      }
+      if (present && !end.binary && !end.binaryBlob) {
+        try {
+          end = { ...end, data: await present(end.data) };
+        } catch (e) {
+          this.settle(envelope, route, e instanceof ApiError ? e.status : 500, started, end);
+          throw e;
+        }
+      }
       this.settle(envelope, route, 200, started, end);
       void reply.header('openai-model', model.id);
       if (end.binary) {
         // Raw bytes (audio): no JSON wrapper.
         void reply.type(end.binary.contentType).send(Buffer.from(end.binary.base64, 'base64'));
+      } else if (end.binaryBlob && parked) {
+        void reply.type(end.binaryBlob.contentType).send(parked);
       } else {
         void reply.send(end.data);
       }
       return;
     }
     await this.relayStream(route, envelope, req, reply, started);
+  }
+
+  /** A unary JSON reply whose list field arrives in frames (collect.ts): embeddings, rerank. */
+  private async relayCollected(
+    route: ModelRoute,
+    envelope: ServiceRequest,
+    reply: FastifyReply,
+    started: number,
+  ): Promise<void> {
+    let collected: Awaited<ReturnType<typeof collectList>>;
+    let clientGone = false;
+    try {
+      checkEnvelopeSize(this.nc, envelope);
+      const subject = this.subjectOf(route);
+      collected = await collectList(this.rpc, subject, envelope, route.collect as { field: string }, {
+        // A little past the deadline, so the service's own 524 wins the race.
+        idleTimeoutMs: this.config.REQUEST_TIMEOUT_MS + 5_000,
+        onClientGone: (cancel) =>
+          reply.raw.once('close', () => {
+            if (!reply.raw.writableFinished) {
+              clientGone = true;
+              cancel();
+            }
+          }),
+      });
+    } catch (e) {
+      this.settle(envelope, route, clientGone ? 499 : e instanceof ApiError ? e.status : 500, started, null);
+      throw e;
+    }
+    this.settle(envelope, route, 200, started, collected.end);
+    void reply.header('openai-model', envelope.model.id);
+    void reply.type('application/json; charset=utf-8').send(collected.body);
+  }
+
+  /** Reads and deletes bytes a service parked in Redis (null when they expired). */
+  private async takeBlob(key: string): Promise<Buffer | null> {
+    try {
+      const buf = await this.redis.getBuffer(key);
+      await this.redis.del(key);
+      return buf;
+    } catch (err) {
+      this.log.error({ err }, 'could not read a parked result from Redis');
+      return null;
+    }
   }
 
   private async relayStream(
@@ -82,7 +185,7 @@ export class ModelGateway {
     reply: FastifyReply,
     started: number,
   ): Promise<void> {
-    const st = this.rpc.stream(route.subject, envelope, {
+    const st = this.rpc.stream(this.subjectOf(route), envelope, {
       idleTimeoutMs: this.config.IDLE_TIMEOUT_MS,
     });
     const it = st[Symbol.asyncIterator]();
@@ -103,6 +206,7 @@ export class ModelGateway {
       'x-accel-buffering': 'no',
       'x-request-id': req.id,
       'openai-model': envelope.model.id,
+      ...this.admissions.get(envelope)?.headers,
     });
     this.metrics.ttfb.observe({ route: route.endpoint }, (performance.now() - started) / 1000);
     this.metrics.openStreams.inc();
@@ -152,6 +256,8 @@ export class ModelGateway {
     end: EndFrame | null,
   ): void {
     const u = end?.usage;
+    // Releases the concurrency slots and charges the token budgets with the real usage.
+    void this.admissions.get(env)?.settle(u?.total_tokens ?? 0);
     this.usage.record({
       requestId: env.requestId,
       memberId: env.memberId,

@@ -1,5 +1,20 @@
-import { ChatCompletionRequestSchema, type ModelKind, Subjects, type Tier } from '@infer/contracts';
+import {
+  ChatCompletionRequestSchema,
+  CompletionRequestSchema,
+  EmbeddingRequestSchema,
+  type ImageEditServiceBody,
+  ImageEditServiceBodySchema,
+  ImageGenerationRequestSchema,
+  type ModelKind,
+  RerankRequestSchema,
+  ResponseRequestSchema,
+  SpeechRequestSchema,
+  Subjects,
+  type Tier,
+  TranscriptionServiceBodySchema,
+} from '@infer/contracts';
 import type { z } from 'zod';
+import type { CollectSpec } from './collect.js';
 
 /** How one model endpoint is served: its schema, the models it takes, the service subject. */
 export interface ModelRoute {
@@ -20,6 +35,11 @@ export interface ModelRoute {
    * (the Responses API).
    */
   sse?: 'data' | 'typed';
+  /**
+   * A unary JSON reply that may not fit in one NATS message: the service sends the list field as data
+   * frames and the gateway joins them (collect.ts). Embeddings and rerank.
+   */
+  collect?: CollectSpec;
 }
 
 export const Routes = {
@@ -29,5 +49,83 @@ export const Routes = {
     schema: ChatCompletionRequestSchema,
     kinds: ['chat'],
     streamable: true,
+  },
+  /** Legacy completions; which chat models take it is the catalog's `completions` capability (chat-service). */
+  completions: {
+    endpoint: '/v1/completions',
+    subject: Subjects.completions,
+    schema: CompletionRequestSchema,
+    kinds: ['chat'],
+    streamable: true,
+  },
+  /** Responses API; one terminal `response.completed` event when streamed (`responses` capability). */
+  responses: {
+    endpoint: '/v1/responses',
+    subject: Subjects.responses,
+    schema: ResponseRequestSchema,
+    kinds: ['chat'],
+    streamable: true,
+    sse: 'typed',
+  },
+  speech: {
+    endpoint: '/v1/audio/speech',
+    subject: Subjects.speech,
+    schema: SpeechRequestSchema,
+    kinds: ['tts'],
+    streamable: false,
+  },
+  /** The body is built by TranscriptionsController from the multipart form and the parked upload. */
+  transcriptions: {
+    endpoint: '/v1/audio/transcriptions',
+    subject: Subjects.transcriptions,
+    schema: TranscriptionServiceBodySchema,
+    kinds: ['stt'],
+    streamable: false,
+  },
+  embeddings: {
+    endpoint: '/v1/embeddings',
+    subject: Subjects.embeddings,
+    schema: EmbeddingRequestSchema,
+    kinds: ['embedding'],
+    streamable: false,
+    collect: { field: 'data' },
+  },
+  rerank: {
+    endpoint: '/v1/rerank',
+    subject: Subjects.rerank,
+    schema: RerankRequestSchema,
+    kinds: ['rerank'],
+    streamable: false,
+    collect: { field: 'results' },
+  },
+  /** The same as rerank under the Cohere v2 path (outside /v1). */
+  rerankV2: {
+    endpoint: '/v2/rerank',
+    subject: Subjects.rerank,
+    schema: RerankRequestSchema,
+    kinds: ['rerank'],
+    streamable: false,
+    collect: { field: 'results' },
+  },
+  /** Images: inference tier and up (community keys get 403 tier_restricted); never streamed. */
+  imageGenerations: {
+    endpoint: '/v1/images/generations',
+    subject: Subjects.imageGenerations,
+    schema: ImageGenerationRequestSchema,
+    kinds: ['image'],
+    defaultModel: 'image-model',
+    minTier: 'inference',
+    streamable: false,
+  },
+  /** The body is built by ImagesController from the multipart form and the stored input images. */
+  imageEdits: {
+    endpoint: '/v1/images/edits',
+    subject: Subjects.imageEdits,
+    // The form schema types `stream` as unknown (multipart strings); edits are never streamed.
+    schema: ImageEditServiceBodySchema as unknown as z.ZodType<Omit<ImageEditServiceBody, 'stream'>>,
+    kinds: ['image'],
+    defaultModel: 'image-model',
+    minTier: 'inference',
+    streamable: false,
   },
 } satisfies Record<string, ModelRoute>;

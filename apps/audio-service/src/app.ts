@@ -1,0 +1,190 @@
+import { QueueGroups, Queues, Subjects } from '@infer/contracts';
+import { createLogger, type NatsConnection, type RunningService, startService } from '@infer/service-kit';
+import { Queue, QueueEvents } from 'bullmq';
+import { Redis } from 'ioredis';
+import { BlobStore } from './blobs.js';
+import { type AudioConfig, type AudioRole, loadAudioConfig, toolsOf } from './config.js';
+import { type EngineFactory, EngineRegistry } from './engines.js';
+import { TranscriptionJobs } from './jobs/client.js';
+import { TranscriptionWorker } from './jobs/worker.js';
+import { AudioMetrics, type MetricsServer, startMetricsServer } from './metrics/metrics.js';
+import { Slots } from './slots.js';
+import { embeddedSpeechFactory } from './speech/embedded.js';
+import type { SpeechEngine } from './speech/engine.js';
+import { speechHandler } from './speech/speech.handler.js';
+import { upstreamSpeechFactory } from './speech/upstream.js';
+import type { TranscriptionEngine } from './transcription/engine.js';
+import { pocketsphinxFactory } from './transcription/pocketsphinx.js';
+import { transcriptionHandler } from './transcription/transcription.handler.js';
+import { upstreamTranscriptionFactory } from './transcription/upstream.js';
+
+export interface AudioServiceOptions {
+  /** Environment to validate (AudioEnvSchema); default process.env. */
+  env?: NodeJS.ProcessEnv;
+  /**
+   * For tests only: prepended to every subject the service answers (e.g. `test.<uuid>.`), so that
+   * concurrent test files do not answer each other's requests. Production leaves it ''.
+   */
+  subjectPrefix?: string;
+  /** Stop on SIGTERM/SIGINT (main.ts: true; in-process tests: false, the default). */
+  installSignalHandlers?: boolean;
+  /** The process role; default AUDIO_ROLE from the environment (itself default `all`). */
+  role?: AudioRole;
+  /** Engine factories to use instead of the built-in ones. */
+  speechEngines?: readonly EngineFactory<SpeechEngine>[];
+  transcriptionEngines?: readonly EngineFactory<TranscriptionEngine>[];
+}
+
+export interface AudioService {
+  role: AudioRole;
+  config: AudioConfig;
+  /** The subjects answered (api and all roles), with the prefix applied. */
+  subjects: { speech: string; transcriptions: string } | null;
+  /** The BullMQ queue (both roles hold one: the api adds jobs, workers add segments). */
+  queue: Queue;
+  worker: TranscriptionWorker | null;
+  metrics: AudioMetrics;
+  /** URL of GET /metrics when AUDIO_METRICS_PORT is set. */
+  metricsUrl: string | null;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts the audio service in its role: `api` answers speech and transcription requests over NATS
+ * (queue group audio-service) and turns transcriptions into BullMQ jobs; `worker` runs those jobs;
+ * `all` does both in one process (the default for one machine).
+ */
+export async function startAudioService(opts: AudioServiceOptions = {}): Promise<AudioService> {
+  const config = loadAudioConfig(opts.env);
+  const role = opts.role ?? config.AUDIO_ROLE;
+  const log = createLogger('audio-service', config.LOG_LEVEL).child({ role });
+  const tools = toolsOf(config);
+  const metrics = new AudioMetrics({ defaultMetrics: config.AUDIO_METRICS_PORT !== undefined });
+  const redis = new Redis(config.REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 2 });
+  await redis.connect();
+  const blobs = new BlobStore(redis);
+  const connection = { url: config.REDIS_URL, maxRetriesPerRequest: null };
+  const queue = new Queue(Queues.audioTranscriptions, { connection, prefix: config.BULLMQ_PREFIX });
+  metrics.readQueuesWith(async () => ({ [Queues.audioTranscriptions]: await queue.getJobCounts() }));
+  const sttEngines = new EngineRegistry<TranscriptionEngine>(
+    'transcription',
+    log,
+    opts.transcriptionEngines ?? [pocketsphinxFactory(tools), upstreamTranscriptionFactory],
+  );
+  const ttsEngines = new EngineRegistry<SpeechEngine>(
+    'speech',
+    log,
+    opts.speechEngines ?? [embeddedSpeechFactory(tools), upstreamSpeechFactory],
+  );
+
+  const closers: Array<() => Promise<unknown>> = [];
+  const cleanup = async () => {
+    for (const close of closers.reverse()) await close().catch((err) => log.warn({ err }, 'close failed'));
+    closers.length = 0;
+  };
+  closers.push(async () => redis.quit());
+  closers.push(() => queue.close());
+  closers.push(() => sttEngines.close());
+  closers.push(() => ttsEngines.close());
+
+  let worker: TranscriptionWorker | null = null;
+  let svc: RunningService | null = null;
+  let subjects: AudioService['subjects'] = null;
+  let metricsServer: MetricsServer | null = null;
+  try {
+    if (role === 'worker' || role === 'all') {
+      worker = await TranscriptionWorker.start({
+        config,
+        tools,
+        queue,
+        redis,
+        blobs,
+        engines: sttEngines,
+        metrics,
+        log,
+      });
+      const w = worker;
+      closers.push(() => w.close());
+    }
+    if (role === 'api' || role === 'all') {
+      const events = new QueueEvents(Queues.audioTranscriptions, {
+        connection,
+        prefix: config.BULLMQ_PREFIX,
+      });
+      closers.push(() => events.close());
+      await events.waitUntilReady();
+      const jobs = new TranscriptionJobs(
+        queue,
+        events,
+        redis,
+        config.BULLMQ_PREFIX,
+        config.AUDIO_JOB_ATTEMPTS,
+        log,
+      );
+      const prefix = opts.subjectPrefix ?? '';
+      subjects = {
+        speech: `${prefix}${Subjects.speech}`,
+        transcriptions: `${prefix}${Subjects.transcriptions}`,
+      };
+      let nc: NatsConnection | null = null;
+      svc = await startService({
+        name: 'audio-service',
+        queue: QueueGroups.audio,
+        handlers: {
+          [subjects.speech]: speechHandler({
+            engines: ttsEngines,
+            blobs,
+            slots: new Slots(config.AUDIO_SPEECH_CONCURRENCY),
+            metrics,
+            maxPayload: () => nc?.info?.max_payload ?? 1024 * 1024,
+          }),
+          [subjects.transcriptions]: transcriptionHandler({
+            engines: sttEngines,
+            jobs,
+            metrics,
+            jobTimeoutMs: config.AUDIO_JOB_TIMEOUT_MS,
+          }),
+        },
+        env: opts.env,
+        installSignalHandlers: false,
+      });
+      nc = svc.nc;
+      const s = svc;
+      closers.push(() => s.stop());
+    }
+    if (config.AUDIO_METRICS_PORT !== undefined) {
+      metricsServer = await startMetricsServer(metrics, config.AUDIO_METRICS_PORT, config.AUDIO_METRICS_HOST);
+      const m = metricsServer;
+      closers.push(() => m.close());
+    }
+  } catch (e) {
+    await cleanup();
+    throw e;
+  }
+  if (role === 'api') {
+    // Not an error (workers may start later), but transcriptions wait until their deadline meanwhile.
+    const workers = await queue.getWorkersCount().catch(() => -1);
+    if (workers === 0)
+      log.warn({ queue: Queues.audioTranscriptions }, 'no transcription worker is running yet');
+  }
+  log.info(
+    {
+      queue: Queues.audioTranscriptions,
+      prefix: config.BULLMQ_PREFIX,
+      subjects,
+      metrics: metricsServer?.url ?? null,
+    },
+    'audio service ready',
+  );
+
+  let stopping: Promise<void> | undefined;
+  const stop = () => {
+    stopping ??= cleanup().then(() => log.info('audio service stopped'));
+    return stopping;
+  };
+  if (opts.installSignalHandlers) {
+    for (const sig of ['SIGTERM', 'SIGINT'] as const)
+      process.once(sig, () => void stop().then(() => process.exit(0)));
+  }
+  return { role, config, subjects, queue, worker, metrics, metricsUrl: metricsServer?.url ?? null, stop };
+}

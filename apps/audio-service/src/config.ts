@@ -1,0 +1,82 @@
+import { hostname, tmpdir } from 'node:os';
+import { DEFAULT_QUEUE_PREFIX } from '@infer/contracts';
+import { envInt, NatsUrlSchema, parseConfig } from '@infer/service-kit';
+import { z } from 'zod';
+
+export const AUDIO_ROLES = ['api', 'worker', 'all'] as const;
+export type AudioRole = (typeof AUDIO_ROLES)[number];
+
+/** The spec's longest segment: audio over 2 minutes is split into segments of at most this. */
+export const MAX_SEGMENT_SECONDS = 120;
+
+/**
+ * The audio-service's environment, validated once at start-up (every variable has a default that
+ * works on one machine with the Debian tools on PATH).
+ */
+export const AudioEnvSchema = z.object({
+  NATS_URL: NatsUrlSchema,
+  REDIS_URL: z.string().default('redis://127.0.0.1:6379'),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** api: NATS-facing (speech, transcription requests -> jobs); worker: BullMQ workers; all: both. */
+  AUDIO_ROLE: z.enum(AUDIO_ROLES).default('all'),
+  /** BullMQ key prefix, shared with the gateway's admin API (GET /admin/queues). */
+  BULLMQ_PREFIX: z.string().min(1).default(DEFAULT_QUEUE_PREFIX),
+  /** Jobs one worker process runs at once (segments of one long file run in parallel across them). */
+  AUDIO_WORKER_CONCURRENCY: envInt(2, 1),
+  /** Name stored on the jobs a worker processes (`processedBy`); default host:pid. */
+  AUDIO_WORKER_NAME: z.string().min(1).default(`${hostname()}:${process.pid}`),
+  /**
+   * A worker holds a job's lock for this long and renews it at half; a worker that dies loses it, and
+   * the stalled-job check (every AUDIO_STALLED_INTERVAL_MS, on any worker) puts the job back in the queue.
+   */
+  AUDIO_LOCK_DURATION_MS: envInt(30_000, 500),
+  AUDIO_STALLED_INTERVAL_MS: envInt(15_000, 250),
+  /** How many times a job may be recovered from a dead worker before it fails. */
+  AUDIO_MAX_STALLED_COUNT: envInt(2, 0),
+  /** Attempts of a job that fails with an unexpected error (bad input and timeouts are not retried). */
+  AUDIO_JOB_ATTEMPTS: envInt(2, 1),
+  /** Longest a transcription job may take unless its model sets `job_timeout_ms` (then 524). */
+  AUDIO_JOB_TIMEOUT_MS: envInt(600_000, 100),
+  /** Audio over this is split into segments of at most this many seconds (at most 120, the spec's). */
+  AUDIO_SEGMENT_SECONDS: z.coerce.number().min(5).max(MAX_SEGMENT_SECONDS).default(MAX_SEGMENT_SECONDS),
+  /** Longest decoded audio accepted (a 25 MB file of a low-bitrate codec can hold many hours). */
+  AUDIO_MAX_DURATION_SECONDS: envInt(4 * 3600, 1),
+  /** Speech syntheses run at once by one api process; more requests wait for a slot. */
+  AUDIO_SPEECH_CONCURRENCY: envInt(2, 1),
+  /** Port of the Prometheus /metrics endpoint (unset: none; 0: any free port). */
+  AUDIO_METRICS_PORT: z.preprocess(
+    (v) => (v === '' ? undefined : v),
+    z.coerce.number().int().min(0).max(65535).optional(),
+  ),
+  AUDIO_METRICS_HOST: z.string().default('0.0.0.0'),
+  /** Scratch folder for decoded audio (files are removed after each step). */
+  AUDIO_TMP_DIR: z.string().default(tmpdir()),
+  FFMPEG_PATH: z.string().default('ffmpeg'),
+  FLITE_PATH: z.string().default('flite'),
+  ESPEAK_NG_PATH: z.string().default('espeak-ng'),
+  POCKETSPHINX_PATH: z.string().default('pocketsphinx_continuous'),
+});
+export type AudioConfig = z.infer<typeof AudioEnvSchema>;
+
+export function loadAudioConfig(env: NodeJS.ProcessEnv = process.env): AudioConfig {
+  return parseConfig('audio-service', AudioEnvSchema, env);
+}
+
+/** The external programs the engines spawn. */
+export interface Tools {
+  ffmpeg: string;
+  flite: string;
+  espeak: string;
+  pocketsphinx: string;
+  tmpDir: string;
+}
+
+export function toolsOf(c: AudioConfig): Tools {
+  return {
+    ffmpeg: c.FFMPEG_PATH,
+    flite: c.FLITE_PATH,
+    espeak: c.ESPEAK_NG_PATH,
+    pocketsphinx: c.POCKETSPHINX_PATH,
+    tmpDir: c.AUDIO_TMP_DIR,
+  };
+}

@@ -1,0 +1,23 @@
+import { bm25Factory } from './bm25.js';
+import type { EmbeddingEngine, RerankEngine } from './engine.js';
+import { lexicalHashFactory } from './lexical-hash.js';
+import { llamaCppEmbeddingFactory, llamaCppRerankFactory } from './llama-cpp.js';
+import type { EngineFactory } from './registry.js';
+import { openaiEmbeddingFactory, openaiRerankFactory } from './upstream/openai.js';
+import { teiEmbeddingFactory, teiRerankFactory } from './upstream/tei.js';
+
+/** Embedding engines by catalog `engine.type`. */
+export const builtinEmbeddingFactories: ReadonlyArray<EngineFactory<EmbeddingEngine>> = [
+  lexicalHashFactory,
+  llamaCppEmbeddingFactory,
+  teiEmbeddingFactory,
+  openaiEmbeddingFactory,
+];
+
+/** Rerank engines by catalog `engine.type`. */
+export const builtinRerankFactories: ReadonlyArray<EngineFactory<RerankEngine>> = [
+  bm25Factory,
+  llamaCppRerankFactory,
+  teiRerankFactory,
+  openaiRerankFactory,
+];

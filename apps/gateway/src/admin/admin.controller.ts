@@ -1,0 +1,152 @@
+import {
+  type AdminUsageReport,
+  ApiError,
+  type CatalogEntry,
+  type KeyLimitsState,
+  LimitsOverrideSchema,
+  type UsageGroup,
+  UsageGroupSchema,
+} from '@infer/contracts';
+import { ApiKeysRepository, type Db, MembersRepository, usageReport } from '@infer/persistence';
+import { Controller, Get, Inject, Param, Query, Req } from '@nestjs/common';
+import type { FastifyRequest } from 'fastify';
+import { Public } from '../auth/public.decorator.js';
+import { CatalogService } from '../catalog/catalog.service.js';
+import { GATEWAY_CONFIG, type GatewayConfig } from '../config.js';
+import { PRISMA } from '../infra/tokens.js';
+import { LimitsService } from '../limits/limits.service.js';
+import { monthWindow } from '../limits/periods.js';
+import { checkAdmin } from './admin-auth.js';
+
+/**
+ * The operators' HTTP API: usage from the ledger and the live state of a key's limits. Not reachable
+ * with an API key: @Public() skips key auth and every handler checks the admin credential itself.
+ */
+@Public()
+@Controller('admin')
+export class AdminController {
+  private readonly keys: ApiKeysRepository;
+  private readonly members: MembersRepository;
+
+  constructor(
+    @Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig,
+    @Inject(PRISMA) private readonly db: Db,
+    @Inject(CatalogService) private readonly catalog: CatalogService,
+    @Inject(LimitsService) private readonly limits: LimitsService,
+  ) {
+    this.keys = new ApiKeysRepository(db);
+    this.members = new MembersRepository(db);
+  }
+
+  /**
+   * GET /admin/usage?from=&to=&member=&key=&model=&group_by=member,key,model
+   * from/to: ISO 8601 or Unix seconds; default the current calendar month (UTC). to is exclusive.
+   */
+  @Get('usage')
+  async usage(@Req() req: FastifyRequest, @Query() q: Record<string, unknown>): Promise<AdminUsageReport> {
+    checkAdmin(this.config.ADMIN_TOKEN, req.headers.authorization);
+    const month = monthWindow(Date.now());
+    const from = parseInstant(q.from, 'from') ?? new Date(month.start);
+    const to = parseInstant(q.to, 'to') ?? new Date(month.end);
+    if (+from >= +to) throw ApiError.invalid('`to` must be after `from`.', 'to');
+    const groupBy = parseGroups(q.group_by);
+    const rows = await usageReport(this.db, {
+      from,
+      to,
+      memberId: str(q.member, 'member'),
+      keyId: str(q.key, 'key'),
+      model: str(q.model, 'model'),
+      groupBy,
+    });
+    const totals = { requests: 0, prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
+    for (const r of rows) {
+      totals.requests += r.requests;
+      totals.prompt_tokens += r.promptTokens;
+      totals.completion_tokens += r.completionTokens;
+      totals.total_tokens += r.totalTokens;
+    }
+    return {
+      object: 'usage_report',
+      from: Math.floor(+from / 1000),
+      to: Math.floor(+to / 1000),
+      group_by: groupBy,
+      rows: rows.map((r) => ({
+        ...(r.memberId !== undefined ? { member_id: r.memberId } : {}),
+        ...(r.keyId !== undefined ? { key_id: r.keyId } : {}),
+        ...(r.model !== undefined ? { model: r.model } : {}),
+        requests: r.requests,
+        prompt_tokens: r.promptTokens,
+        completion_tokens: r.completionTokens,
+        total_tokens: r.totalTokens,
+      })),
+      totals,
+    };
+  }
+
+  /** GET /admin/keys/{id or prefix}/limits: every limit of the key, its member and its models, now. */
+  @Get('keys/:key/limits')
+  async keyLimits(@Req() req: FastifyRequest, @Param('key') keyRef: string): Promise<KeyLimitsState> {
+    checkAdmin(this.config.ADMIN_TOKEN, req.headers.authorization);
+    const key = await this.keys.find(keyRef);
+    if (!key) {
+      throw new ApiError(404, `No API key with id or prefix '${keyRef}'.`, {
+        type: 'invalid_request_error',
+        code: 'key_not_found',
+        param: 'key',
+      });
+    }
+    const member = await this.members.require(key.memberId);
+    const overrides = LimitsOverrideSchema.safeParse(key.limits ?? undefined);
+    const snap = this.catalog.current;
+    const models = snap
+      .listFor(member.tier)
+      .data.map((m) => snap.get(m.id))
+      .filter((m): m is CatalogEntry => Boolean(m));
+    const subject = {
+      keyId: key.id,
+      memberId: member.id,
+      tier: member.tier,
+      billingAnchor: member.billingPeriodAnchor,
+      overrides: (key.limits as Record<string, unknown> | null) ?? null,
+    };
+    const now = this.limits.engine.clock();
+    return {
+      object: 'limits',
+      key: { id: key.id, prefix: key.prefix, member_id: member.id, tier: member.tier },
+      enabled: this.limits.enabled,
+      overrides: key.limits && overrides.success ? overrides.data : null,
+      at: Math.floor(now / 1000),
+      limits: await this.limits.state(subject, models),
+    };
+  }
+}
+
+function str(v: unknown, param: string): string | undefined {
+  if (v === undefined || v === '') return undefined;
+  if (typeof v !== 'string') throw ApiError.invalid(`\`${param}\` must be given once.`, param);
+  return v;
+}
+
+/** ISO 8601 or Unix seconds. */
+function parseInstant(v: unknown, param: string): Date | undefined {
+  const s = str(v, param);
+  if (s === undefined) return undefined;
+  const d = /^\d+$/.test(s) ? new Date(Number(s) * 1000) : new Date(s);
+  if (Number.isNaN(+d))
+    throw ApiError.invalid(`\`${param}\` must be an ISO 8601 date or Unix seconds.`, param);
+  return d;
+}
+
+function parseGroups(v: unknown): UsageGroup[] {
+  const s = str(v, 'group_by');
+  if (s === undefined) return ['member', 'key', 'model'];
+  const out: UsageGroup[] = [];
+  for (const part of s.split(',').map((x) => x.trim())) {
+    if (!part) continue;
+    const g = UsageGroupSchema.safeParse(part);
+    if (!g.success)
+      throw ApiError.invalid('`group_by` takes member, key and/or model, comma-separated.', 'group_by');
+    if (!out.includes(g.data)) out.push(g.data);
+  }
+  return out;
+}

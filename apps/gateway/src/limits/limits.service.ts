@@ -1,0 +1,108 @@
+import type { CatalogEntry, LimitState } from '@infer/contracts';
+import type { Db } from '@infer/persistence';
+import type { Logger } from '@infer/service-kit';
+import { Inject, Injectable, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import type { Redis } from 'ioredis';
+import { Counter, Gauge } from 'prom-client';
+import { GATEWAY_CONFIG, type GatewayConfig } from '../config.js';
+import { LOGGER, PRISMA, REDIS } from '../infra/tokens.js';
+import { MetricsService } from '../metrics/metrics.service.js';
+import { prismaLedgerSource } from './ledger-source.js';
+import { type Admission, LimitsEngine } from './limits.engine.js';
+import { loadLimitsFile } from './limits-file.js';
+import type { LimitSubject } from './plan.js';
+
+export type { Admission, LimitSubject };
+
+/**
+ * The gateway's limits, for every route that needs them. A route admits a request before doing the
+ * work and settles the admission exactly once when the request ends, however it ends:
+ *
+ *   const adm = await limits.admitSearch(req.auth);   // throws the 429 ApiError (with Retry-After)
+ *   try { ... } finally { void adm.release(); }
+ *
+ * Model routes get this from ModelGateway (admitModel after the model is resolved, settle with the
+ * real usage). `adm.headers` holds the x-ratelimit-* headers to send.
+ */
+@Injectable()
+export class LimitsService implements OnModuleInit, OnApplicationShutdown {
+  readonly engine: LimitsEngine;
+
+  constructor(
+    @Inject(REDIS) redis: Redis,
+    @Inject(PRISMA) prisma: unknown,
+    @Inject(GATEWAY_CONFIG) config: GatewayConfig,
+    @Inject(LOGGER) log: Logger,
+    @Inject(MetricsService) metrics: MetricsService,
+  ) {
+    const refusals = new Counter({
+      name: 'gateway_limits_refusals_total',
+      help: 'Requests refused by a limit (429/402), by limit name (model-specific limits without the model id)',
+      labelNames: ['limit', 'status'] as const,
+      registers: [metrics.registry],
+    });
+    const rebuilds = new Counter({
+      name: 'gateway_limits_counter_rebuilds_total',
+      help: 'Quota counters missing in Redis (new period or lost data) rebuilt from the usage ledger',
+      labelNames: ['limit'] as const,
+      registers: [metrics.registry],
+    });
+    this.engine = new LimitsEngine({
+      on: {
+        refused: (limit, status) => refusals.inc({ limit, status: String(status) }),
+        rebuilt: (limit) => rebuilds.inc({ limit }),
+      },
+      redis,
+      ledger: prismaLedgerSource(prisma as Db),
+      log,
+      file: loadLimitsFile(config.LIMITS_FILE),
+      enabled: config.LIMITS_ENABLED,
+      prefix: config.LIMITS_REDIS_PREFIX,
+    });
+    const engine = this.engine;
+    new Gauge({
+      name: 'gateway_limits_held_admissions',
+      help: 'Requests of this replica holding concurrency slots (renewed leases)',
+      registers: [metrics.registry],
+      collect() {
+        this.set(engine.activeCount);
+      },
+    });
+  }
+
+  get enabled(): boolean {
+    return this.engine.enabled;
+  }
+
+  onModuleInit(): void {
+    this.engine.start();
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.engine.stop();
+  }
+
+  /** For tests: the clock the limits read (epoch ms). Every replica of a test must get the same. */
+  setClock(clock: () => number): void {
+    this.engine.clock = clock;
+  }
+
+  /** A request to a model endpoint, once its model is resolved. */
+  admitModel(auth: LimitSubject, model: CatalogEntry, body: unknown): Promise<Admission> {
+    return this.engine.admitModel(auth, model, body);
+  }
+
+  /** One web search or MCP tool call: 20/min, 3 concurrent (429 rate_limit_exceeded), 500/day (429 insufficient_quota). */
+  admitSearch(auth: LimitSubject): Promise<Admission> {
+    return this.engine.admitSearch(auth);
+  }
+
+  /** One image request (whatever `n`): 20/min and 100/month per member, 429. */
+  admitImages(auth: LimitSubject): Promise<Admission> {
+    return this.engine.admitImages(auth);
+  }
+
+  state(auth: LimitSubject, models: readonly CatalogEntry[]): Promise<LimitState[]> {
+    return this.engine.state(auth, models);
+  }
+}

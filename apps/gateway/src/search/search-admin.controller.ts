@@ -1,0 +1,63 @@
+import { ApiError, parseOrThrow } from '@infer/contracts';
+import type { Db } from '@infer/persistence';
+import {
+  DocumentBatchSchema,
+  prepareDocument,
+  type SearchDocumentInput,
+  SearchDocumentsRepository,
+} from '@infer/search-index';
+import { Body, Controller, Delete, HttpCode, Inject, Post, Req } from '@nestjs/common';
+import type { FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import { checkAdmin } from '../admin/admin-auth.js';
+import { Public } from '../auth/public.decorator.js';
+import { GATEWAY_CONFIG, type GatewayConfig } from '../config.js';
+import { PRISMA } from '../infra/tokens.js';
+
+const DeleteBodySchema = z.object({ urls: z.array(z.string().min(1)).min(1).max(5_000) });
+
+/**
+ * The local search index through the admin API (`Authorization: Bearer <ADMIN_TOKEN>`, like the rest of
+ * /admin; 404 when ADMIN_TOKEN is unset). Documents take effect at once for the `local` engine; answers
+ * already in the search cache stay there until they expire (about 15 minutes).
+ *
+ *   POST   /admin/search/documents  {documents: [{url, title?, body | html, source?, fetched_at?}]}
+ *          -> {object: 'search.ingest', documents, inserted, updated, unchanged}
+ *   DELETE /admin/search/documents  {urls: [...]} -> {object: 'search.delete', deleted}
+ */
+@Public()
+@Controller('admin/search')
+export class SearchAdminController {
+  private readonly repo: SearchDocumentsRepository;
+
+  constructor(
+    @Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig,
+    @Inject(PRISMA) db: unknown,
+  ) {
+    this.repo = new SearchDocumentsRepository(db as Db);
+  }
+
+  @Post('documents')
+  @HttpCode(200)
+  async ingest(@Req() req: FastifyRequest, @Body() body: unknown) {
+    checkAdmin(this.config.ADMIN_TOKEN, req.headers.authorization);
+    const batch = parseOrThrow(DocumentBatchSchema, body ?? {});
+    const now = new Date();
+    const docs: SearchDocumentInput[] = [];
+    for (const d of batch.documents) docs.push(await prepareDocument(d, { now }));
+    const empty = docs.findIndex((d) => !d.body);
+    if (empty >= 0) {
+      throw ApiError.invalid('The document has no text to index.', `documents[${empty}].body`);
+    }
+    const r = await this.repo.upsertMany(docs);
+    return { object: 'search.ingest', documents: docs.length, ...r };
+  }
+
+  @Delete('documents')
+  @HttpCode(200)
+  async remove(@Req() req: FastifyRequest, @Body() body: unknown) {
+    checkAdmin(this.config.ADMIN_TOKEN, req.headers.authorization);
+    const { urls } = parseOrThrow(DeleteBodySchema, body ?? {});
+    return { object: 'search.delete', deleted: await this.repo.deleteUrls(urls) };
+  }
+}

@@ -1,0 +1,290 @@
+import { type UsageEvent, UsageEventSchema, UsageStream } from '@infer/contracts';
+import { createPrisma, type InsertBatchResult, UsageRepository } from '@infer/persistence';
+import {
+  connectNats,
+  createLogger,
+  envInt,
+  type Logger,
+  type NatsConnection,
+  NatsUrlSchema,
+  parseConfig,
+} from '@infer/service-kit';
+import {
+  AckPolicy,
+  DeliverPolicy,
+  type JsMsg,
+  jetstream,
+  jetstreamManager,
+  RetentionPolicy,
+  StorageType,
+} from '@nats-io/jetstream';
+import { z } from 'zod';
+
+export const LedgerWriterEnvSchema = z.object({
+  NATS_URL: NatsUrlSchema,
+  DATABASE_URL: z.string().default('postgresql://postgres@127.0.0.1:5432/infer'),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** Most events written in one INSERT. */
+  LEDGER_BATCH_SIZE: envInt(500, 1),
+  /** Longest a fetch waits for a batch to fill (JetStream's minimum is 1000). */
+  LEDGER_MAX_WAIT_MS: envInt(1000, 1000),
+  /** How long a delivered event may stay unacknowledged before JetStream delivers it again. */
+  LEDGER_ACK_WAIT_MS: envInt(60_000, 1000),
+  /** Longest pause between two attempts while PostgreSQL fails. */
+  LEDGER_RETRY_MAX_MS: envInt(10_000, 10),
+  /** Stream and durable consumer (the defaults are the gateway's; tests use their own). */
+  LEDGER_STREAM: z.string().default(UsageStream.name),
+  LEDGER_SUBJECTS: z
+    .string()
+    .default(UsageStream.subjects.join(','))
+    .transform((s) =>
+      s
+        .split(',')
+        .map((x) => x.trim())
+        .filter(Boolean),
+    ),
+  LEDGER_CONSUMER: z.string().default(UsageStream.consumer),
+});
+export type LedgerWriterConfig = z.infer<typeof LedgerWriterEnvSchema>;
+
+/** Where batches go: UsageRepository in production, idempotent by request id. */
+export interface LedgerSink {
+  insertBatch(events: readonly UsageEvent[]): Promise<InsertBatchResult>;
+}
+
+export interface LedgerWriterOptions {
+  env?: NodeJS.ProcessEnv;
+  /** Stop on SIGTERM/SIGINT (main.ts). */
+  installSignalHandlers?: boolean;
+  /**
+   * Called after a batch is committed and before it is acknowledged. A test uses it to die at the
+   * worst moment (committed, not acknowledged) and so to cause a redelivery.
+   */
+  beforeAck?: (events: readonly UsageEvent[]) => void | Promise<void>;
+}
+
+export interface LedgerWriterStats {
+  batches: number;
+  inserted: number;
+  duplicates: number;
+  /** Messages that are not usage events: terminated (never redelivered) and logged. */
+  rejected: number;
+  /** Failed attempts to write a batch (PostgreSQL down ...), each followed by a retry. */
+  failures: number;
+}
+
+export interface LedgerWriter {
+  config: LedgerWriterConfig;
+  stats: LedgerWriterStats;
+  nc: NatsConnection;
+  log: Logger;
+  /** Resolves once the writer has nothing in hand (every fetched event written and acked). */
+  idle(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** Creates the stream when it is missing, with the same settings as the gateway's ensureUsageStream. */
+async function ensureStream(nc: NatsConnection, name: string, subjects: string[]): Promise<void> {
+  const jsm = await jetstreamManager(nc);
+  try {
+    await jsm.streams.info(name);
+  } catch {
+    try {
+      await jsm.streams.add({
+        name,
+        subjects,
+        retention: RetentionPolicy.Workqueue,
+        storage: StorageType.File,
+        duplicate_window: 10 * 60 * 1_000_000_000,
+      });
+    } catch (e) {
+      await jsm.streams.info(name).catch(() => {
+        throw e;
+      });
+    }
+  }
+}
+
+const ms = (n: number) => n * 1_000_000; // JetStream durations are nanoseconds
+
+/**
+ * The ledger writer: a JetStream pull consumer (durable, explicit acks) that writes usage events to
+ * PostgreSQL in batches and acknowledges a batch only after its INSERT committed. The INSERT is
+ * idempotent by request id, so a redelivered event (a writer that died between commit and ack) is
+ * skipped, never counted twice. While PostgreSQL fails the writer keeps the batch, tells JetStream it
+ * is still working on it, and retries with backoff; events that arrive meanwhile wait in the stream.
+ */
+export async function startLedgerWriter(opts: LedgerWriterOptions = {}): Promise<LedgerWriter> {
+  const config = parseConfig('ledger-writer', LedgerWriterEnvSchema, opts.env);
+  const log = createLogger('ledger-writer', config.LOG_LEVEL);
+  const prisma = createPrisma(config.DATABASE_URL, { poolSize: 2 });
+  const sink: LedgerSink = new UsageRepository(prisma);
+  const nc = await connectNats(config.NATS_URL, 'ledger-writer');
+  await ensureStream(nc, config.LEDGER_STREAM, config.LEDGER_SUBJECTS);
+  const jsm = await jetstreamManager(nc);
+  const consumerConfig = {
+    durable_name: config.LEDGER_CONSUMER,
+    ack_policy: AckPolicy.Explicit,
+    deliver_policy: DeliverPolicy.All,
+    ack_wait: ms(config.LEDGER_ACK_WAIT_MS),
+    max_deliver: -1, // never give up on an event
+    max_ack_pending: Math.max(1000, config.LEDGER_BATCH_SIZE * 4),
+  };
+  try {
+    await jsm.consumers.info(config.LEDGER_STREAM, config.LEDGER_CONSUMER);
+    await jsm.consumers.update(config.LEDGER_STREAM, config.LEDGER_CONSUMER, {
+      ack_wait: consumerConfig.ack_wait,
+      max_deliver: -1,
+      max_ack_pending: consumerConfig.max_ack_pending,
+    });
+  } catch {
+    await jsm.consumers.add(config.LEDGER_STREAM, consumerConfig).catch(async (e) => {
+      // Another writer replica created it meanwhile.
+      await jsm.consumers.info(config.LEDGER_STREAM, config.LEDGER_CONSUMER).catch(() => {
+        throw e;
+      });
+    });
+  }
+  const consumer = await jetstream(nc).consumers.get(config.LEDGER_STREAM, config.LEDGER_CONSUMER);
+
+  const stats: LedgerWriterStats = { batches: 0, inserted: 0, duplicates: 0, rejected: 0, failures: 0 };
+  let stopping = false;
+  let busy = false;
+  let wake: (() => void) | undefined;
+  const idleWaiters: (() => void)[] = [];
+  const sleep = (t: number) =>
+    new Promise<void>((r) => {
+      const timer = setTimeout(r, t);
+      wake = () => {
+        clearTimeout(timer);
+        r();
+      };
+    });
+
+  /** Writes one batch until it is committed (or the writer stops: then JetStream redelivers it). */
+  async function write(msgs: JsMsg[]): Promise<void> {
+    const events: UsageEvent[] = [];
+    const good: JsMsg[] = [];
+    for (const m of msgs) {
+      let parsed: ReturnType<typeof UsageEventSchema.safeParse> | undefined;
+      try {
+        parsed = UsageEventSchema.safeParse(m.json());
+      } catch {
+        parsed = undefined;
+      }
+      if (parsed?.success) {
+        events.push(parsed.data);
+        good.push(m);
+      } else {
+        stats.rejected++;
+        log.error(
+          { subject: m.subject, seq: m.seq, data: m.string().slice(0, 500) },
+          'not a usage event; dropped',
+        );
+        m.term('not a usage event');
+      }
+    }
+    if (!events.length) return;
+    let delay = 100;
+    let lastProgress = Date.now();
+    for (;;) {
+      try {
+        const r = await sink.insertBatch(events);
+        stats.batches++;
+        stats.inserted += r.inserted;
+        stats.duplicates += r.duplicates;
+        log.debug({ events: events.length, ...r }, 'batch written');
+        break;
+      } catch (err) {
+        stats.failures++;
+        if (stopping) {
+          log.warn(
+            { events: events.length },
+            'stopping with an unwritten batch: JetStream will redeliver it',
+          );
+          for (const m of good) m.nak();
+          return;
+        }
+        log.warn(
+          { err: String((err as Error)?.message ?? err), retryInMs: delay, events: events.length },
+          'ledger write failed; retrying',
+        );
+        // Keep the batch: tell JetStream we are still on it, so it is not handed to another writer.
+        if (Date.now() - lastProgress > config.LEDGER_ACK_WAIT_MS / 3) {
+          for (const m of good) m.working();
+          lastProgress = Date.now();
+        }
+        await sleep(delay);
+        delay = Math.min(delay * 2, config.LEDGER_RETRY_MAX_MS);
+        for (const m of good) m.working();
+        lastProgress = Date.now();
+      }
+    }
+    await opts.beforeAck?.(events);
+    // Acknowledged only now, after the commit; a lost ack means a harmless redelivery.
+    await Promise.all(good.map((m) => m.ackAck().catch(() => false)));
+  }
+
+  const loop = (async () => {
+    while (!stopping) {
+      const batch: JsMsg[] = [];
+      try {
+        const it = await consumer.fetch({
+          max_messages: config.LEDGER_BATCH_SIZE,
+          expires: config.LEDGER_MAX_WAIT_MS,
+        });
+        for await (const m of it) batch.push(m);
+      } catch (err) {
+        if (stopping) break;
+        log.warn(
+          { err: String((err as Error)?.message ?? err) },
+          'fetch from the usage stream failed; retrying',
+        );
+        await sleep(1000);
+        continue;
+      }
+      if (batch.length) {
+        busy = true;
+        try {
+          await write(batch);
+        } catch (err) {
+          // beforeAck threw (a test's simulated crash) or something unexpected: do not ack; redelivery.
+          log.error({ err }, 'batch not acknowledged');
+          if (!stopping) await sleep(200);
+        } finally {
+          busy = false;
+        }
+      }
+      if (!busy) while (idleWaiters.length) idleWaiters.shift()!();
+    }
+  })();
+  log.info(
+    { stream: config.LEDGER_STREAM, consumer: config.LEDGER_CONSUMER, batch: config.LEDGER_BATCH_SIZE },
+    'ledger writer ready',
+  );
+
+  let stopped: Promise<void> | undefined;
+  const stop = () => {
+    stopped ??= (async () => {
+      stopping = true;
+      wake?.();
+      await loop;
+      await nc.drain().catch(() => undefined);
+      await prisma.$disconnect().catch(() => undefined);
+      log.info(stats, 'ledger writer stopped');
+    })();
+    return stopped;
+  };
+  if (opts.installSignalHandlers) {
+    for (const sig of ['SIGTERM', 'SIGINT'] as const)
+      process.once(sig, () => void stop().then(() => process.exit(0)));
+  }
+  return {
+    config,
+    stats,
+    nc,
+    log,
+    idle: () => new Promise<void>((r) => idleWaiters.push(r)),
+    stop,
+  };
+}

@@ -1,0 +1,92 @@
+import { envBool, envInt, NatsUrlSchema, parseConfig } from '@infer/service-kit';
+import { z } from 'zod';
+
+export const SEARCH_ENGINES = ['local', 'searxng', 'brave'] as const;
+export type SearchEngineName = (typeof SEARCH_ENGINES)[number];
+
+const httpUrl = z
+  .string()
+  .url()
+  .refine((u) => /^https?:\/\//i.test(u), 'must be an http(s) URL')
+  .transform((u) => u.replace(/\/+$/, ''));
+
+const list = z
+  .string()
+  .default('')
+  .transform((s) =>
+    s
+      .split(',')
+      .map((x) => x.trim())
+      .filter(Boolean),
+  );
+
+/**
+ * The search-service's environment, validated at start-up (a bad value stops the service with a
+ * message naming it). The engine is chosen here, not in the model catalog: search has no model, and
+ * engine credentials belong in the environment.
+ */
+export const SearchEnvSchema = z
+  .object({
+    NATS_URL: NatsUrlSchema,
+    LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    DATABASE_URL: z.string().default('postgresql://postgres@127.0.0.1:5432/infer'),
+    REDIS_URL: z.string().default('redis://127.0.0.1:6379'),
+
+    /** Which engine answers: the local full-text index (default), a SearXNG instance, or Brave. */
+    SEARCH_ENGINE: z.enum(SEARCH_ENGINES).default('local'),
+    /** Longest wait for the engine's answer (ms); past it the search is 503 search_unavailable. */
+    SEARCH_TIMEOUT_MS: envInt(10_000, 100),
+
+    /** SearXNG base URL (its JSON API must be enabled: `search.formats: [html, json]`). */
+    SEARXNG_URL: httpUrl.optional(),
+    /** Optional comma-separated SearXNG engines (`google,bing`); default: the instance's own. */
+    SEARXNG_ENGINES: z.string().optional(),
+    SEARXNG_LANGUAGE: z.string().optional(),
+
+    /** Brave Search API subscription token (X-Subscription-Token). */
+    BRAVE_API_KEY: z.string().min(1).optional(),
+    /** Brave API base URL (tests point it at a local server). */
+    BRAVE_BASE_URL: httpUrl.default('https://api.search.brave.com'),
+    BRAVE_COUNTRY: z.string().optional(),
+    /** Brave's safesearch: off, moderate (Brave's default) or strict. */
+    BRAVE_SAFESEARCH: z.enum(['off', 'moderate', 'strict']).optional(),
+
+    /** Seed the local index with the project's documentation at start when it is empty. */
+    SEARCH_SEED_ON_START: envBool(true),
+    /** Where the project documentation lives (the repository root). Default: the working directory. */
+    SEARCH_DOCS_DIR: z.string().optional(),
+
+    /** Identical queries are answered from Redis for this long (seconds). The spec: about 15 minutes. */
+    SEARCH_CACHE_TTL_S: envInt(900, 0),
+    /** Redis key prefix of the cache (tests give each run its own). */
+    SEARCH_CACHE_PREFIX: z.string().min(1).default('infer:search:cache'),
+
+    /** fetch_content: per-page limits of the SSRF-guarded fetch. */
+    FETCH_TIMEOUT_MS: envInt(8_000, 100),
+    FETCH_MAX_BYTES: envInt(3 * 1024 * 1024, 1024),
+    FETCH_MAX_REDIRECTS: envInt(3, 0),
+    /** Whole fetch_content phase of one search (ms): pages not done by then get no content. */
+    FETCH_TOTAL_TIMEOUT_MS: envInt(20_000, 100),
+    /** Pages fetched at the same time for one search. */
+    FETCH_CONCURRENCY: envInt(5, 1),
+    /** Longest `content` per result (characters); the text is cut at a paragraph or word boundary. */
+    FETCH_CONTENT_MAX_CHARS: envInt(20_000, 100),
+    /**
+     * `host` or `host:port` entries the fetch may reach although they are not public addresses (an
+     * intranet wiki behind a local index; tests serving pages from 127.0.0.1). Empty by default.
+     */
+    FETCH_ALLOW_HOSTS: list,
+  })
+  .superRefine((e, ctx) => {
+    if (e.SEARCH_ENGINE === 'searxng' && !e.SEARXNG_URL) {
+      ctx.addIssue({ code: 'custom', path: ['SEARXNG_URL'], message: 'required when SEARCH_ENGINE=searxng' });
+    }
+    if (e.SEARCH_ENGINE === 'brave' && !e.BRAVE_API_KEY) {
+      ctx.addIssue({ code: 'custom', path: ['BRAVE_API_KEY'], message: 'required when SEARCH_ENGINE=brave' });
+    }
+  });
+export type SearchConfig = z.infer<typeof SearchEnvSchema>;
+
+export function loadSearchConfig(env: NodeJS.ProcessEnv = process.env): SearchConfig {
+  return parseConfig('search-service', SearchEnvSchema, env);
+}

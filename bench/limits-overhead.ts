@@ -1,0 +1,236 @@
+// What the limits add to a request: latency and gateway CPU per request, limits on vs off.
+//
+//   node --conditions=source --import ./tools/ts-register.js bench/limits-overhead.ts
+//   BENCH_REQUESTS=4000 BENCH_CONCURRENCY=1,32 node ... bench/limits-overhead.ts
+//
+// Starts two gateway processes on the same fresh database, Redis and NATS, one with LIMITS_ENABLED=1
+// and one with LIMITS_ENABLED=0, and the chat-service in this process with the simulator engine (a
+// test double answering at once), so that what differs between the two runs is the gateway's work.
+// The key's limits are raised out of reach (every check still runs: key rpm, tokens per minute,
+// monthly allowance, concurrency lease) so nothing is refused. For each level of BENCH_CONCURRENCY
+// (requests in flight, default 1 and 16) each mode runs the same closed-loop load on chat-A
+// non-streamed, twice, alternating; the table shows the second round. A request that takes over 30 s
+// counts as failed. CPU is the gateway process's user+system time from /proc/<pid>/stat over the round.
+// Numbers, not pass/fail; bounded in count and time; everything stops by itself.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import {
+  ApiKeysRepository,
+  CatalogRepository,
+  createPrisma,
+  dropDatabase,
+  ensureDatabase,
+  MembersRepository,
+  migrateDeploy,
+} from '@infer/persistence';
+import { Redis } from 'ioredis';
+import { startChatService } from '../apps/chat-service/src/app.js';
+
+const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 2000);
+const CONCURRENCY = (process.env.BENCH_CONCURRENCY ?? '1,16').split(',').map(Number);
+const PG_ROOT = process.env.TEST_PG_URL ?? 'postgresql://postgres@127.0.0.1:5432';
+const CLK_TCK = 100; // Linux USER_HZ
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const addr = s.address();
+      const port = typeof addr === 'object' && addr ? addr.port : 0;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+function cpuMs(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  // After the command: state is field 3, utime 14 and stime 15 (1-based in proc(5)) -> 11, 12 here.
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLK_TCK;
+}
+
+async function startGatewayProcess(
+  env: Record<string, string>,
+): Promise<{ child: ChildProcess; url: string }> {
+  const port = await freePort();
+  const child = spawn(
+    process.execPath,
+    ['--conditions=source', '--import', './tools/ts-register.js', 'apps/gateway/src/main.ts'],
+    {
+      env: {
+        ...process.env,
+        ...env,
+        HOST: '127.0.0.1',
+        PORT: String(port),
+        ALLOW_INSECURE_HTTP: '1',
+        LOG_LEVEL: 'warn',
+      },
+      stdio: ['ignore', 'ignore', 'inherit'],
+    },
+  );
+  const url = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`gateway exited with ${child.exitCode}`);
+    try {
+      if ((await fetch(`${url}/readyz`)).status === 200) break;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) throw new Error('gateway not ready within 60 s');
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  return { child, url };
+}
+
+interface Round {
+  mode: string;
+  concurrency: number;
+  ok: number;
+  failed: number;
+  wallMs: number;
+  cpuMs: number;
+  latencies: number[];
+}
+
+async function round(
+  mode: string,
+  url: string,
+  pid: number,
+  key: string,
+  n: number,
+  concurrency: number,
+): Promise<Round> {
+  const body = JSON.stringify({
+    model: 'chat-A',
+    messages: [{ role: 'user', content: 'Hello there' }],
+    max_tokens: 1,
+  });
+  const latencies: number[] = [];
+  let ok = 0;
+  let failed = 0;
+  let next = 0;
+  const cpu0 = cpuMs(pid);
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < n) {
+        next++;
+        const s = performance.now();
+        try {
+          const res = await fetch(`${url}/v1/chat/completions`, {
+            method: 'POST',
+            headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+            body,
+            signal: AbortSignal.timeout(30_000),
+          });
+          await res.arrayBuffer();
+          if (res.status === 200) ok++;
+          else failed++;
+        } catch {
+          failed++;
+        }
+        latencies.push(performance.now() - s);
+      }
+    }),
+  );
+  return {
+    mode,
+    concurrency,
+    ok,
+    failed,
+    wallMs: performance.now() - t0,
+    cpuMs: cpuMs(pid) - cpu0,
+    latencies,
+  };
+}
+
+const pct = (xs: number[], p: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? 0;
+};
+
+async function main(): Promise<void> {
+  const databaseUrl = `${PG_ROOT}/infer_bench_${randomBytes(4).toString('hex')}`;
+  const prefix = `limbench:${randomBytes(4).toString('hex')}:`;
+  await ensureDatabase(databaseUrl);
+  await migrateDeploy(databaseUrl);
+  const prisma = createPrisma(databaseUrl);
+  const children: ChildProcess[] = [];
+  const chat = await startChatService({ env: { ...process.env, LOG_LEVEL: 'silent' } });
+  try {
+    await new CatalogRepository(prisma).syncFromFile('config/models.yaml');
+    const member = await new MembersRepository(prisma).create({ name: 'bench', tier: 'inference' });
+    const keys = new ApiKeysRepository(prisma);
+    const { key, record } = await keys.mint(member.id, 'bench');
+    const huge = 1_000_000_000;
+    await keys.setLimits(record.id, {
+      key: { requests_per_minute: huge, concurrent: huge },
+      models: { 'chat-A': { tokens_per_minute: huge, allowance_tokens: huge } },
+    });
+    const env = { DATABASE_URL: databaseUrl, LIMITS_REDIS_PREFIX: prefix };
+    const on = await startGatewayProcess({ ...env, LIMITS_ENABLED: '1' });
+    children.push(on.child);
+    const off = await startGatewayProcess({ ...env, LIMITS_ENABLED: '0' });
+    children.push(off.child);
+    const modes = [
+      { mode: 'limits off', ...off },
+      { mode: 'limits on', ...on },
+    ];
+    // Warm-up (JIT, connections, key cache, script cache), then two measured rounds, alternating.
+    for (const m of modes) await round(m.mode, m.url, m.child.pid!, key, Math.min(300, REQUESTS), 8);
+    const results: Round[] = [];
+    for (const c of CONCURRENCY) {
+      let last: Round[] = [];
+      for (let r = 0; r < 2; r++) {
+        last = [];
+        for (const m of modes) last.push(await round(m.mode, m.url, m.child.pid!, key, REQUESTS, c));
+      }
+      results.push(...last);
+    }
+    const rows = results.map((r) => ({
+      mode: r.mode,
+      'in flight': r.concurrency,
+      requests: `${r.ok}${r.failed ? ` (+${r.failed} failed)` : ''}`,
+      'req/s': ((r.ok + r.failed) / (r.wallMs / 1000)).toFixed(0),
+      'p50 ms': pct(r.latencies, 50).toFixed(2),
+      'p95 ms': pct(r.latencies, 95).toFixed(2),
+      'p99 ms': pct(r.latencies, 99).toFixed(2),
+      'gateway CPU ms/req': (r.cpuMs / (r.ok + r.failed)).toFixed(3),
+    }));
+    console.log(
+      `\nlimits overhead: ${REQUESTS} requests per round, chat-A non-streamed (simulator), ` +
+        `${new Date().toISOString()}\n`,
+    );
+    console.table(rows);
+    for (let i = 0; i + 1 < results.length; i += 2) {
+      const o = results[i]!;
+      const n = results[i + 1]!;
+      console.log(
+        `${o.concurrency} in flight: the limits add p50 ${(pct(n.latencies, 50) - pct(o.latencies, 50)).toFixed(2)} ms, ` +
+          `p99 ${(pct(n.latencies, 99) - pct(o.latencies, 99)).toFixed(2)} ms, ` +
+          `gateway CPU ${(n.cpuMs / REQUESTS - o.cpuMs / REQUESTS).toFixed(3)} ms per request`,
+      );
+    }
+    console.log(
+      '(with limits on, each request makes two Redis calls: the admission script and the settle script)',
+    );
+  } finally {
+    for (const c of children) c.kill('SIGTERM');
+    await Promise.all(
+      children.map((c) => new Promise((r) => (c.exitCode !== null ? r(null) : c.once('exit', r)))),
+    );
+    await chat.stop();
+    const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
+    const left = await redis.keys(`${prefix}*`);
+    if (left.length) await redis.del(...left);
+    redis.disconnect();
+    await prisma.$disconnect();
+    await dropDatabase(databaseUrl);
+  }
+}
+
+await main();

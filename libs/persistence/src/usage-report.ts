@@ -1,0 +1,108 @@
+// Reads of the usage ledger for operators and for the gateway's limits: totals for a period, grouped
+// by member, key and/or model (admin CLI and GET /admin/usage), and one sum used to rebuild a quota
+// counter that Redis lost. Every query is bounded by "createdAt" so that only the months involved
+// are scanned (partition pruning), and filtered on indexed columns.
+import { InvalidInputError } from './errors.js';
+import { type Db, Prisma } from './prisma.js';
+
+export type UsageGroupBy = 'member' | 'key' | 'model';
+
+export interface UsageReportQuery {
+  /** Inclusive. */
+  from: Date;
+  /** Exclusive. */
+  to: Date;
+  memberId?: string;
+  keyId?: string;
+  model?: string;
+  /** Columns to group by, in this order; empty: one total row. */
+  groupBy: readonly UsageGroupBy[];
+}
+
+export interface UsageReportRow {
+  memberId?: string;
+  keyId?: string;
+  model?: string;
+  requests: number;
+  promptTokens: number;
+  completionTokens: number;
+  totalTokens: number;
+}
+
+const COLUMN: Record<UsageGroupBy, { sql: string; field: 'memberId' | 'keyId' | 'model' }> = {
+  member: { sql: '"memberId"', field: 'memberId' },
+  key: { sql: '"keyId"', field: 'keyId' },
+  model: { sql: '"model"', field: 'model' },
+};
+
+function checkPeriod(from: Date, to: Date): void {
+  if (!(from instanceof Date) || !(to instanceof Date) || Number.isNaN(+from) || Number.isNaN(+to))
+    throw new InvalidInputError('a usage period needs valid from and to dates');
+  if (+from >= +to) throw new InvalidInputError('the usage period must end after it starts');
+}
+
+/** Ledger totals in [from, to), grouped as asked, largest total tokens first. */
+export async function usageReport(db: Db, q: UsageReportQuery): Promise<UsageReportRow[]> {
+  checkPeriod(q.from, q.to);
+  const groups = [...new Set(q.groupBy)];
+  for (const g of groups) if (!COLUMN[g]) throw new InvalidInputError(`cannot group usage by ${g}`);
+  const where = [Prisma.sql`"createdAt" >= ${q.from} AND "createdAt" < ${q.to}`];
+  if (q.memberId) where.push(Prisma.sql`"memberId" = ${q.memberId}`);
+  if (q.keyId) where.push(Prisma.sql`"keyId" = ${q.keyId}`);
+  if (q.model) where.push(Prisma.sql`"model" = ${q.model}`);
+  const cols = groups.map((g) => Prisma.raw(COLUMN[g].sql));
+  const select = cols.length ? Prisma.sql`${Prisma.join(cols)},` : Prisma.empty;
+  const groupBy = cols.length ? Prisma.sql`GROUP BY ${Prisma.join(cols)}` : Prisma.empty;
+  const order = cols.length ? Prisma.sql`, ${Prisma.join(cols)}` : Prisma.empty;
+  const rows = await db.$queryRaw<Record<string, unknown>[]>`
+    SELECT ${select} count(*)::bigint AS "requests",
+           COALESCE(sum("promptTokens"), 0)::bigint AS "promptTokens",
+           COALESCE(sum("completionTokens"), 0)::bigint AS "completionTokens",
+           COALESCE(sum("totalTokens"), 0)::bigint AS "totalTokens"
+      FROM "UsageEvent"
+     WHERE ${Prisma.join(where, ' AND ')}
+     ${groupBy}
+     ORDER BY "totalTokens" DESC ${order}`;
+  return rows
+    .filter((r) => groups.length > 0 || Number(r.requests) > 0)
+    .map((r) => {
+      const row: UsageReportRow = {
+        requests: Number(r.requests),
+        promptTokens: Number(r.promptTokens),
+        completionTokens: Number(r.completionTokens),
+        totalTokens: Number(r.totalTokens),
+      };
+      for (const g of groups) row[COLUMN[g].field] = String(r[COLUMN[g].field]);
+      return row;
+    });
+}
+
+export interface UsageTotalQuery {
+  /** Sum of total tokens, or a count of requests. */
+  unit: 'tokens' | 'requests';
+  memberId?: string;
+  keyId?: string;
+  model?: string;
+  /** Only these endpoints. */
+  endpoints?: readonly string[];
+  /** Only endpoints that start with this. */
+  endpointPrefix?: string;
+  from: Date;
+  to: Date;
+}
+
+/** One number from the ledger: what a quota counter of the gateway holds, rebuilt. */
+export async function usageTotal(db: Db, q: UsageTotalQuery): Promise<number> {
+  checkPeriod(q.from, q.to);
+  const where = [Prisma.sql`"createdAt" >= ${q.from} AND "createdAt" < ${q.to}`];
+  if (q.memberId) where.push(Prisma.sql`"memberId" = ${q.memberId}`);
+  if (q.keyId) where.push(Prisma.sql`"keyId" = ${q.keyId}`);
+  if (q.model) where.push(Prisma.sql`"model" = ${q.model}`);
+  if (q.endpoints) where.push(Prisma.sql`"endpoint" = ANY(${[...q.endpoints]}::text[])`);
+  if (q.endpointPrefix) where.push(Prisma.sql`starts_with("endpoint", ${q.endpointPrefix})`);
+  const value =
+    q.unit === 'tokens' ? Prisma.sql`COALESCE(sum("totalTokens"), 0)::bigint` : Prisma.sql`count(*)::bigint`;
+  const rows = await db.$queryRaw<{ n: bigint }[]>`
+    SELECT ${value} AS "n" FROM "UsageEvent" WHERE ${Prisma.join(where, ' AND ')}`;
+  return Number(rows[0]?.n ?? 0);
+}

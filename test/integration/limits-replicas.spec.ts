@@ -1,0 +1,152 @@
+// Two gateway replicas sharing one Redis (and one database), hundreds of parallel requests split
+// between them: exactly the allowed number is admitted, for requests per minute, concurrency and
+// token budgets. Both replicas read the same injected clock, fixed mid-minute, so no window rolls
+// over during a burst.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { Redis } from 'ioredis';
+import { type RunningGateway, startGateway } from '../../apps/gateway/src/app.js';
+import { CatalogService } from '../../apps/gateway/src/catalog/catalog.service.js';
+import { estimatePromptTokens } from '../../apps/gateway/src/limits/estimate.js';
+import { LimitsService } from '../../apps/gateway/src/limits/limits.service.js';
+import { type Stack, startStack } from './harness.js';
+import {
+  countBy,
+  newKey,
+  type RawResult,
+  rawChat,
+  TestClock,
+  type TestKey,
+  writeCatalog,
+  writeLimitsFile,
+} from './limits-support.js';
+
+/** Long enough that every request of a burst is admitted or refused before the first admitted one ends. */
+const SLOW_TTFT_MS = 3000;
+
+describe('limits across two gateway replicas sharing one Redis', () => {
+  let stack: Stack;
+  let second: RunningGateway;
+  let clock: TestClock;
+  let redis: Redis;
+  let env: Record<string, string>;
+  const prefix = `limrep:${Math.random().toString(36).slice(2)}:`;
+
+  before(async () => {
+    const catalogFile = writeCatalog({ 'chat-F': { ttft_ms: SLOW_TTFT_MS, default_output_tokens: 4 } });
+    env = { LIMITS_ENABLED: '1', LIMITS_FILE: writeLimitsFile({}), LIMITS_REDIS_PREFIX: prefix };
+    stack = await startStack({ catalogFile, env });
+    second = await startGateway({
+      ...process.env,
+      DATABASE_URL: stack.databaseUrl,
+      HOST: '127.0.0.1',
+      PORT: '0',
+      ALLOW_INSECURE_HTTP: '1',
+      LOG_LEVEL: 'silent',
+      ...env,
+    });
+    clock = new TestClock(Date.UTC(2031, 4, 10, 12, 0, 15));
+    clock.install(stack.gateway, second);
+    redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
+  });
+  after(async () => {
+    await second?.close();
+    const keys = await redis.keys(`${prefix}*`);
+    if (keys.length) await redis.del(...keys);
+    redis.disconnect();
+    await stack?.close();
+  });
+
+  /** The `used` of one limit of a key, read until `ok` holds (settling is asynchronous) or 2 s pass. */
+  const stateOf = async (
+    k: TestKey,
+    name: string,
+    ok: (used: number) => boolean,
+  ): Promise<number | undefined> => {
+    const limits = stack.gateway.app.get(LimitsService);
+    const chatF = stack.gateway.app.get(CatalogService).current.get('chat-F')!;
+    const subject = {
+      keyId: k.keyId,
+      memberId: k.memberId,
+      tier: 'inference' as const,
+      billingAnchor: new Date(),
+      overrides: null,
+    };
+    const deadline = Date.now() + 2000;
+    for (;;) {
+      const used = (await limits.state(subject, [chatF])).find((s) => s.name === name)?.used;
+      if ((used !== undefined && ok(used)) || Date.now() > deadline) return used;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  };
+
+  /** `n` requests at once, alternating between the two replicas. */
+  const burst = (n: number, key: string, body: Record<string, unknown>): Promise<RawResult[]> => {
+    const bases = [stack.baseURL, `${second.url}/v1`];
+    return Promise.all(Array.from({ length: n }, (_, i) => rawChat(bases[i % 2]!, key, body)));
+  };
+
+  it('requests per minute: 300 requests, exactly 50 admitted', async () => {
+    const k = await newKey(stack, 'inference', { key: { requests_per_minute: 50, concurrent: null } });
+    const results = await burst(300, k.key, {
+      model: 'chat-E',
+      messages: [{ role: 'user', content: 'hi' }],
+      max_tokens: 1,
+    });
+    assert.deepEqual(
+      countBy(results, (r) => r.status),
+      { 200: 50, 429: 250 },
+    );
+    const refusal = results.find((r) => r.status === 429)!;
+    assert.equal(JSON.parse(refusal.body).error.code, 'rate_limit_exceeded');
+    assert.equal(refusal.headers.get('retry-after'), '45');
+    // Both replicas admitted some and refused some: the count is shared, not per process.
+    const byReplica = countBy(
+      results.map((r, i) => ({ r, i })),
+      ({ r, i }) => `${i % 2}:${r.status}`,
+    );
+    assert.ok(byReplica['0:200']! > 0 && byReplica['1:200']! > 0, JSON.stringify(byReplica));
+  });
+
+  it('concurrency: 200 slow requests at once, exactly 7 admitted, and every slot is released after', async () => {
+    const k = await newKey(stack, 'inference', { key: { requests_per_minute: null, concurrent: 7 } });
+    const started = Date.now();
+    const results = await burst(200, k.key, { model: 'chat-F', messages: [{ role: 'user', content: 'hi' }] });
+    assert.ok(Date.now() - started >= SLOW_TTFT_MS);
+    assert.deepEqual(
+      countBy(results, (r) => r.status),
+      { 200: 7, 429: 193 },
+    );
+    const refusal = JSON.parse(results.find((r) => r.status === 429)!.body).error;
+    assert.equal(refusal.code, 'rate_limit_exceeded');
+    assert.match(refusal.message, /concurrent/);
+    // All slots free again, on both replicas and in Redis.
+    for (const g of [stack.gateway, second]) assert.equal(g.app.get(LimitsService).engine.activeCount, 0);
+    assert.equal(await stateOf(k, 'key.concurrent', (used) => used === 0), 0);
+  });
+
+  it('token budget: 200 slow requests against 1,000 tokens per minute, exactly floor(1000 / estimate) admitted, real usage charged', async () => {
+    const k = await newKey(stack, 'inference', {
+      key: { requests_per_minute: null, concurrent: null },
+      models: { 'chat-F': { tokens_per_minute: 1000 } },
+    });
+    const body = { model: 'chat-F', messages: [{ role: 'user', content: 'x'.repeat(140) }], max_tokens: 4 };
+    const estimate = estimatePromptTokens(body);
+    const allowed = Math.floor(1000 / estimate);
+    assert.ok(allowed > 5 && allowed < 100, `estimate ${estimate}`);
+    const results = await burst(200, k.key, body);
+    assert.deepEqual(
+      countBy(results, (r) => r.status),
+      { 200: allowed, 429: 200 - allowed },
+    );
+    const real = results
+      .filter((r) => r.status === 200)
+      .reduce(
+        (n, r) => n + (JSON.parse(r.body) as { usage: { total_tokens: number } }).usage.total_tokens,
+        0,
+      );
+    // Each reservation was replaced by the request's real usage.
+    const used = await stateOf(k, 'models.chat-F.tokens_per_minute', (u) => u === real);
+    assert.equal(used, real);
+  });
+});
