@@ -160,7 +160,9 @@ async function main(): Promise<void> {
   await migrateDeploy(databaseUrl);
   const prisma = createPrisma(databaseUrl);
   const children: ChildProcess[] = [];
-  const chat = await startChatService({ env: { ...process.env, LOG_LEVEL: 'silent' } });
+  // NATS subjects of this run only, so that no other chat-service on this NATS answers our requests.
+  const subjectPrefix = `bench.${randomBytes(6).toString('hex')}.`;
+  const chat = await startChatService({ env: { ...process.env, LOG_LEVEL: 'silent' }, subjectPrefix });
   try {
     await new CatalogRepository(prisma).syncFromFile('config/models.yaml');
     const member = await new MembersRepository(prisma).create({ name: 'bench', tier: 'inference' });
@@ -171,7 +173,11 @@ async function main(): Promise<void> {
       key: { requests_per_minute: huge, concurrent: huge },
       models: { 'chat-A': { tokens_per_minute: huge, allowance_tokens: huge } },
     });
-    const env = { DATABASE_URL: databaseUrl, LIMITS_REDIS_PREFIX: prefix };
+    const env = {
+      DATABASE_URL: databaseUrl,
+      LIMITS_REDIS_PREFIX: prefix,
+      MODEL_SUBJECT_PREFIX: subjectPrefix,
+    };
     const on = await startGatewayProcess({ ...env, LIMITS_ENABLED: '1' });
     children.push(on.child);
     const off = await startGatewayProcess({ ...env, LIMITS_ENABLED: '0' });

@@ -32,7 +32,7 @@ stack_env_defaults() {
 export ONNXRUNTIME_NODE_INSTALL
 
 # The apps that scripts/start.sh runs, in start order.
-STACK_APPS=(chat-service ledger-writer search-service audio-service image-service gateway)
+STACK_APPS=(chat-service embedding-service ledger-writer search-service audio-service image-service gateway)
 RUN_DIR="$REPO_ROOT/var/run"
 LOG_DIR="$REPO_ROOT/var/log"
 

@@ -98,6 +98,7 @@ Try it (put one of the keys above in OPENAI_API_KEY; pick a model id from /model
   export OPENAI_BASE_URL=$BASE/v1 OPENAI_API_KEY=<demo key>
   curl -s "\$OPENAI_BASE_URL/models" -H "Authorization: Bearer \$OPENAI_API_KEY"
   curl -s "\$OPENAI_BASE_URL/search" -H "Authorization: Bearer \$OPENAI_API_KEY" -H "content-type: application/json" -d '{"query": "quick start"}'
+  curl -s "\$OPENAI_BASE_URL/images/generations" -H "Authorization: Bearer \$OPENAI_API_KEY" -H "content-type: application/json" -d '{"prompt": "a red fox", "size": "512x512"}'   # inference-tier key; image-model is the simulator (a test double) until configured
   node -e "new (require('openai').OpenAI)().chat.completions.create({model: process.argv[1], messages: [{role: 'user', content: 'Hello!'}]}).then((r) => console.log(r.choices[0].message.content))" <model id>
 
 Logs: var/log/{$(IFS=,; echo "${started[*]}")}.log   Stop: bash scripts/stop.sh

@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { EmbeddingListSchema, RerankResponseSchema } from '@infer/contracts';
+import { Agent, fetch as undiciFetch } from 'undici';
 import { parse, stringify } from 'yaml';
 import { startEmbeddingService } from '../../apps/embedding-service/src/app.js';
 import {
@@ -86,10 +87,12 @@ describe('embeddings and rerank through the gateway', () => {
       catalogFile,
       // Limits have their own tests; these make more requests per minute than the spec's 60.
       env: { LIMITS_ENABLED: '0' },
-      services: [(env) => startEmbeddingService({ env })],
+      services: [(env) => startEmbeddingService({ env, subjectPrefix: env.MODEL_SUBJECT_PREFIX })],
     });
   });
+  const cleanup: Array<() => Promise<void>> = [];
   after(async () => {
+    for (const c of cleanup) await c();
     await stack?.close();
     await up?.close();
     if (dir) rmSync(dir, { recursive: true, force: true });
@@ -391,7 +394,11 @@ describe('embeddings and rerank through the gateway', () => {
       up.failWith('hang');
       try {
         const ac = new AbortController();
-        const p = fetch(`${stack.baseURL}/embeddings`, {
+        // Its own connection pool, closed at the end, so that no half-used socket outlives the test.
+        const agent = new Agent();
+        cleanup.push(() => agent.destroy());
+        const p = undiciFetch(`${stack.baseURL}/embeddings`, {
+          dispatcher: agent,
           method: 'POST',
           headers: { authorization: `Bearer ${stack.keys.community}`, 'content-type': 'application/json' },
           body: JSON.stringify({ model: 'embed-openai', input: ['will be cancelled'] }),

@@ -4,6 +4,7 @@
  * in-process against the machine's Redis and NATS. Clients are the official `openai` SDK.
  */
 import { randomBytes } from 'node:crypto';
+import { UsageStream } from '@infer/contracts';
 import {
   ApiKeysRepository,
   CatalogRepository,
@@ -13,7 +14,20 @@ import {
   MembersRepository,
   migrateDeploy,
 } from '@infer/persistence';
+import { connectNats } from '@infer/service-kit';
+import { jetstreamManager } from '@nats-io/jetstream';
 import OpenAI from 'openai';
+
+async function deleteStream(name: string | undefined): Promise<void> {
+  if (!name) return;
+  const nc = await connectNats(process.env.NATS_URL ?? 'nats://127.0.0.1:4222', 'harness');
+  try {
+    await (await jetstreamManager(nc)).streams.delete(name).catch(() => undefined);
+  } finally {
+    await nc.close();
+  }
+}
+
 import { type ChatService, startChatService } from '../../apps/chat-service/src/app.js';
 import { type RunningGateway, startGateway } from '../../apps/gateway/src/app.js';
 
@@ -46,7 +60,15 @@ export interface StackOptions {
 }
 
 export async function startStack(opts: StackOptions = {}): Promise<Stack> {
-  const env = opts.env ?? {};
+  // Each stack talks on its own NATS subjects and publishes usage to its own stream, so test runs
+  // (and a development stack) on the same NATS never answer each other or mix their usage events.
+  const tag = randomBytes(4).toString('hex');
+  const env: Record<string, string> = {
+    MODEL_SUBJECT_PREFIX: `t${tag}.`,
+    USAGE_STREAM: `USAGE_T${tag}`,
+    USAGE_SUBJECT_ROOT: `usage_t${tag}.events`,
+    ...opts.env,
+  };
   const databaseUrl = `${PG_ROOT}/infer_it_${randomBytes(5).toString('hex')}`;
   await ensureDatabase(databaseUrl);
   await migrateDeploy(databaseUrl);
@@ -63,9 +85,14 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
   // subjects, out of reach of other chat-services on the same NATS.
   const chat = await startChatService({
     env: { ...process.env, LOG_LEVEL: 'silent', ...env },
-    subjectPrefix: env.MODEL_SUBJECT_PREFIX ?? '',
+    subjectPrefix: env.MODEL_SUBJECT_PREFIX,
   });
-  const appEnv: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: 'silent', ...env };
+  const appEnv: NodeJS.ProcessEnv = {
+    ...process.env,
+    DATABASE_URL: databaseUrl,
+    LOG_LEVEL: 'silent',
+    ...env,
+  };
   const extra: Array<{ stop(): Promise<void> }> = [];
   for (const start of opts.services ?? []) extra.push(await start(appEnv));
   const gateway = await startGateway({
@@ -98,6 +125,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       await chat.stop();
       await prisma.$disconnect();
       await dropDatabase(databaseUrl);
+      if (env.USAGE_STREAM !== UsageStream.name) await deleteStream(env.USAGE_STREAM);
     },
   };
 }

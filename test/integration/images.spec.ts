@@ -480,5 +480,6 @@ describe('images: public base URL and the image budget', () => {
     await client.images.generate({ prompt: 'p', n: 4, size: '256x256' as never });
     const e = await apiError(client.images.generate({ prompt: 'p', n: 1, size: '256x256' as never }));
     assert.equal(e.status, 429);
+    assert.match(e.message, /image/i, 'the image budget, not another limit');
   });
 });

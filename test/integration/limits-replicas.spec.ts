@@ -3,6 +3,7 @@
 // token budgets. Both replicas read the same injected clock, fixed mid-minute, so no window rolls
 // over during a burst.
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
 import { type RunningGateway, startGateway } from '../../apps/gateway/src/app.js';
@@ -34,7 +35,13 @@ describe('limits across two gateway replicas sharing one Redis', () => {
 
   before(async () => {
     const catalogFile = writeCatalog({ 'chat-F': { ttft_ms: SLOW_TTFT_MS, default_output_tokens: 4 } });
-    env = { LIMITS_ENABLED: '1', LIMITS_FILE: writeLimitsFile({}), LIMITS_REDIS_PREFIX: prefix };
+    env = {
+      LIMITS_ENABLED: '1',
+      LIMITS_FILE: writeLimitsFile({}),
+      LIMITS_REDIS_PREFIX: prefix,
+      // NATS subjects of this run only: other test runs on this machine do not serve our requests.
+      MODEL_SUBJECT_PREFIX: `test.${randomUUID()}.`,
+    };
     stack = await startStack({ catalogFile, env });
     second = await startGateway({
       ...process.env,

@@ -2,6 +2,7 @@
 // headers; period roll-overs with the gateway's injectable clock; rebuild from the ledger; /admin.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { AdminUsageReportSchema, KeyLimitsStateSchema } from '@infer/contracts';
 import { UsageRepository } from '@infer/persistence';
@@ -25,7 +26,14 @@ describe('limits through the gateway (openai SDK)', () => {
     const limitsFile = writeLimitsFile({ lease_ttl_ms: 2000 });
     stack = await startStack({
       catalogFile,
-      env: { LIMITS_ENABLED: '1', LIMITS_FILE: limitsFile, LIMITS_REDIS_PREFIX: prefix, ADMIN_TOKEN },
+      env: {
+        LIMITS_ENABLED: '1',
+        LIMITS_FILE: limitsFile,
+        LIMITS_REDIS_PREFIX: prefix,
+        ADMIN_TOKEN,
+        // NATS subjects of this run only: other test runs on this machine do not serve our requests.
+        MODEL_SUBJECT_PREFIX: `test.${randomUUID()}.`,
+      },
     });
     // Mid-minute, so that nothing rolls over unless a test moves the clock.
     clock = new TestClock(Date.UTC(2031, 4, 10, 12, 0, 30));

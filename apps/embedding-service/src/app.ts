@@ -64,7 +64,6 @@ export async function startEmbeddingService(opts: EmbeddingServiceOptions = {}):
     subjects,
     stop: async () => {
       await svc.stop();
-      pool.close();
       await Promise.all([embedders.close(), rankers.close()]);
     },
   };

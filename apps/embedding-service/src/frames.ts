@@ -1,3 +1,4 @@
+import { ApiError } from '@infer/contracts';
 import type { HandlerContext } from '@infer/service-kit';
 
 /**
@@ -37,4 +38,19 @@ export function emitInFrames<T>(
     frames++;
   }
   return frames;
+}
+
+/**
+ * The error to answer when work stopped because the request's signal aborted: a deadline (ApiError 524)
+ * as it is; anything else (a service shutdown, or a client cancel, whose answer nobody reads) as a
+ * retryable 503. Errors of work that was not aborted pass unchanged.
+ */
+export function abortedError(signal: AbortSignal, e: unknown): unknown {
+  if (!signal.aborted) return e;
+  const reason: unknown = signal.reason;
+  if (reason instanceof ApiError) return reason;
+  return new ApiError(503, 'The model service stopped before the answer was finished; retry the request.', {
+    type: 'server_error',
+    code: 'service_unavailable',
+  });
 }

@@ -80,7 +80,10 @@ export class AppModule {
         { provide: MetricsService, useValue: deps.metrics },
         { provide: KeyCache, useValue: new KeyCache(deps.keyStore, deps.config.KEY_CACHE_TTL_MS) },
         { provide: RpcClient, useValue: new RpcClient(deps.nc) },
-        { provide: UsagePublisher, useValue: new UsagePublisher(deps.nc, deps.log) },
+        {
+          provide: UsagePublisher,
+          useValue: new UsagePublisher(deps.nc, deps.log, deps.config.USAGE_SUBJECT_ROOT),
+        },
         CatalogService,
         LimitsService,
         ModelGateway,

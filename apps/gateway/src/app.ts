@@ -1,21 +1,21 @@
 import 'reflect-metadata';
-import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { IncomingMessage } from 'node:http';
-import { connectNats, createLogger, type Logger } from '@infer/service-kit';
 import multipart from '@fastify/multipart';
+import { connectNats, createLogger, ensureUsageStream, type Logger } from '@infer/service-kit';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import { type FastifyInstance, LogController } from 'fastify';
 import { Redis } from 'ioredis';
 import { AppModule, type GatewayDeps } from './app.module.js';
+import { newRequestId } from './common/request-id.js';
 import { sendError } from './common/send-error.js';
 import { type GatewayConfig, loadGatewayConfig } from './config.js';
 import { checkHttps } from './http/https-policy.js';
 import { openPersistence } from './infra/persistence.js';
 import { loadLimitsFile } from './limits/limits-file.js';
 import { MetricsService } from './metrics/metrics.service.js';
-import { ensureUsageStream, UsagePublisher } from './usage/usage-publisher.js';
+import { UsagePublisher } from './usage/usage-publisher.js';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 /** Routes that answer without a key and over plain HTTP (probes and scrapers inside the cluster). */
@@ -41,7 +41,7 @@ export async function startGateway(env: NodeJS.ProcessEnv = process.env): Promis
   });
   await redis.connect();
   const nc = await connectNats(config.NATS_URL, 'gateway');
-  await ensureUsageStream(nc);
+  await ensureUsageStream(nc, config.USAGE_STREAM, [`${config.USAGE_SUBJECT_ROOT}.>`]);
   const metrics = new MetricsService();
   const deps: GatewayDeps = {
     config,
@@ -66,9 +66,7 @@ export async function startGateway(env: NodeJS.ProcessEnv = process.env): Promis
     logController: new LogController({ disableRequestLogging: true }),
     genReqId: (req: IncomingMessage) => {
       const given = req.headers['x-request-id'];
-      return typeof given === 'string' && REQUEST_ID.test(given)
-        ? given
-        : `req_${randomBytes(12).toString('hex')}`;
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : newRequestId();
     },
   } as ConstructorParameters<typeof FastifyAdapter>[0]);
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(deps), adapter, {

@@ -1,4 +1,4 @@
-import { DEFAULT_QUEUE_PREFIX } from '@infer/contracts';
+import { DEFAULT_QUEUE_PREFIX, UsageStream } from '@infer/contracts';
 import { checkImageStoreEnv, ImageStoreEnvShape } from '@infer/image-store';
 import { envBool, envInt, NatsUrlSchema, parseConfig } from '@infer/service-kit';
 import { z } from 'zod';
@@ -44,6 +44,12 @@ export const GatewayEnvSchema = z
      * running on the same NATS (e.g. a development stack started with scripts/start.sh).
      */
     MODEL_SUBJECT_PREFIX: z.string().default(''),
+    /** JetStream stream and subject root of usage events (tests use their own, see the harness). */
+    USAGE_STREAM: z.string().min(1).default(UsageStream.name),
+    USAGE_SUBJECT_ROOT: z
+      .string()
+      .regex(/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/)
+      .default(UsageStream.root),
     /** Limits and quotas (apps/gateway/src/limits). Off only for benchmarks or when enforced elsewhere. */
     LIMITS_ENABLED: envBool(true),
     /** YAML or JSON file with limit overrides (LimitsFileSchema); the spec's values are the defaults. */

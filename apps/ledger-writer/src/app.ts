@@ -3,6 +3,7 @@ import { createPrisma, type InsertBatchResult, UsageRepository } from '@infer/pe
 import {
   connectNats,
   createLogger,
+  ensureUsageStream,
   envInt,
   type Logger,
   type NatsConnection,
@@ -83,28 +84,6 @@ export interface LedgerWriter {
   stop(): Promise<void>;
 }
 
-/** Creates the stream when it is missing, with the same settings as the gateway's ensureUsageStream. */
-async function ensureStream(nc: NatsConnection, name: string, subjects: string[]): Promise<void> {
-  const jsm = await jetstreamManager(nc);
-  try {
-    await jsm.streams.info(name);
-  } catch {
-    try {
-      await jsm.streams.add({
-        name,
-        subjects,
-        retention: RetentionPolicy.Workqueue,
-        storage: StorageType.File,
-        duplicate_window: 10 * 60 * 1_000_000_000,
-      });
-    } catch (e) {
-      await jsm.streams.info(name).catch(() => {
-        throw e;
-      });
-    }
-  }
-}
-
 const ms = (n: number) => n * 1_000_000; // JetStream durations are nanoseconds
 
 /**
@@ -120,7 +99,7 @@ export async function startLedgerWriter(opts: LedgerWriterOptions = {}): Promise
   const prisma = createPrisma(config.DATABASE_URL, { poolSize: 2 });
   const sink: LedgerSink = new UsageRepository(prisma);
   const nc = await connectNats(config.NATS_URL, 'ledger-writer');
-  await ensureStream(nc, config.LEDGER_STREAM, config.LEDGER_SUBJECTS);
+  await ensureUsageStream(nc, config.LEDGER_STREAM, config.LEDGER_SUBJECTS);
   const jsm = await jetstreamManager(nc);
   const consumerConfig = {
     durable_name: config.LEDGER_CONSUMER,

@@ -24,9 +24,11 @@ export type UsageEvent = z.infer<typeof UsageEventSchema>;
 /** JetStream stream that holds usage events until the ledger writer has stored them. */
 export const UsageStream = {
   name: 'USAGE',
+  /** Root of the event subjects; tests use their own root and stream so they never mix with real usage. */
+  root: 'usage.events',
   subjects: ['usage.events.>'],
-  /** Subject of one event: usage.events.<model>. */
-  subject: (model: string) => `usage.events.${model.replace(/[^A-Za-z0-9_-]/g, '_')}`,
+  /** Subject of one event: <root>.<model>. */
+  subject: (model: string, root = 'usage.events') => `${root}.${model.replace(/[^A-Za-z0-9_-]/g, '_')}`,
   /** Durable consumer of the ledger writer. */
   consumer: 'ledger-writer',
 } as const;

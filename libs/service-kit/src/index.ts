@@ -4,3 +4,4 @@ export * from './nats.js';
 export * from './rpc.js';
 export * from './safe-fetch.js';
 export * from './service.js';
+export * from './usage-stream.js';

@@ -47,17 +47,24 @@ const tick = () => new Promise((r) => setImmediate(r));
 describe('dynamic batcher', () => {
   it('merges concurrent requests into one call and splits the results back in order', async () => {
     const e = recorder();
-    const b = new DynamicBatcher(e.run, settings({ max_items: 64, max_wait_ms: 20 }));
-    const [r1, r2, r3] = await Promise.all([
+    const b = new DynamicBatcher(e.run, settings({ max_items: 64, max_wait_ms: 20, max_concurrent: 2 }));
+    e.hold();
+    const busy = b.submit(items('busy'), live());
+    await tick();
+    const all = Promise.all([
       b.submit(items('a', 'b'), live()),
       b.submit(items('c'), live()),
       b.submit(items('d', 'e', 'f'), live()),
     ]);
-    assert.deepEqual(e.calls, [['a', 'b', 'c', 'd', 'e', 'f']]);
+    while (e.calls.length < 2) await new Promise((r) => setTimeout(r, 2));
+    e.release();
+    const [r1, r2, r3] = await all;
+    await busy;
+    assert.deepEqual(e.calls, [['busy'], ['a', 'b', 'c', 'd', 'e', 'f']]);
     assert.deepEqual(r1, ['A', 'B']);
     assert.deepEqual(r2, ['C']);
     assert.deepEqual(r3, ['D', 'E', 'F']);
-    assert.deepEqual(b.stats, { batches: 1, items: 6, largest: 6 });
+    assert.deepEqual(b.stats, { batches: 2, items: 7, largest: 6 });
   });
 
   it('keeps each batch within max_items and max_tokens, and spreads one large request', async () => {
@@ -79,17 +86,38 @@ describe('dynamic batcher', () => {
     assert.deepEqual(t.calls, [['aa', 'bbb'], ['cccccccc'], ['d']]);
   });
 
-  it('waits at most max_wait_ms for company, and not at all once a batch is full', async () => {
+  it('starts at once on an idle engine; under load waits at most max_wait_ms for company', async () => {
     const e = recorder();
-    const b = new DynamicBatcher(e.run, settings({ max_items: 2, max_wait_ms: 60 }));
+    const b = new DynamicBatcher(e.run, settings({ max_items: 3, max_wait_ms: 60, max_concurrent: 2 }));
     const t0 = performance.now();
     await b.submit(items('solo'), live());
-    const waited = performance.now() - t0;
-    assert.ok(waited >= 55 && waited < 1000, `a lone item waits the time budget: ${waited} ms`);
+    assert.ok(performance.now() - t0 < 40, 'a lone request on an idle engine does not wait');
+
+    e.hold();
+    const busy = b.submit(items('busy'), live());
+    await tick();
+    // One call in flight, one slot free: the next item waits for company, up to the time budget.
     const t1 = performance.now();
-    await Promise.all([b.submit(items('x'), live()), b.submit(items('y'), live())]);
-    assert.ok(performance.now() - t1 < 50, 'a full batch leaves at once');
-    assert.deepEqual(e.calls, [['solo'], ['x', 'y']]);
+    const waiting = b.submit(items('w'), live());
+    await new Promise((r) => setTimeout(r, 20));
+    assert.equal(e.calls.length, 2, 'still waiting for company');
+    while (e.calls.length < 3) await new Promise((r) => setTimeout(r, 2));
+    const waited = performance.now() - t1;
+    assert.ok(waited >= 55 && waited < 1000, `waited the time budget: ${waited} ms`);
+    e.release();
+    await Promise.all([waiting, busy]);
+
+    e.hold();
+    const busy2 = b.submit(items('busy2'), live());
+    await tick();
+    const t2 = performance.now();
+    const full = [b.submit(items('x'), live()), b.submit(items('y'), live()), b.submit(items('z'), live())];
+    await tick();
+    assert.ok(performance.now() - t2 < 50, 'a full batch leaves at once');
+    assert.deepEqual(e.calls.at(-1), ['x', 'y', 'z']);
+    e.release();
+    await Promise.all([...full, busy2]);
+    assert.deepEqual(e.calls, [['solo'], ['busy'], ['w'], ['busy2'], ['x', 'y', 'z']]);
   });
 
   it('lets items pile up while the engine is busy, then sends them together', async () => {
@@ -161,21 +189,26 @@ describe('dynamic batcher', () => {
 
   it('aborts an engine call once every request in it is cancelled, not before', async () => {
     const e = recorder();
-    const b = new DynamicBatcher(e.run, settings({ max_items: 64, max_wait_ms: 5 }));
+    const b = new DynamicBatcher(e.run, settings({ max_items: 64, max_wait_ms: 5, max_concurrent: 2 }));
     e.hold();
+    const busy = b.submit(items('busy'), live());
+    await tick();
     const a1 = new AbortController();
     const a2 = new AbortController();
     const p1 = b.submit(items('x'), a1.signal);
     const p2 = b.submit(items('y'), a2.signal);
-    while (e.calls.length === 0) await new Promise((r) => setTimeout(r, 1));
-    const [signal] = e.signals;
+    while (e.calls.length < 2) await new Promise((r) => setTimeout(r, 1));
+    assert.deepEqual(e.calls[1], ['x', 'y']);
+    const signal = e.signals[1];
     a1.abort(new Error('one'));
     await assert.rejects(p1, /one/);
     assert.equal(signal?.aborted, false, 'the other request still needs the call');
     a2.abort(new Error('two'));
     await assert.rejects(p2, /two/);
     assert.equal(signal?.aborted, true);
+    assert.equal(e.signals[0]?.aborted, false);
     e.release();
+    await busy;
   });
 
   it('rejects at once when already cancelled, and resolves empty input without a call', async () => {

@@ -45,11 +45,14 @@ export interface BatcherStats {
 /**
  * DYNAMIC BATCHING of one model's work: concurrent requests submit their items (texts), and engine calls
  * take items from the front of one FIFO queue, from as many requests as fit, within a size budget
- * (`max_items`, `max_tokens`; an item larger than the token budget goes alone) and a time budget (the
- * oldest queued item waits at most `max_wait_ms` for company while an engine slot is free). At most
- * `max_concurrent` calls run at once; while all are busy, items pile up and the next call takes a full
- * batch, so batches grow with load by themselves. Results are split back per request, in item order.
- * A request larger than the budget is spread over several calls.
+ * (`max_items`, `max_tokens`; an item larger than the token budget goes alone) and a time budget:
+ *   - an idle engine (no call in flight) starts at once, so a lone request pays no wait;
+ *   - while calls are in flight and a slot is free, the oldest queued item waits at most `max_wait_ms`
+ *     for company (or until the batch is full);
+ *   - while all `max_concurrent` slots are busy, items pile up and the next call takes a full batch, so
+ *     batches grow with load by themselves.
+ * Results are split back per request, in item order. A request larger than the budget is spread over
+ * several calls.
  *
  * Cancellation: when a request's signal aborts, its items still queued are removed, it rejects at once
  * with the signal's reason, and an engine call whose every request is gone is aborted too. A failing
@@ -115,7 +118,8 @@ export class DynamicBatcher<I extends BatchItem, O> {
     while (this.running < s.max_concurrent && this.queue.length > 0) {
       const waited = performance.now() - (this.queue[0] as Entry<I, O>).at;
       const full = this.queue.length >= s.max_items || this.queuedTokens >= s.max_tokens;
-      if (!s.enabled || full || waited >= s.max_wait_ms) {
+      // An idle engine starts at once: waiting only pays when other work is in flight (under load).
+      if (!s.enabled || full || this.running === 0 || waited >= s.max_wait_ms) {
         this.dispatch();
         continue;
       }

@@ -11,7 +11,7 @@ import { DynamicBatcher } from '../batching/batcher.js';
 import type { EmbeddingEngine, EmbeddingEngineInfo } from '../engines/engine.js';
 import type { EngineRegistry } from '../engines/registry.js';
 import { EngineConfigError } from '../engines/settings.js';
-import { emitInFrames } from '../frames.js';
+import { abortedError, emitInFrames } from '../frames.js';
 import { encodedSize, encodeVector, truncateVector } from './vectors.js';
 
 interface TextItem {
@@ -24,10 +24,13 @@ interface VectorOut {
   tokens?: number;
 }
 
-/** One dynamic batcher per engine instance (a catalog change makes a new engine, hence a new batcher). */
+/**
+ * One dynamic batcher per engine instance (a catalog change makes a new engine, hence a new batcher; the
+ * old one goes with its engine). Nothing to close: on stop, the requests in flight are aborted, which
+ * takes their texts out of the queues.
+ */
 export class BatcherPool {
   private readonly batchers = new WeakMap<EmbeddingEngine, DynamicBatcher<TextItem, VectorOut>>();
-  private readonly all = new Set<DynamicBatcher<TextItem, VectorOut>>();
 
   for(engine: EmbeddingEngine, info: EmbeddingEngineInfo): DynamicBatcher<TextItem, VectorOut> {
     let b = this.batchers.get(engine);
@@ -53,14 +56,8 @@ export class BatcherPool {
         });
       }, info.batch);
       this.batchers.set(engine, b);
-      this.all.add(b);
     }
     return b;
-  }
-
-  close(): void {
-    for (const b of this.all) b.close();
-    this.all.clear();
   }
 }
 
@@ -115,7 +112,12 @@ export function embeddingsHandler(
       }
     });
     const items = texts.map((text, i) => ({ text, tokens: counts[i] as number }));
-    const outs = await pool.for(engine, info).submit(items, ctx.signal);
+    let outs: VectorOut[];
+    try {
+      outs = await pool.for(engine, info).submit(items, ctx.signal);
+    } catch (e) {
+      throw abortedError(ctx.signal, e);
+    }
 
     const dims = body.dimensions ?? info.dimensions;
     const format = body.encoding_format;

@@ -1,3 +1,4 @@
+import { endianness } from 'node:os';
 import { type EncodingFormat, encodeEmbeddingBase64 } from '@infer/contracts';
 
 /**
@@ -15,14 +16,19 @@ export function truncateVector(v: Float32Array, dims: number): Float32Array {
   return out;
 }
 
+const LITTLE_ENDIAN = endianness() === 'LE';
+
 /**
  * A vector on the wire: `float` gives the float32 values as JSON numbers (each exactly the float32
  * value, so it equals what a client decodes from `base64`), `base64` the little-endian float32 bytes
- * (contracts `encodeEmbeddingBase64`, what the OpenAI SDKs decode).
+ * (the format of contracts `encodeEmbeddingBase64`, what the OpenAI SDKs decode). On a little-endian
+ * machine the Float32Array's own bytes are that format, and Buffer encodes them ~10x faster than the
+ * portable encoder (which stays the fallback; vectors.spec.ts checks both give the same text).
  */
 export function encodeVector(v: Float32Array, format: EncodingFormat): number[] | string {
-  const values = Array.from(v);
-  return format === 'base64' ? encodeEmbeddingBase64(values) : values;
+  if (format === 'float') return Array.from(v);
+  if (LITTLE_ENDIAN) return Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('base64');
+  return encodeEmbeddingBase64(Array.from(v));
 }
 
 /** An upper bound of the JSON size of an encoded vector, to cut replies into NATS-sized frames. */

@@ -1,6 +1,6 @@
-import { ApiError, type CatalogEntry } from '@infer/contracts';
+import type { CatalogEntry } from '@infer/contracts';
 import type { Logger } from '@infer/service-kit';
-import type { EngineContext, EngineSettings } from './settings.js';
+import { EngineConfigError, type EngineContext, type EngineSettings } from './settings.js';
 
 /** Makes engines of one type from a catalog entry's `engine` settings. */
 export interface EngineFactory<E> {
@@ -50,12 +50,9 @@ export class EngineRegistry<E extends Closable> {
     if (cached?.key === key) return cached.engine;
     const factory = this.factories.get(settings.type);
     if (!factory) {
-      this.log.error(
-        { model: model.id, engine: settings.type, provided: this.types },
-        `no ${this.capability} engine of this type`,
-      );
-      throw ApiError.internal(
-        `The model '${model.id}' cannot be served: the embedding service has no ${this.capability} engine '${settings.type}'.`,
+      throw new EngineConfigError(
+        model.id,
+        `engine type '${settings.type}' is not a ${this.capability} engine of this service (${this.types.join(', ')})`,
       );
     }
     const engine = factory.create(settings, {

@@ -12,7 +12,7 @@ import type { RpcHandler } from '@infer/service-kit';
 import type { RerankEngine } from '../engines/engine.js';
 import type { EngineRegistry } from '../engines/registry.js';
 import { EngineConfigError } from '../engines/settings.js';
-import { emitInFrames } from '../frames.js';
+import { abortedError, emitInFrames } from '../frames.js';
 import { Semaphore } from './semaphore.js';
 
 /** Most documents one rerank request may carry (Cohere's documented maximum). */
@@ -66,7 +66,12 @@ export function rerankHandler(engines: EngineRegistry<RerankEngine>): RpcHandler
       lines.set(engine, line);
     }
     const sem = line;
-    const ranked = await sem.run(ctx.signal, () => engine.rank(body.query, docs, ctx.signal));
+    let ranked: Awaited<ReturnType<RerankEngine['rank']>>;
+    try {
+      ranked = await sem.run(ctx.signal, () => engine.rank(body.query, docs, ctx.signal));
+    } catch (e) {
+      throw abortedError(ctx.signal, e);
+    }
     if (ranked.scores.length !== docs.length) {
       throw new Error(
         `the ${engine.type} engine returned ${ranked.scores.length} scores for ${docs.length} documents`,
@@ -88,7 +93,11 @@ export function rerankHandler(engines: EngineRegistry<RerankEngine>): RpcHandler
     };
     ctx.log.debug({ documents: docs.length, tokens, engine: engine.type }, 'rerank done');
     if (req.stream) {
-      emitInFrames(ctx, results, (r) => (r.document ? r.document.text.length * 2 + 16 : 0) + 64);
+      emitInFrames(
+        ctx,
+        results,
+        (r) => (r.document ? Buffer.byteLength(JSON.stringify(r.document.text)) : 0) + 80,
+      );
       return { data: response, usage };
     }
     response.results = results;

@@ -6,6 +6,7 @@ import { HttpAdapterHost } from '@nestjs/core';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { authenticate } from '../auth/auth.guard.js';
 import { KeyCache } from '../auth/key-cache.js';
+import { workIdOf } from '../common/request-id.js';
 import { sendError } from '../common/send-error.js';
 import { LOGGER } from '../infra/tokens.js';
 import { SearchGateway } from '../search/search.service.js';
@@ -93,7 +94,7 @@ export class McpEndpoint implements OnModuleInit {
     const checked = checkJsonRpcBody(req.body, /\bjson\b/i.test(req.headers['content-type'] ?? ''));
     if (!checked.ok) return this.sendRpcError(reply, checked.error);
 
-    const ctx: McpRequestContext = { auth, requestId: req.id, httpError: null, calls: 0 };
+    const ctx: McpRequestContext = { auth, requestId: workIdOf(req), httpError: null, calls: 0 };
     const server = buildMcpServer(ctx, this.search, this.log);
     const transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: undefined,

@@ -1,10 +1,11 @@
 import { ApiError, type EndFrame, parseOrThrow, type ServiceRequest, TIERS } from '@infer/contracts';
 import { type Logger, RpcClient } from '@infer/service-kit';
+import type { NatsConnection } from '@nats-io/transport-node';
 import { Inject, Injectable } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { NatsConnection } from '@nats-io/transport-node';
 import type { Redis } from 'ioredis';
 import { CatalogService } from '../catalog/catalog.service.js';
+import { workIdOf } from '../common/request-id.js';
 import { GATEWAY_CONFIG, type GatewayConfig } from '../config.js';
 import { LOGGER, NATS, REDIS } from '../infra/tokens.js';
 import type { Admission } from '../limits/limits.engine.js';
@@ -73,7 +74,7 @@ export class ModelGateway {
     void reply.headers(admission.headers);
     const stream = route.streamable && body.stream === true;
     const envelope: ServiceRequest = {
-      requestId: req.id,
+      requestId: workIdOf(req),
       memberId: auth.memberId,
       keyId: auth.keyId,
       model,
@@ -186,7 +187,10 @@ export class ModelGateway {
     started: number,
   ): Promise<void> {
     const st = this.rpc.stream(this.subjectOf(route), envelope, {
-      idleTimeoutMs: this.config.IDLE_TIMEOUT_MS,
+      // A typed stream (the Responses API) sends its one event when the whole answer is done: only the
+      // request deadline bounds the wait (a little past it, so the service's own 524 wins the race).
+      idleTimeoutMs:
+        route.sse === 'typed' ? this.config.REQUEST_TIMEOUT_MS + 5_000 : this.config.IDLE_TIMEOUT_MS,
     });
     const it = st[Symbol.asyncIterator]();
     // Wait for the first chunk before committing to a 200: an early failure still gets its real status.

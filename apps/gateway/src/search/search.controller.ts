@@ -8,6 +8,7 @@ import {
 } from '@infer/contracts';
 import { Controller, Get, HttpCode, Inject, Post, Req, Res } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { workIdOf } from '../common/request-id.js';
 import { SearchGateway } from './search.service.js';
 
 @Controller('v1/search')
@@ -23,7 +24,7 @@ export class SearchController {
   ): Promise<SearchResponse> {
     if (!req.auth) throw ApiError.invalidKey();
     const body = parseOrThrow(SearchRequestSchema, req.body ?? {});
-    const out = await this.gateway.search(req.auth, body, req.id, '/v1/search');
+    const out = await this.gateway.search(req.auth, body, workIdOf(req), '/v1/search');
     void reply.headers(out.headers);
     return out.response;
   }

@@ -1,36 +1,7 @@
 import { type UsageEvent, UsageStream } from '@infer/contracts';
 import type { Logger } from '@infer/service-kit';
-import {
-  type JetStreamClient,
-  jetstream,
-  jetstreamManager,
-  RetentionPolicy,
-  StorageType,
-} from '@nats-io/jetstream';
+import { type JetStreamClient, jetstream } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
-
-/** Creates the durable usage stream when it is missing (idempotent; every replica may call it). */
-export async function ensureUsageStream(nc: NatsConnection): Promise<void> {
-  const jsm = await jetstreamManager(nc);
-  try {
-    await jsm.streams.info(UsageStream.name);
-  } catch {
-    try {
-      await jsm.streams.add({
-        name: UsageStream.name,
-        subjects: [...UsageStream.subjects],
-        retention: RetentionPolicy.Workqueue,
-        storage: StorageType.File,
-        duplicate_window: 10 * 60 * 1_000_000_000, // ns: a retried publish within 10 min is dropped
-      });
-    } catch (e) {
-      // Another replica may have created it between our info and add.
-      await jsm.streams.info(UsageStream.name).catch(() => {
-        throw e;
-      });
-    }
-  }
-}
 
 /**
  * Publishes usage events off the request path. Each event carries its request id as the JetStream
@@ -47,6 +18,8 @@ export class UsagePublisher {
   constructor(
     nc: NatsConnection,
     private readonly log: Logger,
+    /** Subject root of the events (UsageStream.root; tests use their own). */
+    private readonly root: string = UsageStream.root,
   ) {
     this.js = jetstream(nc, { timeout: 5_000 });
   }
@@ -67,7 +40,9 @@ export class UsagePublisher {
       while (this.backlog.length) {
         const ev = this.backlog[0]!;
         try {
-          await this.js.publish(UsageStream.subject(ev.model), JSON.stringify(ev), { msgID: ev.requestId });
+          await this.js.publish(UsageStream.subject(ev.model, this.root), JSON.stringify(ev), {
+            msgID: ev.requestId,
+          });
           this.backlog.shift();
           delay = 100;
         } catch (err) {

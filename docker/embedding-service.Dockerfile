@@ -1,0 +1,43 @@
+# syntax=docker/dockerfile:1
+# Image of apps/embedding-service: embeddings and rerank over NATS.
+#   docker build -f docker/embedding-service.Dockerfile -t infer/embedding-service .        (from the repository root)
+#
+# Every app image follows the same pattern (see README.md, "Docker"): to add an app, copy this file
+# to docker/<app>.Dockerfile (and its .dockerignore), set APP, RUNTIME_PACKAGES and the last lines.
+#   build stage:   npm ci -> Prisma client -> swc build of every lib and of the app -> prune dev deps
+#   runtime stage: node:20-bookworm-slim + the pruned tree, as the unprivileged `node` user
+ARG NODE_IMAGE=node:20-bookworm-slim
+
+FROM ${NODE_IMAGE} AS build
+ARG APP=embedding-service
+WORKDIR /src
+ENV CI=true NX_DAEMON=false ONNXRUNTIME_NODE_INSTALL=skip
+COPY . .
+# Every install script is denied in package.json "allowScripts" (npm 11); the image's npm 10 does not
+# read that setting, so --ignore-scripts keeps the same behaviour (no download during the build).
+RUN npm ci --ignore-scripts --no-audit --no-fund
+RUN if [ -d libs/persistence ]; then npm run db:generate; fi
+RUN for lib in libs/*/; do node tools/build.js "${lib%/}"; done \
+ && node tools/build.js "apps/${APP}"
+RUN npm prune --omit=dev --ignore-scripts --no-audit --no-fund \
+ && mkdir -p /out/apps \
+ && cp -a package.json node_modules libs /out/ \
+ && cp -a "apps/${APP}" /out/apps/ \
+ && for dir in prisma config; do if [ -d "$dir" ]; then cp -a "$dir" /out/; fi; done
+
+FROM ${NODE_IMAGE} AS runtime
+# Debian packages the app needs at run time (e.g. "ffmpeg espeak-ng flite" for the audio service).
+ARG RUNTIME_PACKAGES=""
+RUN if [ -n "${RUNTIME_PACKAGES}" ]; then \
+      apt-get update && apt-get install -y --no-install-recommends ${RUNTIME_PACKAGES} \
+      && rm -rf /var/lib/apt/lists/*; \
+    fi
+WORKDIR /app
+ENV NODE_ENV=production
+# Files stay owned by root (read-only for the app); the process runs as `node` (uid 1000).
+COPY --from=build /out /app
+USER node
+
+# No HTTP port: the service talks to the gateway over NATS only (NATS_URL). Embedded llama.cpp models
+# (engine llama-cpp-embedding / llama-cpp-rerank) read GGUF files from a mounted volume, e.g. /models.
+CMD ["node", "apps/embedding-service/dist/main.js"]
