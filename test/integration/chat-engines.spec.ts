@@ -112,7 +112,7 @@ describe('real chat engines through the gateway (openai SDK)', () => {
     stack = await startStack({ catalogFile, env: { MODEL_SUBJECT_PREFIX: `test.${randomUUID()}.` } });
     client = stack.client('inference');
     // Usage events as the gateway publishes them (JetStream subjects are visible to core subscribers).
-    stack.chat.nc.subscribe('usage.events.>', {
+    stack.chat.nc.subscribe(`${stack.usageRoot}.>`, {
       callback: (_e, m) => {
         usageEvents.push(JSON.parse(new TextDecoder().decode(m.data)) as UsageEvent);
       },

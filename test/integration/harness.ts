@@ -40,6 +40,8 @@ export interface Stack {
   keys: Record<TierName, string>;
   client(tier: TierName, opts?: Partial<ConstructorParameters<typeof OpenAI>[0]>): OpenAI;
   gateway: RunningGateway;
+  /** Subject root of this stack's usage events (subscribe to `${usageRoot}.>`). */
+  usageRoot: string;
   chat: ChatService;
   prisma: ReturnType<typeof createPrisma>;
   close(): Promise<void>;
@@ -116,6 +118,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     databaseUrl,
     keys,
     gateway,
+    usageRoot: env.USAGE_SUBJECT_ROOT ?? UsageStream.root,
     chat,
     prisma,
     client: (tier, opts = {}) => new OpenAI({ baseURL, apiKey: keys[tier], maxRetries: 0, ...opts }),

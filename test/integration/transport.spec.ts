@@ -175,6 +175,27 @@ describe('streams and cancellation', () => {
     assert.equal(stack.chat.rpc.inflightCount, 0);
   });
 
+  it('cancels a non-streamed generation when the client disconnects', async () => {
+    const ac = new AbortController();
+    const pending = fetch(`${stack.baseURL}/chat/completions`, {
+      method: 'POST',
+      signal: ac.signal,
+      headers: { authorization: `Bearer ${stack.keys.inference}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'chat-F', messages: [{ role: 'user', content: 'long' }] }),
+    }).catch(() => null);
+    const start = Date.now();
+    while (stack.chat.rpc.inflightCount === 0 && Date.now() - start < 2000)
+      await new Promise((r) => setTimeout(r, 10));
+    assert.equal(stack.chat.rpc.inflightCount, 1, 'the generation is running');
+    ac.abort();
+    await pending;
+    // 400 tokens at 20 ms would take 8 s; the service must let go within a second.
+    const deadline = Date.now() + 1000;
+    while (stack.chat.rpc.inflightCount > 0 && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 20));
+    assert.equal(stack.chat.rpc.inflightCount, 0);
+  });
+
   it('answers an oversized body with 413 in the Error shape', async () => {
     const res = await fetch(`${stack.baseURL}/chat/completions`, {
       method: 'POST',

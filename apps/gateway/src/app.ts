@@ -64,6 +64,8 @@ export async function startGateway(env: NodeJS.ProcessEnv = process.env): Promis
     bodyLimit: config.BODY_LIMIT_BYTES,
     loggerInstance: log,
     logController: new LogController({ disableRequestLogging: true }),
+    // close() ends idle keep-alive sockets instead of waiting out their timeout.
+    forceCloseConnections: 'idle',
     genReqId: (req: IncomingMessage) => {
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : newRequestId();

@@ -102,7 +102,7 @@ describe('config/models.yaml', () => {
     assert.deepEqual(engines, {
       'embed-model': 'lexical-hash',
       rerank: 'bm25',
-      'tts-model': 'espeak',
+      'tts-model': 'embedded-tts',
       'stt-model': 'pocketsphinx',
       'image-model': 'simulator',
     });

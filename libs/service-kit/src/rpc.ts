@@ -164,6 +164,11 @@ export class RpcClient {
   stream<B>(subject: string, req: ServiceRequest<B>, opts: CallOptions): RpcStream {
     return new InboxStream(this.nc, subject, req, opts);
   }
+
+  /** Tells whichever replica holds the request to abort it (a unary caller that went away). */
+  cancel(requestId: string): void {
+    this.nc.publish(Subjects.cancel, requestId);
+  }
 }
 
 class InboxStream implements RpcStream {
@@ -192,7 +197,12 @@ class InboxStream implements RpcStream {
     const inbox = createInbox();
     this.sub = nc.subscribe(inbox, { callback: (_err, msg) => this.onMsg(msg, subject) });
     this.armIdle();
-    nc.publish(subject, JSON.stringify(req), { reply: inbox });
+    try {
+      nc.publish(subject, JSON.stringify(req), { reply: inbox });
+    } catch (e) {
+      // e.g. a request larger than the server's max_payload: fail cleanly, leak nothing.
+      this.fail(mapNatsError(e, subject), false);
+    }
   }
 
   private armIdle(

@@ -97,15 +97,32 @@ export class ModelGateway {
     }
     if (!stream) {
       let end: EndFrame;
+      // A client that goes away stops the work in the service too (streams do the same in relayStream).
+      let clientGone = false;
+      const onClose = () => {
+        if (!reply.raw.writableFinished) {
+          clientGone = true;
+          this.rpc.cancel(envelope.requestId);
+        }
+      };
+      reply.raw.once('close', onClose);
       try {
         // A little past the deadline, so the service's own 524 wins the race.
         end = await this.rpc.call(this.subjectOf(route), envelope, {
           idleTimeoutMs: this.config.REQUEST_TIMEOUT_MS + 5_000,
         });
       } catch (e) {
-        this.settle(envelope, route, e instanceof ApiError ? e.status : 500, started, null);
+        reply.raw.off('close', onClose);
+        this.settle(
+          envelope,
+          route,
+          clientGone ? 499 : e instanceof ApiError ? e.status : 500,
+          started,
+          null,
+        );
         throw e;
       }
+      reply.raw.off('close', onClose);
       // A binary result too large for one NATS message waits in Redis (long speech): take it.
       const parked = end.binaryBlob ? await this.takeBlob(end.binaryBlob.key) : null;
       if (end.binaryBlob && !parked) {
