@@ -1,11 +1,11 @@
-import { ApiError, type ImageInputRef, TIERS } from '@infer/contracts';
+import type { ImageInputRef } from '@infer/contracts';
 import { Controller, Get, HttpCode, Inject, Param, Post, Query, Req, Res } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Public } from '../auth/public.decorator.js';
 import { readEditForm } from '../images/edit-form.js';
 import { ImageDelivery } from '../images/image-delivery.service.js';
 import { ModelGateway } from './model-gateway.service.js';
-import { type ModelRoute, Routes } from './routes.js';
+import { Routes, routeCaller } from './routes.js';
 
 /**
  * POST /v1/images/generations (JSON), POST /v1/images/edits (multipart) and the public, signed
@@ -31,7 +31,7 @@ export class ImagesController {
   @HttpCode(200)
   async edits(@Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     // The tier first (ModelGateway checks it too), so that a community key is not asked to upload.
-    checkTier(Routes.imageEdits, req);
+    routeCaller(Routes.imageEdits, req);
     const form = await readEditForm(req);
     let refs: ImageInputRef[] = [];
     try {
@@ -59,15 +59,5 @@ export class ImagesController {
       .header('content-disposition', `inline; filename="${file}"`)
       .type(img.contentType)
       .send(img.bytes);
-  }
-}
-
-function checkTier(route: ModelRoute, req: FastifyRequest): void {
-  const auth = req.auth;
-  if (!auth) throw ApiError.invalidKey();
-  if (route.minTier && TIERS.indexOf(auth.tier) < TIERS.indexOf(route.minTier)) {
-    throw ApiError.tierRestricted(
-      `Your tier (${auth.tier}) cannot use ${route.endpoint}: it needs ${route.minTier} membership.`,
-    );
   }
 }

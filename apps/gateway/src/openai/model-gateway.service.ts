@@ -1,4 +1,4 @@
-import { ApiError, type EndFrame, parseOrThrow, type ServiceRequest, TIERS } from '@infer/contracts';
+import { ApiError, type EndFrame, parseOrThrow, type ServiceRequest } from '@infer/contracts';
 import { type Logger, RpcClient } from '@infer/service-kit';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { Inject, Injectable } from '@nestjs/common';
@@ -13,7 +13,7 @@ import { LimitsService } from '../limits/limits.service.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { UsagePublisher } from '../usage/usage-publisher.js';
 import { checkEnvelopeSize, collectList } from './collect.js';
-import type { ModelRoute } from './routes.js';
+import { type ModelRoute, routeCaller } from './routes.js';
 
 const SSE_HEAD = Buffer.from('data: ');
 const SSE_TAIL = Buffer.from('\n\n');
@@ -58,13 +58,7 @@ export class ModelGateway {
     input: unknown = req.body,
     present?: (data: unknown) => unknown | Promise<unknown>,
   ): Promise<void> {
-    const auth = req.auth;
-    if (!auth) throw ApiError.invalidKey();
-    if (route.minTier && TIERS.indexOf(auth.tier) < TIERS.indexOf(route.minTier)) {
-      throw ApiError.tierRestricted(
-        `Your tier (${auth.tier}) cannot use ${route.endpoint}: it needs ${route.minTier} membership.`,
-      );
-    }
+    const auth = routeCaller(route, req);
     const body = parseOrThrow(route.schema, input ?? {});
     const modelId = body.model ?? route.defaultModel;
     if (!modelId) throw ApiError.invalid('Missing required parameter: model.', 'model');

@@ -1,4 +1,5 @@
 import {
+  ApiError,
   ChatCompletionRequestSchema,
   CompletionRequestSchema,
   EmbeddingRequestSchema,
@@ -10,10 +11,12 @@ import {
   ResponseRequestSchema,
   SpeechRequestSchema,
   Subjects,
+  TIERS,
   type Tier,
   TranscriptionServiceBodySchema,
 } from '@infer/contracts';
 import type { z } from 'zod';
+import type { AuthedKey } from '../auth/key-cache.js';
 import type { CollectSpec } from './collect.js';
 
 /** How one model endpoint is served: its schema, the models it takes, the service subject. */
@@ -129,3 +132,18 @@ export const Routes = {
     streamable: false,
   },
 } satisfies Record<string, ModelRoute>;
+
+/**
+ * The caller of `route`, checked against the route's lowest tier: no key -> 401, a tier below it ->
+ * 403 tier_restricted. Runs before anything is read or uploaded.
+ */
+export function routeCaller(route: ModelRoute, req: { auth?: AuthedKey }): AuthedKey {
+  const auth = req.auth;
+  if (!auth) throw ApiError.invalidKey();
+  if (route.minTier && TIERS.indexOf(auth.tier) < TIERS.indexOf(route.minTier)) {
+    throw ApiError.tierRestricted(
+      `Your tier (${auth.tier}) cannot use ${route.endpoint}: it needs ${route.minTier} membership.`,
+    );
+  }
+  return auth;
+}
