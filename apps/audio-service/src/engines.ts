@@ -1,76 +1,16 @@
 import { ApiError, type CatalogEntry } from '@infer/contracts';
-import type { Logger } from '@infer/service-kit';
-import type { z } from 'zod';
+import { type EngineFactory, EngineRegistry as EngineRegistryBase, type Logger } from '@infer/service-kit';
 
-/** The catalog's engine settings of one model: `{type, ...settings}`. */
-export type EngineSettings = { type: string } & Record<string, unknown>;
-
-/** Makes engines of one type from a catalog entry's `engine` settings. */
-export interface EngineFactory<E> {
-  readonly type: string;
-  /** Validates `settings` (throwing a 500 that names the model: it is operator configuration), builds the engine. */
-  create(settings: EngineSettings, ctx: { model: CatalogEntry; log: Logger }): E;
-}
+export type { EngineFactory } from '@infer/service-kit';
 
 /**
- * Picks the engine of a model by `model.engine.type` and keeps one instance per model id and settings;
- * changed settings (a catalog reload) replace it. One registry per capability (speech, transcription).
+ * The engines of one capability (speech, transcription), one instance per model id and settings (see
+ * EngineRegistry of service-kit).
  */
-export class EngineRegistry<E extends { close?(): Promise<void> }> {
-  private readonly factories = new Map<string, EngineFactory<E>>();
-  private readonly engines = new Map<string, { key: string; engine: E }>();
-
-  constructor(
-    private readonly capability: string,
-    private readonly log: Logger,
-    factories: readonly EngineFactory<E>[],
-  ) {
-    for (const f of factories) this.factories.set(f.type, f);
+export class EngineRegistry<E extends { close?(): Promise<void> }> extends EngineRegistryBase<E> {
+  constructor(capability: string, log: Logger, factories: readonly EngineFactory<E>[]) {
+    super(log, factories, { service: 'audio service', capability });
   }
-
-  get types(): string[] {
-    return [...this.factories.keys()];
-  }
-
-  get(model: CatalogEntry): E {
-    const settings = model.engine as EngineSettings;
-    const key = stableJson(settings);
-    const cached = this.engines.get(model.id);
-    if (cached?.key === key) return cached.engine;
-    const factory = this.factories.get(settings.type);
-    if (!factory) {
-      throw ApiError.internal(
-        `Model '${model.id}' is configured with engine type '${settings.type}', which the audio service does not provide for ${this.capability} (it has: ${this.types.join(', ')}).`,
-      );
-    }
-    const engine = factory.create(settings, {
-      model,
-      log: this.log.child({ model: model.id, engine: settings.type }),
-    });
-    this.engines.set(model.id, { key, engine });
-    if (cached) void cached.engine.close?.().catch(() => undefined);
-    return engine;
-  }
-
-  async close(): Promise<void> {
-    const all = [...this.engines.values()];
-    this.engines.clear();
-    await Promise.all(all.map(({ engine }) => engine.close?.().catch(() => undefined)));
-  }
-}
-
-/** Parses engine settings; a mistake is the operator's: a 500 that names the model and the field. */
-export function parseSettings<S extends z.ZodType>(
-  schema: S,
-  settings: unknown,
-  model: CatalogEntry,
-): z.output<S> {
-  const r = schema.safeParse(settings);
-  if (r.success) return r.data;
-  const i = r.error.issues[0];
-  throw ApiError.internal(
-    `Model '${model.id}' has invalid engine settings: ${i?.path.join('.') || 'engine'}: ${i?.message ?? 'invalid'}.`,
-  );
 }
 
 /**
@@ -151,18 +91,4 @@ export function fetchFailure(e: unknown, signal: AbortSignal, what: string, time
   if (name === 'TimeoutError')
     return ApiError.internal(`The ${what} upstream did not answer within ${timeoutMs} ms.`);
   return ApiError.internal(`The ${what} upstream could not be reached.`);
-}
-
-/** JSON with object keys sorted at every level, so that equal settings give equal cache keys. */
-export function stableJson(v: unknown): string {
-  if (Array.isArray(v)) return `[${v.map(stableJson).join(',')}]`;
-  if (v && typeof v === 'object') {
-    const o = v as Record<string, unknown>;
-    return `{${Object.keys(o)
-      .sort()
-      .filter((k) => o[k] !== undefined)
-      .map((k) => `${JSON.stringify(k)}:${stableJson(o[k])}`)
-      .join(',')}}`;
-  }
-  return JSON.stringify(v) ?? 'null';
 }

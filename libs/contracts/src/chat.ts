@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { MaxTokensSchema, ModelIdSchema, TemperatureSchema, TopPSchema, UsageSchema } from './common.js';
+import { GenerationFields, MaxTokensSchema, ModelIdSchema, UsageSchema } from './common.js';
 
 // ---- content parts ----
 export const TextPartSchema = z.object({ type: z.literal('text'), text: z.string() });
@@ -122,28 +122,17 @@ export const ChatCompletionRequestSchema = z
   .object({
     model: ModelIdSchema,
     messages: z.array(MessageSchema).min(1, 'messages must contain at least one message'),
-    max_tokens: MaxTokensSchema.nullable().optional(),
+    ...GenerationFields,
     /** Newer OpenAI SDKs send this name; it means the same as max_tokens. */
     max_completion_tokens: MaxTokensSchema.nullable().optional(),
-    temperature: TemperatureSchema.nullable().optional(),
-    top_p: TopPSchema.nullable().optional(),
-    n: z.number().int().min(1).max(8).nullable().optional(),
-    stream: z.boolean().nullable().optional(),
-    stream_options: z.object({ include_usage: z.boolean().optional() }).nullable().optional(),
-    stop: z
-      .union([z.string(), z.array(z.string()).max(4)])
-      .nullable()
-      .optional(),
     tools: z.array(ToolSchema).max(128).optional(),
     tool_choice: ToolChoiceSchema.optional(),
     parallel_tool_calls: z.boolean().optional(),
     response_format: ResponseFormatSchema.optional(),
     reasoning_effort: ReasoningEffortSchema.optional(),
     chat_template_kwargs: z.object({ enable_thinking: z.boolean().optional() }).optional(),
-    seed: z.number().int().nullable().optional(),
     presence_penalty: z.number().min(-2).max(2).nullable().optional(),
     frequency_penalty: z.number().min(-2).max(2).nullable().optional(),
-    user: z.string().optional(),
   })
   .meta({ id: 'ChatCompletionRequest' });
 export type ChatCompletionRequest = z.infer<typeof ChatCompletionRequestSchema>;

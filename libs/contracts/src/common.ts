@@ -5,6 +5,25 @@ export const TemperatureSchema = z.number().min(0).max(2);
 export const TopPSchema = z.number().min(0).max(1);
 export const MaxTokensSchema = z.number().int().min(1);
 
+/**
+ * Length, sampling and streaming fields shared by /chat/completions and /completions (the same rules
+ * on both; spread into each request schema).
+ */
+export const GenerationFields = {
+  max_tokens: MaxTokensSchema.nullable().optional(),
+  temperature: TemperatureSchema.nullable().optional(),
+  top_p: TopPSchema.nullable().optional(),
+  n: z.number().int().min(1).max(8).nullable().optional(),
+  stream: z.boolean().nullable().optional(),
+  stream_options: z.object({ include_usage: z.boolean().optional() }).nullable().optional(),
+  stop: z
+    .union([z.string(), z.array(z.string()).max(4)])
+    .nullable()
+    .optional(),
+  seed: z.number().int().nullable().optional(),
+  user: z.string().optional(),
+};
+
 /** Spec defaults for sampling. */
 export const SAMPLING_DEFAULTS = { temperature: 0.6, top_p: 0.95 } as const;
 

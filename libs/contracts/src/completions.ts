@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { MaxTokensSchema, ModelIdSchema, TemperatureSchema, TopPSchema, UsageSchema } from './common.js';
+import { GenerationFields, ModelIdSchema, UsageSchema } from './common.js';
 
 // ---- request: POST /v1/completions (legacy) ----
 export const CompletionRequestSchema = z
@@ -7,18 +7,7 @@ export const CompletionRequestSchema = z
     model: ModelIdSchema,
     /** The spec's prompt is one string (arrays of prompts and token arrays are not supported). */
     prompt: z.string(),
-    max_tokens: MaxTokensSchema.nullable().optional(),
-    temperature: TemperatureSchema.nullable().optional(),
-    top_p: TopPSchema.nullable().optional(),
-    n: z.number().int().min(1).max(8).nullable().optional(),
-    stream: z.boolean().nullable().optional(),
-    stream_options: z.object({ include_usage: z.boolean().optional() }).nullable().optional(),
-    stop: z
-      .union([z.string(), z.array(z.string()).max(4)])
-      .nullable()
-      .optional(),
-    seed: z.number().int().nullable().optional(),
-    user: z.string().optional(),
+    ...GenerationFields,
   })
   .meta({ id: 'CompletionRequest' });
 export type CompletionRequest = z.infer<typeof CompletionRequestSchema>;

@@ -1,4 +1,5 @@
 export * from './config.js';
+export * from './engine-registry.js';
 export * from './logger.js';
 export * from './nats.js';
 export * from './rpc.js';

@@ -1,9 +1,10 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ApiError } from '@infer/contracts';
+import { parseEngineSettings } from '@infer/service-kit';
 import { z } from 'zod';
 import type { Tools } from '../config.js';
-import { type EngineFactory, parseSettings } from '../engines.js';
+import type { EngineFactory } from '../engines.js';
 import { encodeSpeech } from '../media/ffmpeg.js';
 import { run, ToolMissingError, withTempDir } from '../media/process.js';
 import type { SpeechEngine, SpeechInput } from './engine.js';
@@ -86,7 +87,7 @@ export function embeddedSpeechFactory(tools: Tools): EngineFactory<SpeechEngine>
   return {
     type: 'embedded-tts',
     create(settings, { model }) {
-      parseSettings(EmbeddedTtsSettingsSchema, settings, model);
+      parseEngineSettings(EmbeddedTtsSettingsSchema, settings, model);
       shared ??= new EmbeddedSpeechEngine(tools);
       return shared;
     },

@@ -1,13 +1,7 @@
 import { ApiError, type CatalogEntry, OpenAIUpstreamEngineSchema } from '@infer/contracts';
+import { parseEngineSettings } from '@infer/service-kit';
 import { z } from 'zod';
-import {
-  authorization,
-  type EngineFactory,
-  fetchFailure,
-  parseSettings,
-  upstreamError,
-  upstreamUrl,
-} from '../engines.js';
+import { authorization, type EngineFactory, fetchFailure, upstreamError, upstreamUrl } from '../engines.js';
 import type { SpeechEngine, SpeechInput } from './engine.js';
 
 /**
@@ -99,7 +93,7 @@ export class UpstreamSpeechEngine implements SpeechEngine {
 export const upstreamSpeechFactory: EngineFactory<SpeechEngine> = {
   type: 'openai',
   create(settings, { model }) {
-    const s = parseSettings(UpstreamSpeechSettingsSchema, settings, model);
+    const s = parseEngineSettings(UpstreamSpeechSettingsSchema, settings, model);
     return new UpstreamSpeechEngine(s, model);
   },
 };

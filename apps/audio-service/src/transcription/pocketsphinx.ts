@@ -1,9 +1,10 @@
 import { readFile } from 'node:fs/promises';
 import { deflateSync } from 'node:zlib';
 import { ApiError } from '@infer/contracts';
+import { parseEngineSettings } from '@infer/service-kit';
 import { z } from 'zod';
 import type { Tools } from '../config.js';
-import { type EngineFactory, parseSettings } from '../engines.js';
+import type { EngineFactory } from '../engines.js';
 import { run, ToolMissingError } from '../media/process.js';
 import type {
   TranscribeInput,
@@ -206,7 +207,7 @@ export function pocketsphinxFactory(tools: Tools): EngineFactory<TranscriptionEn
   return {
     type: 'pocketsphinx',
     create(settings, { model }) {
-      return new PocketsphinxEngine(parseSettings(PocketsphinxSettingsSchema, settings, model), tools);
+      return new PocketsphinxEngine(parseEngineSettings(PocketsphinxSettingsSchema, settings, model), tools);
     },
   };
 }

@@ -1,13 +1,7 @@
 import { ApiError, type CatalogEntry, OpenAIUpstreamEngineSchema } from '@infer/contracts';
+import { parseEngineSettings } from '@infer/service-kit';
 import { z } from 'zod';
-import {
-  authorization,
-  type EngineFactory,
-  fetchFailure,
-  parseSettings,
-  upstreamError,
-  upstreamUrl,
-} from '../engines.js';
+import { authorization, type EngineFactory, fetchFailure, upstreamError, upstreamUrl } from '../engines.js';
 import type {
   TranscribeInput,
   Transcript,
@@ -182,7 +176,7 @@ export class UpstreamTranscriptionEngine implements TranscriptionEngine {
 export const upstreamTranscriptionFactory: EngineFactory<TranscriptionEngine> = {
   type: 'openai',
   create(settings, { model }) {
-    const s = parseSettings(UpstreamTranscriptionSettingsSchema, settings, model);
+    const s = parseEngineSettings(UpstreamTranscriptionSettingsSchema, settings, model);
     return new UpstreamTranscriptionEngine(s, model);
   },
 };

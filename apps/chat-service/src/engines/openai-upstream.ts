@@ -1,5 +1,5 @@
 import { ApiError, type ContentPart, OpenAIUpstreamEngineSchema, type ReasoningMode } from '@infer/contracts';
-import type { Logger } from '@infer/service-kit';
+import { type Logger, parseEngineSettings } from '@infer/service-kit';
 import { Agent, fetch } from 'undici';
 import type { z } from 'zod';
 import { countPromptTokens, countTokens } from '../tokens.js';
@@ -477,26 +477,20 @@ function toUpstreamPart(p: ContentPart): Record<string, unknown> {
 export const openaiUpstreamEngineFactory: EngineFactory = {
   type: 'openai',
   create(settings, { model, log, env }) {
-    const r = OpenAIUpstreamEngineSchema.safeParse(settings);
-    if (!r.success) {
-      const issue = r.error.issues[0];
-      throw ApiError.internal(
-        `Model '${model.id}' has invalid openai engine settings: ${issue?.path.join('.') || 'engine'}: ${issue?.message}.`,
-      );
-    }
+    const s = parseEngineSettings(OpenAIUpstreamEngineSchema, settings, model);
     let key: string | undefined;
-    if (r.data.api_key_env) {
-      key = (env ?? process.env)[r.data.api_key_env];
+    if (s.api_key_env) {
+      key = (env ?? process.env)[s.api_key_env];
       if (!key) {
         throw ApiError.internal(
-          `Model '${model.id}': the environment variable ${r.data.api_key_env} (api_key_env) is not set in the chat service.`,
+          `Model '${model.id}': the environment variable ${s.api_key_env} (api_key_env) is not set in the chat service.`,
         );
       }
     }
     log.info(
-      { base_url: r.data.base_url, upstream_model: r.data.model ?? model.id, timeout_ms: r.data.timeout_ms },
+      { base_url: s.base_url, upstream_model: s.model ?? model.id, timeout_ms: s.timeout_ms },
       'openai upstream engine ready',
     );
-    return new OpenAIUpstreamEngine(r.data, model.id, model.capabilities.reasoning, key, log);
+    return new OpenAIUpstreamEngine(s, model.id, model.capabilities.reasoning, key, log);
   },
 };

@@ -3,7 +3,6 @@ import { describe, it } from 'node:test';
 import { type ApiError, CatalogEntrySchema } from '@infer/contracts';
 import { createLogger } from '@infer/service-kit';
 import { builtinEngineFactories } from './builtin.js';
-import type { ChatEngine } from './engine.js';
 import { EngineRegistry } from './registry.js';
 import { SimulatorEngine } from './simulator.js';
 
@@ -25,27 +24,6 @@ describe('EngineRegistry', () => {
     const changed = reg.get(entry('a', { type: 'simulator', itl_ms: 6 }));
     assert.notEqual(changed, a, 'changed settings replace the engine');
     assert.equal((changed as SimulatorEngine).settings.itl_ms, 6);
-  });
-
-  it('closes replaced engines and all engines on close', async () => {
-    const closed: string[] = [];
-    const reg = new EngineRegistry(log, [
-      {
-        type: 'fake',
-        create: (s) =>
-          ({
-            type: 'fake',
-            generate: async function* () {},
-            close: async () => void closed.push(String(s.v)),
-          }) as ChatEngine,
-      },
-    ]);
-    reg.get(entry('m', { type: 'fake', v: 1 }));
-    reg.get(entry('m', { type: 'fake', v: 2 }));
-    await new Promise((r) => setImmediate(r));
-    assert.deepEqual(closed, ['1']);
-    await reg.close();
-    assert.deepEqual(closed, ['1', '2']);
   });
 
   it('answers an unknown engine type with a clean 500 naming the type', () => {

@@ -1,5 +1,6 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
-import { ApiError, SimulatorEngineSchema, type Tool } from '@infer/contracts';
+import { SimulatorEngineSchema, type Tool } from '@infer/contracts';
+import { parseEngineSettings } from '@infer/service-kit';
 import { countPromptTokens, countTokens, splitTokens } from '../tokens.js';
 import { type ChatEngine, type EngineDelta, type EngineInput, type EngineMessage, sleep } from './engine.js';
 import type { EngineFactory } from './registry.js';
@@ -204,17 +205,11 @@ const isNameChar = (c: string | undefined) => c !== undefined && /[A-Za-z0-9_-]/
 export const simulatorEngineFactory: EngineFactory = {
   type: 'simulator',
   create(settings, { model, log }) {
-    const r = SimulatorEngineSchema.safeParse(settings);
-    if (!r.success) {
-      const issue = r.error.issues[0];
-      throw ApiError.internal(
-        `Model '${model.id}' has invalid simulator engine settings: ${issue?.path.join('.') || 'engine'}: ${issue?.message}.`,
-      );
-    }
+    const s = parseEngineSettings(SimulatorEngineSchema, settings, model);
     log.info(
-      { ttft_ms: r.data.ttft_ms, itl_ms: r.data.itl_ms },
+      { ttft_ms: s.ttft_ms, itl_ms: s.itl_ms },
       'simulator engine ready: a TEST DOUBLE with deterministic text and modelled latency, not a model',
     );
-    return new SimulatorEngine(r.data);
+    return new SimulatorEngine(s);
   },
 };

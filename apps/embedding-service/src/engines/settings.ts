@@ -1,5 +1,5 @@
 import { ApiError, type CatalogEntry } from '@infer/contracts';
-import type { Logger } from '@infer/service-kit';
+import type { EngineContext } from '@infer/service-kit';
 import { z } from 'zod';
 
 /**
@@ -37,14 +37,8 @@ function stripUndefined<T extends object>(o: T): Partial<T> {
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
 }
 
-/** The catalog's engine settings of one model: `{type, ...settings}`. */
-export type EngineSettings = { type: string } & Record<string, unknown>;
-
 /** What a factory gets besides the settings. */
-export interface EngineContext {
-  model: CatalogEntry;
-  log: Logger;
-}
+export type { EngineContext } from '@infer/service-kit';
 
 /**
  * Raised for a model whose catalog configuration cannot work (bad settings, missing weights). The

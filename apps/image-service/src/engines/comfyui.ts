@@ -2,10 +2,10 @@ import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { ApiError } from '@infer/contracts';
 import { extensionOf } from '@infer/image-store';
-import type { Logger } from '@infer/service-kit';
+import { type Logger, parseEngineSettings } from '@infer/service-kit';
 import { z } from 'zod';
 import type { ImageEngine, ImageEngineInput, ImageEngineOutput } from './engine.js';
-import { engineSettings, type ImageEngineFactory, sleep } from './registry.js';
+import { type ImageEngineFactory, sleep } from './registry.js';
 
 /**
  * ComfyUI's HTTP API driven by a workflow template (the "API format" JSON that ComfyUI exports with
@@ -64,7 +64,7 @@ export type ComfyUISettings = z.infer<typeof ComfyUISettingsSchema>;
 export const comfyuiEngineFactory: ImageEngineFactory = {
   type: 'comfyui',
   create(settings, { model, log }) {
-    const s = engineSettings(ComfyUISettingsSchema, settings, model);
+    const s = parseEngineSettings(ComfyUISettingsSchema, settings, model);
     const load = (file: string | undefined, inline: Record<string, unknown> | undefined, what: string) => {
       if (inline) return inline;
       if (!file) return null;

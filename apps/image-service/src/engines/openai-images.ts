@@ -1,9 +1,9 @@
 import { ApiError } from '@infer/contracts';
 import { extensionOf } from '@infer/image-store';
-import type { Logger } from '@infer/service-kit';
+import { type Logger, parseEngineSettings } from '@infer/service-kit';
 import { z } from 'zod';
 import type { ImageEngine, ImageEngineInput, ImageEngineOutput } from './engine.js';
-import { engineSettings, type ImageEngineFactory } from './registry.js';
+import type { ImageEngineFactory } from './registry.js';
 
 /**
  * An upstream image server that speaks the OpenAI images API: POST {base_url}/images/generations
@@ -42,7 +42,7 @@ const MAX_DOWNLOAD = 64 * 1024 * 1024;
 export const openaiImagesEngineFactory: ImageEngineFactory = {
   type: 'openai',
   create(settings, { model, log }) {
-    const s = engineSettings(OpenAIImagesSettingsSchema, settings, model);
+    const s = parseEngineSettings(OpenAIImagesSettingsSchema, settings, model);
     let apiKey: string | undefined;
     if (s.api_key_env) {
       apiKey = process.env[s.api_key_env];

@@ -1,8 +1,9 @@
 import { createHash } from 'node:crypto';
+import { parseEngineSettings } from '@infer/service-kit';
 import { PNG } from 'pngjs';
 import { z } from 'zod';
 import type { EngineImage, ImageEngine, ImageEngineInput, ImageEngineOutput } from './engine.js';
-import { engineSettings, type ImageEngineFactory, sleep } from './registry.js';
+import { type ImageEngineFactory, sleep } from './registry.js';
 
 /**
  * THE SIMULATOR ENGINE: A TEST DOUBLE, NOT AN IMAGE MODEL.
@@ -28,7 +29,7 @@ export const ImageSimulatorSettingsSchema = z.looseObject({
 export const simulatorImageEngineFactory: ImageEngineFactory = {
   type: 'simulator',
   create(settings, { model }) {
-    const s = engineSettings(ImageSimulatorSettingsSchema, settings, model);
+    const s = parseEngineSettings(ImageSimulatorSettingsSchema, settings, model);
     return new SimulatorImageEngine(s.ttft_ms);
   },
 };

@@ -1,6 +1,6 @@
 import { availableParallelism } from 'node:os';
 import { ApiError, type CatalogEntry, LlamaCppEngineSchema, type Tool } from '@infer/contracts';
-import type { Logger } from '@infer/service-kit';
+import { type Logger, parseEngineSettings } from '@infer/service-kit';
 import {
   getLlama,
   type Llama,
@@ -606,24 +606,15 @@ function grammar(llama: Llama, src: string): Promise<LlamaGrammar> {
 export const llamaCppEngineFactory: EngineFactory = {
   type: 'llama-cpp',
   create(settings, { model, log }) {
-    const r = LlamaCppEngineSchema.safeParse(settings);
-    if (!r.success) {
-      const issue = r.error.issues[0];
-      throw ApiError.internal(
-        `Model '${model.id}' has invalid llama-cpp engine settings: ${issue?.path.join('.') || 'engine'}: ${issue?.message}.`,
-      );
-    }
+    const s = parseEngineSettings(LlamaCppEngineSchema, settings, model);
     if (model.capabilities.vision || model.capabilities.audio_input) {
       log.warn(
         { vision: model.capabilities.vision, audio_input: model.capabilities.audio_input },
         'the catalog gives this model image/audio input, which the embedded llama.cpp engine cannot take: such parts get a 400',
       );
     }
-    const engine = new LlamaCppEngine(r.data, model, log);
-    log.info(
-      { gguf: r.data.gguf, threads: engine.threads, parallel: r.data.parallel },
-      'llama-cpp engine ready',
-    );
+    const engine = new LlamaCppEngine(s, model, log);
+    log.info({ gguf: s.gguf, threads: engine.threads, parallel: s.parallel }, 'llama-cpp engine ready');
     return engine;
   },
 };
