@@ -4,7 +4,7 @@
 #
 # Every app image follows the same pattern (see README.md, "Docker"): to add an app, copy this file
 # to docker/<app>.Dockerfile (and its .dockerignore), set APP, RUNTIME_PACKAGES and the last lines.
-#   build stage:   npm ci -> Prisma client -> swc build of every lib and of the app -> prune dev deps
+#   build stage:   npm install (lockfile versions) -> Prisma client -> swc build of every lib and of the app -> prune dev deps
 #   runtime stage: node:20-bookworm-slim + the pruned tree, as the unprivileged `node` user
 ARG NODE_IMAGE=node:20-bookworm-slim
 
@@ -15,7 +15,7 @@ ENV CI=true NX_DAEMON=false ONNXRUNTIME_NODE_INSTALL=skip
 COPY . .
 # Every install script is denied in package.json "allowScripts" (npm 11); the image's npm 10 does not
 # read that setting, so --ignore-scripts keeps the same behaviour (no download during the build).
-RUN npm ci --ignore-scripts --no-audit --no-fund
+RUN npm install --ignore-scripts --no-audit --no-fund
 RUN if [ -d libs/persistence ]; then npm run db:generate; fi
 RUN for lib in libs/*/; do node tools/build.js "${lib%/}"; done \
  && node tools/build.js "apps/${APP}"

@@ -288,18 +288,16 @@ deps_stale() {
   [[ package-lock.json -nt node_modules/.package-lock.json ]]
 }
 
-# install_deps auto|force: npm ci (npm install without a lockfile) when needed ("auto") or always ("force").
+# install_deps auto|force: npm install at the lockfile's versions, when needed ("auto") or always ("force").
+# Not `npm ci`: npm 11 leaves other platforms' optional packages (@swc/core-darwin-*, ...) out of the
+# lockfile it writes, and `npm ci` then refuses that lockfile as out of sync; `npm install` keeps every
+# locked version and only fills in what is missing.
 install_deps() {
   if [[ "${1:-}" != force ]] && ! deps_stale; then
     return 0
   fi
-  if [[ -f package-lock.json ]]; then
-    info "installing npm packages (npm ci)"
-    npm ci --no-audit --no-fund
-  else
-    info "installing npm packages (npm install: no package-lock.json)"
-    npm install --no-audit --no-fund
-  fi
+  info "installing npm packages (npm install, at the versions in package-lock.json)"
+  npm install --no-audit --no-fund
 }
 
 # has_npm_script DIR NAME: true when DIR/package.json defines scripts.NAME.

@@ -3,11 +3,11 @@
 #   1. makes sure Node.js >= 20.19 with npm is there (from Debian, or Node 20 from the npm registry: scripts/lib.sh)
 #   2. scripts/services.sh: PostgreSQL, Redis, NATS (JetStream) and the media tools, installed from
 #      Debian's packages when missing, started when stopped
-#   3. npm ci (npm install without a lockfile) when node_modules is missing or older than the lockfile
+#   3. npm install (at the lockfile's versions) when node_modules is missing or older than the lockfile
 #   4. npm run db:generate, db:migrate, catalog:sync (Prisma client, schema, model catalog)
 #   5. scripts/start.sh: starts the apps and prints the base URL, the demo keys and an example
 # Idempotent: run it again at any time.
-#   --reinstall   run npm ci even when node_modules looks current
+#   --reinstall   run npm install even when node_modules looks current
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"

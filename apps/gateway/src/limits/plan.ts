@@ -118,40 +118,137 @@ function fmt(n: number): string {
   return n.toLocaleString('en-US');
 }
 
-function keyRpm(ctx: PlanContext, limit: number, cost: number): WindowCheck {
-  const win = minuteWindow(ctx.now);
+/** What every check states: its name, whom it counts against, its limit and this request's cost. */
+interface Counter {
+  name: string;
+  scope: 'key' | 'member';
+  /** The model it is about (null: not model-specific). */
+  model?: string | null;
+  /** Requests (the default), or tokens, which are charged again with the real usage. */
+  unit?: 'requests' | 'tokens';
+  limit: number;
+  cost: number;
+}
+
+function counter(c: Counter, window: WindowName) {
+  const unit = c.unit ?? 'requests';
   return {
-    kind: 'W',
-    name: 'key.requests_per_minute',
-    scope: 'key',
-    model: null,
-    unit: 'requests',
-    window: 'minute',
-    limit,
-    cost,
-    settlesTokens: false,
-    header: 'requests',
-    base: `${ctx.prefix}k:${ctx.subject.keyId}:rpm`,
-    win,
-    period: minuteWindow,
-    ...rateLimited(`${fmt(limit)} requests per minute for this API key`),
+    name: c.name,
+    scope: c.scope,
+    model: c.model ?? null,
+    unit,
+    window,
+    limit: c.limit,
+    cost: c.cost,
+    settlesTokens: unit === 'tokens',
   };
 }
 
-function keyConcurrency(ctx: PlanContext, limit: number, cost: number): LeaseCheck {
+/** A quota refusal: the period's budget is used up until the next period starts. */
+function quotaSpent(status: 429 | 402, code: string, what: string) {
+  return {
+    status,
+    code,
+    type: ErrorType.quota,
+    message: (retryMs: number, t: number) => `${what}; it starts again at ${iso(t + retryMs)}.`,
+  };
+}
+
+/**
+ * A rate over the current minute (429 rate_limit_exceeded, "`what`"). Request rates report the
+ * x-ratelimit-*-requests headers.
+ */
+function perMinute(now: number, c: Counter & { base: string; what: string }): WindowCheck {
+  const fields = counter(c, 'minute');
+  return {
+    kind: 'W',
+    ...fields,
+    ...(fields.unit === 'requests' ? { header: 'requests' as const } : {}),
+    base: c.base,
+    win: minuteWindow(now),
+    period: minuteWindow,
+    ...rateLimited(c.what),
+  };
+}
+
+/** A quota over a period (day, month, billing period), rebuilt from the usage ledger when lost. */
+function quota(
+  now: number,
+  c: Counter & {
+    window: WindowName;
+    period: (now: number) => Window;
+    base: string;
+    /** The ledger rows it sums (the unit and the window's dates are added). */
+    ledger: Omit<RebuildQuery, 'unit' | 'from' | 'to'>;
+    refusal: ReturnType<typeof quotaSpent>;
+  },
+): WindowCheck {
+  const fields = counter(c, c.window);
+  return {
+    kind: 'W',
+    ...fields,
+    base: c.base,
+    win: c.period(now),
+    period: c.period,
+    rebuild: (win) => ({
+      unit: fields.unit,
+      ...c.ledger,
+      from: new Date(win.start),
+      to: new Date(win.end),
+    }),
+    ...c.refusal,
+  };
+}
+
+/** Concurrency slots (429 rate_limit_exceeded, "`what`"). */
+function concurrency(c: Counter & { key: string; what: string }): LeaseCheck {
   return {
     kind: 'L',
-    name: 'key.concurrent',
+    ...counter(c, 'concurrent'),
+    key: c.key,
+    ...rateLimited(c.what),
+  };
+}
+
+/**
+ * A token budget over a rolling window, kept in ROLLING_BUCKETS buckets (429 insufficient_quota,
+ * "`what` is spent or too small for this request").
+ */
+function rollingBudget(c: Counter & { key: string; windowMs: number; what: string }): RollingCheck {
+  return {
+    kind: 'R',
+    ...counter(c, 'rolling'),
+    key: c.key,
+    bucketMs: c.windowMs / ROLLING_BUCKETS,
+    buckets: ROLLING_BUCKETS,
+    status: 429,
+    code: ErrorCode.insufficientQuota,
+    type: ErrorType.quota,
+    message: (retryMs: number) =>
+      `${c.what} is spent or too small for this request. Retry in ${secs(retryMs)}s.`,
+  };
+}
+
+function keyRpm(ctx: PlanContext, limit: number, cost: number): WindowCheck {
+  return perMinute(ctx.now, {
+    name: 'key.requests_per_minute',
     scope: 'key',
-    model: null,
-    unit: 'requests',
-    window: 'concurrent',
     limit,
     cost,
-    settlesTokens: false,
+    base: `${ctx.prefix}k:${ctx.subject.keyId}:rpm`,
+    what: `${fmt(limit)} requests per minute for this API key`,
+  });
+}
+
+function keyConcurrency(ctx: PlanContext, limit: number, cost: number): LeaseCheck {
+  return concurrency({
+    name: 'key.concurrent',
+    scope: 'key',
+    limit,
+    cost,
     key: `${ctx.prefix}k:${ctx.subject.keyId}:cc`,
-    ...rateLimited(`at most ${fmt(limit)} concurrent requests for this API key`),
-  };
+    what: `at most ${fmt(limit)} concurrent requests for this API key`,
+  });
 }
 
 /**
@@ -166,6 +263,7 @@ export function planModel(ctx: PlanContext, model: CatalogEntry, estimate: numbe
   const tokens = read ? 0 : estimate;
   const checks: Check[] = [];
   const mk = `${prefix}k:${subject.keyId}:m:${model.id}`;
+  const name = (limit: string) => `models.${model.id}.${limit}`;
 
   const allowance = m.allowance_tokens !== undefined ? m.allowance_tokens : (model.allowance?.tokens ?? null);
   if (allowance !== null) {
@@ -174,123 +272,97 @@ export function planModel(ctx: PlanContext, model: CatalogEntry, estimate: numbe
       ? (t: number) => billingPeriod(subject.billingAnchor, t)
       : (t: number) => monthWindow(t);
     const what = billing ? 'billing period' : 'month';
-    checks.push({
-      kind: 'W',
-      name: `models.${model.id}.allowance_tokens`,
-      scope: 'member',
-      model: model.id,
-      unit: 'tokens',
-      window: billing ? 'billing_period' : 'month',
-      limit: allowance,
-      cost: tokens,
-      settlesTokens: true,
-      base: `${prefix}m:${subject.memberId}:${model.id}:${billing ? 'bp' : 'mo'}`,
-      win: period(now),
-      period,
-      rebuild: (win) => ({
-        unit: 'tokens',
-        memberId: subject.memberId,
+    checks.push(
+      quota(now, {
+        name: name('allowance_tokens'),
+        scope: 'member',
         model: model.id,
-        from: new Date(win.start),
-        to: new Date(win.end),
+        unit: 'tokens',
+        limit: allowance,
+        cost: tokens,
+        window: billing ? 'billing_period' : 'month',
+        period,
+        base: `${prefix}m:${subject.memberId}:${model.id}:${billing ? 'bp' : 'mo'}`,
+        ledger: { memberId: subject.memberId, model: model.id },
+        refusal: quotaSpent(
+          402,
+          ErrorCode.monthlyCap,
+          `The ${what}ly token allowance of ${model.id} (${fmt(allowance)} tokens) is spent or too small ` +
+            'for this request',
+        ),
       }),
-      status: 402,
-      code: ErrorCode.monthlyCap,
-      type: ErrorType.quota,
-      message: (retryMs, t) =>
-        `The ${what}ly token allowance of ${model.id} (${fmt(allowance)} tokens) is spent or too small ` +
-        `for this request; it starts again at ${iso(t + retryMs)}.`,
-    });
+    );
   }
 
   const rolling = m.rolling_tokens ?? null;
   if (rolling) {
-    const windowMs = rolling.window_minutes * MINUTE_MS;
     const hours =
       rolling.window_minutes % 60 === 0
         ? `${rolling.window_minutes / 60} hours`
         : `${rolling.window_minutes} minutes`;
-    checks.push({
-      kind: 'R',
-      name: `models.${model.id}.rolling_tokens`,
-      scope: 'key',
-      model: model.id,
-      unit: 'tokens',
-      window: 'rolling',
-      limit: rolling.tokens,
-      cost: tokens,
-      settlesTokens: true,
-      key: `${mk}:roll`,
-      bucketMs: windowMs / ROLLING_BUCKETS,
-      buckets: ROLLING_BUCKETS,
-      status: 429,
-      code: ErrorCode.insufficientQuota,
-      type: ErrorType.quota,
-      message: (retryMs) =>
-        `The token budget of ${model.id} (${fmt(rolling.tokens)} tokens per rolling ${hours}) is spent or too ` +
-        `small for this request. Retry in ${secs(retryMs)}s.`,
-    });
+    checks.push(
+      rollingBudget({
+        name: name('rolling_tokens'),
+        scope: 'key',
+        model: model.id,
+        unit: 'tokens',
+        limit: rolling.tokens,
+        cost: tokens,
+        key: `${mk}:roll`,
+        windowMs: rolling.window_minutes * MINUTE_MS,
+        what: `The token budget of ${model.id} (${fmt(rolling.tokens)} tokens per rolling ${hours})`,
+      }),
+    );
   }
 
   const rpm = m.requests_per_minute === undefined ? limits.key.requests_per_minute : m.requests_per_minute;
   if (rpm !== null && m.requests_per_minute === undefined) checks.push(keyRpm(ctx, rpm, one));
   else if (rpm !== null) {
-    checks.push({
-      kind: 'W',
-      name: `models.${model.id}.requests_per_minute`,
-      scope: 'key',
-      model: model.id,
-      unit: 'requests',
-      window: 'minute',
-      limit: rpm,
-      cost: one,
-      settlesTokens: false,
-      header: 'requests',
-      base: `${mk}:rpm`,
-      win: minuteWindow(now),
-      period: minuteWindow,
-      ...rateLimited(`${fmt(rpm)} requests per minute on ${model.id} for this API key`),
-    });
+    checks.push(
+      perMinute(now, {
+        name: name('requests_per_minute'),
+        scope: 'key',
+        model: model.id,
+        limit: rpm,
+        cost: one,
+        base: `${mk}:rpm`,
+        what: `${fmt(rpm)} requests per minute on ${model.id} for this API key`,
+      }),
+    );
   }
 
   const tpm = m.tokens_per_minute ?? null;
   if (tpm !== null) {
-    checks.push({
-      kind: 'W',
-      name: `models.${model.id}.tokens_per_minute`,
-      scope: 'key',
-      model: model.id,
-      unit: 'tokens',
-      window: 'minute',
-      limit: tpm,
-      cost: tokens,
-      settlesTokens: true,
-      base: `${mk}:tpm`,
-      win: minuteWindow(now),
-      period: minuteWindow,
-      ...rateLimited(
-        `${fmt(tpm)} tokens per minute on ${model.id} for this API key` +
+    checks.push(
+      perMinute(now, {
+        name: name('tokens_per_minute'),
+        scope: 'key',
+        model: model.id,
+        unit: 'tokens',
+        limit: tpm,
+        cost: tokens,
+        base: `${mk}:tpm`,
+        what:
+          `${fmt(tpm)} tokens per minute on ${model.id} for this API key` +
           (estimate > tpm ? ` (this request's prompt alone is about ${fmt(estimate)} tokens)` : ''),
-      ),
-    });
+      }),
+    );
   }
 
   if (limits.key.concurrent !== null) checks.push(keyConcurrency(ctx, limits.key.concurrent, one));
   const cc = m.concurrent ?? null;
   if (cc !== null) {
-    checks.push({
-      kind: 'L',
-      name: `models.${model.id}.concurrent`,
-      scope: 'key',
-      model: model.id,
-      unit: 'requests',
-      window: 'concurrent',
-      limit: cc,
-      cost: one,
-      settlesTokens: false,
-      key: `${mk}:cc`,
-      ...rateLimited(`at most ${fmt(cc)} concurrent requests on ${model.id} for this API key`),
-    });
+    checks.push(
+      concurrency({
+        name: name('concurrent'),
+        scope: 'key',
+        model: model.id,
+        limit: cc,
+        cost: one,
+        key: `${mk}:cc`,
+        what: `at most ${fmt(cc)} concurrent requests on ${model.id} for this API key`,
+      }),
+    );
   }
 
   // x-ratelimit-*-tokens: the per-minute rate, else the rolling budget, else the allowance.
@@ -310,51 +382,36 @@ export function planImages(ctx: PlanContext, read = false): Check[] {
   const base = `${prefix}m:${subject.memberId}:img`;
   const month = limits.images.requests_per_month;
   if (month !== null) {
-    checks.push({
-      kind: 'W',
-      name: 'images.requests_per_month',
-      scope: 'member',
-      model: null,
-      unit: 'requests',
-      window: 'month',
-      limit: month,
-      cost: one,
-      settlesTokens: false,
-      base: `${base}:mo`,
-      win: monthWindow(now),
-      period: monthWindow,
-      rebuild: (win) => ({
-        unit: 'requests',
-        memberId: subject.memberId,
-        endpointPrefix: IMAGE_ENDPOINT_PREFIX,
-        from: new Date(win.start),
-        to: new Date(win.end),
+    checks.push(
+      quota(now, {
+        name: 'images.requests_per_month',
+        scope: 'member',
+        limit: month,
+        cost: one,
+        window: 'month',
+        period: monthWindow,
+        base: `${base}:mo`,
+        ledger: { memberId: subject.memberId, endpointPrefix: IMAGE_ENDPOINT_PREFIX },
+        refusal: quotaSpent(
+          429,
+          ErrorCode.quotaExceeded,
+          `The monthly image quota (${fmt(month)} requests) is used up`,
+        ),
       }),
-      status: 429,
-      code: ErrorCode.quotaExceeded,
-      type: ErrorType.quota,
-      message: (retryMs, t) =>
-        `The monthly image quota (${fmt(month)} requests) is used up; it starts again at ${iso(t + retryMs)}.`,
-    });
+    );
   }
   const rpm = limits.images.requests_per_minute;
   if (rpm !== null) {
-    checks.push({
-      kind: 'W',
-      name: 'images.requests_per_minute',
-      scope: 'member',
-      model: null,
-      unit: 'requests',
-      window: 'minute',
-      limit: rpm,
-      cost: one,
-      settlesTokens: false,
-      header: 'requests',
-      base: `${base}:rpm`,
-      win: minuteWindow(now),
-      period: minuteWindow,
-      ...rateLimited(`${fmt(rpm)} image requests per minute`),
-    });
+    checks.push(
+      perMinute(now, {
+        name: 'images.requests_per_minute',
+        scope: 'member',
+        limit: rpm,
+        cost: one,
+        base: `${base}:rpm`,
+        what: `${fmt(rpm)} image requests per minute`,
+      }),
+    );
   }
   if (limits.key.concurrent !== null) checks.push(keyConcurrency(ctx, limits.key.concurrent, one));
   return checks;
@@ -368,67 +425,49 @@ export function planSearch(ctx: PlanContext, read = false): Check[] {
   const base = `${prefix}k:${subject.keyId}:search`;
   const day = limits.search.requests_per_day;
   if (day !== null) {
-    checks.push({
-      kind: 'W',
-      name: 'search.requests_per_day',
-      scope: 'key',
-      model: null,
-      unit: 'requests',
-      window: 'day',
-      limit: day,
-      cost: one,
-      settlesTokens: false,
-      base: `${base}:day`,
-      win: dayWindow(now),
-      period: dayWindow,
-      rebuild: (win) => ({
-        unit: 'requests',
-        keyId: subject.keyId,
-        endpoints: SEARCH_ENDPOINTS,
-        from: new Date(win.start),
-        to: new Date(win.end),
+    checks.push(
+      quota(now, {
+        name: 'search.requests_per_day',
+        scope: 'key',
+        limit: day,
+        cost: one,
+        window: 'day',
+        period: dayWindow,
+        base: `${base}:day`,
+        ledger: { keyId: subject.keyId, endpoints: SEARCH_ENDPOINTS },
+        refusal: quotaSpent(
+          429,
+          ErrorCode.insufficientQuota,
+          `The daily web search quota (${fmt(day)} searches) is used up`,
+        ),
       }),
-      status: 429,
-      code: ErrorCode.insufficientQuota,
-      type: ErrorType.quota,
-      message: (retryMs, t) =>
-        `The daily web search quota (${fmt(day)} searches) is used up; it starts again at ${iso(t + retryMs)}.`,
-    });
+    );
   }
   const rpm = limits.search.requests_per_minute;
   if (rpm !== null) {
-    checks.push({
-      kind: 'W',
-      name: 'search.requests_per_minute',
-      scope: 'key',
-      model: null,
-      unit: 'requests',
-      window: 'minute',
-      limit: rpm,
-      cost: one,
-      settlesTokens: false,
-      header: 'requests',
-      base: `${base}:rpm`,
-      win: minuteWindow(now),
-      period: minuteWindow,
-      ...rateLimited(`${fmt(rpm)} web searches per minute for this API key`),
-    });
+    checks.push(
+      perMinute(now, {
+        name: 'search.requests_per_minute',
+        scope: 'key',
+        limit: rpm,
+        cost: one,
+        base: `${base}:rpm`,
+        what: `${fmt(rpm)} web searches per minute for this API key`,
+      }),
+    );
   }
   const cc = limits.search.concurrent;
   if (cc !== null) {
-    checks.push({
-      kind: 'L',
-      name: 'search.concurrent',
-      scope: 'key',
-      model: null,
-      unit: 'requests',
-      window: 'concurrent',
-      limit: cc,
-      cost: one,
-      settlesTokens: false,
-      key: `${base}:cc`,
-      ...rateLimited(`at most ${fmt(cc)} concurrent web searches for this API key`),
-    });
+    checks.push(
+      concurrency({
+        name: 'search.concurrent',
+        scope: 'key',
+        limit: cc,
+        cost: one,
+        key: `${base}:cc`,
+        what: `at most ${fmt(cc)} concurrent web searches for this API key`,
+      }),
+    );
   }
   return checks;
 }
