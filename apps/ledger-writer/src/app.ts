@@ -10,15 +10,7 @@ import {
   NatsUrlSchema,
   parseConfig,
 } from '@infer/service-kit';
-import {
-  AckPolicy,
-  DeliverPolicy,
-  type JsMsg,
-  jetstream,
-  jetstreamManager,
-  RetentionPolicy,
-  StorageType,
-} from '@nats-io/jetstream';
+import { AckPolicy, DeliverPolicy, type JsMsg, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { z } from 'zod';
 
 export const LedgerWriterEnvSchema = z.object({
