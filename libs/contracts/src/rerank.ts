@@ -14,12 +14,18 @@ export function rerankDocumentText(doc: RerankDocument): string {
   return typeof doc === 'string' ? doc : doc.text;
 }
 
+/** Most documents one rerank request may carry (Cohere's documented maximum). */
+export const RERANK_MAX_DOCUMENTS = 1000;
+
 // ---- request: POST /v1/rerank and /v2/rerank ----
 export const RerankRequestSchema = z
   .object({
     model: ModelIdSchema,
     query: z.string().min(1, 'must not be empty'),
-    documents: z.array(RerankDocumentSchema).min(1, 'must contain at least one document'),
+    documents: z
+      .array(RerankDocumentSchema)
+      .min(1, 'must contain at least one document')
+      .max(RERANK_MAX_DOCUMENTS, `at most ${RERANK_MAX_DOCUMENTS} documents per request`),
     /** Return only the best `top_n`; all documents when omitted. */
     top_n: z.number().int().min(1).optional(),
     /** Echo each document back in `results[].document`. */

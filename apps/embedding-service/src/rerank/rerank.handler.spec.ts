@@ -4,6 +4,7 @@ import { after, before, describe, it } from 'node:test';
 import {
   ApiError,
   type CatalogEntry,
+  RERANK_MAX_DOCUMENTS,
   type RerankResponse,
   RerankResponseSchema,
   type ServiceRequest,
@@ -14,7 +15,6 @@ import type { RerankEngine } from '../engines/engine.js';
 import { EngineRegistry } from '../engines/registry.js';
 import { catalogEntry, silentLog } from '../testing/catalog.js';
 import { countTokens } from '../tokens.js';
-import { RERANK_MAX_DOCUMENTS } from './rerank.handler.js';
 
 const NATS_URL = process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
 const dec = new TextDecoder();

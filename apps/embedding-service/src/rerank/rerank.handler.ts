@@ -15,13 +15,10 @@ import { EngineConfigError } from '../engines/settings.js';
 import { abortedError, emitInFrames } from '../frames.js';
 import { Semaphore } from './semaphore.js';
 
-/** Most documents one rerank request may carry (Cohere's documented maximum). */
-export const RERANK_MAX_DOCUMENTS = 1000;
-
 /**
  * `infer.embedding.rerank`: the validated RerankRequest -> a RerankResponse (Cohere-compatible).
  *
- * - `documents` are strings (or Cohere's `{text}`), at most RERANK_MAX_DOCUMENTS (400 on `documents`);
+ * - `documents` are strings (or Cohere's `{text}`), at most RERANK_MAX_DOCUMENTS (the schema's 400 on `documents`);
  *   the query is checked against the model's query limit (400 on `query`);
  * - the model's engine scores every document in [0, 1]; at most `maxConcurrent` rerank calls of one
  *   model run at once, the others wait in line (a cancelled request leaves the line);
@@ -37,12 +34,6 @@ export function rerankHandler(engines: EngineRegistry<RerankEngine>): RpcHandler
   const lines = new WeakMap<RerankEngine, Semaphore>();
   return async (req, ctx) => {
     const body = parseOrThrow(RerankRequestSchema, req.body);
-    if (body.documents.length > RERANK_MAX_DOCUMENTS) {
-      throw ApiError.invalid(
-        `Invalid value for 'documents': at most ${RERANK_MAX_DOCUMENTS} documents per request, got ${body.documents.length}.`,
-        'documents',
-      );
-    }
     const docs = body.documents.map(rerankDocumentText);
     let engine: RerankEngine;
     let info: Awaited<ReturnType<RerankEngine['ready']>>;
