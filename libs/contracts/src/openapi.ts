@@ -110,6 +110,7 @@ const STATUS_TEXT: Record<number, string> = {
   403: 'The key tier cannot use this endpoint.',
   404: 'The model does not exist.',
   429: 'Rate limit, concurrency limit or quota exceeded.',
+  410: 'The signed URL has expired (images are kept about 60 minutes).',
   503: 'Web search is temporarily unavailable.',
   524: 'Timeout (typical for long audio: split it into segments of 2 minutes or less).',
 };
@@ -133,6 +134,8 @@ interface OperationSpec {
   /** Statuses whose 429 carries Retry-After. */
   retryAfter?: boolean;
   parameters?: Json[];
+  /** Overrides the document's bearer-key security (e.g. `[]` for a public, signed route). */
+  security?: Json[];
 }
 
 /**
@@ -311,6 +314,20 @@ export function buildOpenApiDocument(opts: OpenApiOptions = {}): Json {
       ok: ok('The function tool (the parameters of POST /v1/search).', jsonContent(res(ToolSchema))),
       errors: [401],
     },
+    '/v1/images/files/{file}': {
+      id: 'getImageFile',
+      summary: 'Download a generated image from the signed URL an images response gave (no API key)',
+      tag: 'Images',
+      method: 'get',
+      security: [],
+      parameters: [
+        { name: 'file', in: 'path', required: true, schema: { type: 'string' } },
+        { name: 'expires', in: 'query', required: true, schema: { type: 'integer' } },
+        { name: 'sig', in: 'query', required: true, schema: { type: 'string' } },
+      ],
+      ok: ok('The image bytes.', { 'image/png': { schema: binary('image/png') } }),
+      errors: [404, 410],
+    },
     '/mcp': {
       id: 'mcp',
       summary: 'Remote tool server (MCP, stateless streamable HTTP, JSON-RPC 2.0)',
@@ -340,6 +357,7 @@ export function buildOpenApiDocument(opts: OpenApiOptions = {}): Json {
     }
     const operation: Json = { operationId: op.id, summary: op.summary, tags: [op.tag] };
     if (op.parameters) operation.parameters = op.parameters;
+    if (op.security) operation.security = op.security;
     if (op.requestBody) operation.requestBody = op.requestBody;
     operation.responses = responses;
     paths[path] = { [op.method ?? 'post']: operation };
