@@ -118,6 +118,18 @@ describe('chat completions through the gateway (openai SDK)', () => {
     assert.equal(e.code, 'invalid_api_key');
   });
 
+  it('records when a key was last used, off the request path', async () => {
+    await stack.client('community').models.list();
+    const deadline = Date.now() + 2000;
+    let used: Array<{ name: string; lastUsedAt: Date | null }> = [];
+    while (Date.now() < deadline) {
+      used = await stack.prisma.apiKey.findMany({ select: { name: true, lastUsedAt: true } });
+      if (used.find((k) => k.name === 'it-community')?.lastUsedAt) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    assert.ok(used.find((k) => k.name === 'it-community')?.lastUsedAt instanceof Date);
+  });
+
   it('gives 401 auth_error when the tier does not reach chat-G', async () => {
     const e = await apiError(
       stack

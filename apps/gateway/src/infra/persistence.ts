@@ -2,7 +2,7 @@ import { ApiKeysRepository, CatalogRepository, createPrisma } from '@infer/persi
 import type { KeyStore } from '../auth/key-cache.js';
 import type { CatalogSource } from '../catalog/catalog.js';
 
-/** The gateway's view of PostgreSQL: key lookups for auth and the catalog. */
+/** The gateway's view of PostgreSQL: key lookups for auth (and their last-used time) and the catalog. */
 export async function openPersistence(databaseUrl: string) {
   const prisma = createPrisma(databaseUrl);
   const keys = new ApiKeysRepository(prisma);
@@ -11,6 +11,9 @@ export async function openPersistence(databaseUrl: string) {
     async findActiveByHash(hash) {
       const k = await keys.findActiveByHash(hash);
       if (!k) return null;
+      // Runs only when the key cache misses (at most once per TTL per key and replica), never per request;
+      // the UPDATE itself writes at most once a minute per key. A failure only loses a timestamp.
+      keys.touchLastUsed(k.keyId).catch(() => undefined);
       return {
         keyId: k.keyId,
         memberId: k.memberId,
