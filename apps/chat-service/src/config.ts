@@ -1,4 +1,4 @@
-import { envInt, ServiceEnvSchema } from '@infer/service-kit';
+import { envInt, envList, ServiceEnvSchema } from '@infer/service-kit';
 import { z } from 'zod';
 import type { MediaOptions } from './chat/media.js';
 
@@ -16,15 +16,7 @@ export const ChatServiceEnvSchema = ServiceEnvSchema.extend({
    * Comma-separated `host` or `host:port` entries that image URLs may reach although they are not
    * public addresses (an internal image store). Empty by default: only public addresses.
    */
-  MEDIA_FETCH_ALLOW_HOSTS: z
-    .string()
-    .default('')
-    .transform((s) =>
-      s
-        .split(',')
-        .map((x) => x.trim())
-        .filter(Boolean),
-    ),
+  MEDIA_FETCH_ALLOW_HOSTS: envList(),
 });
 export type ChatServiceEnv = z.output<typeof ChatServiceEnvSchema>;
 

@@ -1,6 +1,6 @@
 import { DEFAULT_QUEUE_PREFIX, UsageStream } from '@infer/contracts';
 import { checkImageStoreEnv, ImageStoreEnvShape } from '@infer/image-store';
-import { envBool, envInt, NatsUrlSchema, parseConfig } from '@infer/service-kit';
+import { envBool, envInt, envList, NatsUrlSchema, parseConfig } from '@infer/service-kit';
 import { z } from 'zod';
 
 export const GatewayEnvSchema = z
@@ -14,15 +14,7 @@ export const GatewayEnvSchema = z
     TLS_CERT_FILE: z.string().optional(),
     TLS_KEY_FILE: z.string().optional(),
     /** Comma-separated IPs/CIDRs of proxies whose X-Forwarded-Proto/-For are believed. */
-    TRUSTED_PROXIES: z
-      .string()
-      .default('')
-      .transform((s) =>
-        s
-          .split(',')
-          .map((x) => x.trim())
-          .filter(Boolean),
-      ),
+    TRUSTED_PROXIES: envList(),
     /** Development mode: plain HTTP accepted, but only from loopback clients. */
     ALLOW_INSECURE_HTTP: envBool(false),
     /** How long a key lookup (hit or miss) is cached: a revoked key stops working within this. */

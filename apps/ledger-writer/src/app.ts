@@ -5,6 +5,7 @@ import {
   createLogger,
   ensureUsageStream,
   envInt,
+  envList,
   type Logger,
   type NatsConnection,
   NatsUrlSchema,
@@ -27,15 +28,7 @@ export const LedgerWriterEnvSchema = z.object({
   LEDGER_RETRY_MAX_MS: envInt(10_000, 10),
   /** Stream and durable consumer (the defaults are the gateway's; tests use their own). */
   LEDGER_STREAM: z.string().default(UsageStream.name),
-  LEDGER_SUBJECTS: z
-    .string()
-    .default(UsageStream.subjects.join(','))
-    .transform((s) =>
-      s
-        .split(',')
-        .map((x) => x.trim())
-        .filter(Boolean),
-    ),
+  LEDGER_SUBJECTS: envList(UsageStream.subjects.join(',')),
   LEDGER_CONSUMER: z.string().default(UsageStream.consumer),
 });
 export type LedgerWriterConfig = z.infer<typeof LedgerWriterEnvSchema>;

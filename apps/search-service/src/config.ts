@@ -1,4 +1,4 @@
-import { envBool, envInt, NatsUrlSchema, parseConfig } from '@infer/service-kit';
+import { envBool, envInt, envList, NatsUrlSchema, parseConfig } from '@infer/service-kit';
 import { z } from 'zod';
 
 export const SEARCH_ENGINES = ['local', 'searxng', 'brave'] as const;
@@ -10,15 +10,7 @@ const httpUrl = z
   .refine((u) => /^https?:\/\//i.test(u), 'must be an http(s) URL')
   .transform((u) => u.replace(/\/+$/, ''));
 
-const list = z
-  .string()
-  .default('')
-  .transform((s) =>
-    s
-      .split(',')
-      .map((x) => x.trim())
-      .filter(Boolean),
-  );
+const list = envList();
 
 /**
  * The search-service's environment, validated at start-up (a bad value stops the service with a

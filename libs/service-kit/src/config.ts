@@ -31,5 +31,16 @@ export const envBool = (def: boolean) =>
     .optional()
     .transform((v) => (v === undefined || v === '' ? def : v === '1' || v === 'true' || v === 'yes'));
 export const envInt = (def: number, min = 0) => z.coerce.number().int().min(min).default(def);
+/** A comma-separated list (blanks trimmed, empty items dropped); `def` when unset. */
+export const envList = (def = '') =>
+  z
+    .string()
+    .default(def)
+    .transform((s) =>
+      s
+        .split(',')
+        .map((x) => x.trim())
+        .filter(Boolean),
+    );
 
 export const NatsUrlSchema = z.string().default('nats://127.0.0.1:4222');

@@ -1,3 +1,4 @@
+export * from './abort.js';
 export * from './config.js';
 export * from './engine-registry.js';
 export * from './logger.js';

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { ApiError, Queues } from '@infer/contracts';
-import type { Logger } from '@infer/service-kit';
+import { type Logger, untilAborted } from '@infer/service-kit';
 import type { Queue, QueueEvents } from 'bullmq';
 import type { Redis } from 'ioredis';
 import {
@@ -82,21 +82,4 @@ export class TranscriptionJobs {
     this.log.error({ jobId, reason, queue: Queues.audioTranscriptions }, 'transcription job failed');
     return ApiError.internal();
   }
-}
-
-function untilAborted<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener('abort', onAbort, { once: true });
-    p.then(
-      (v) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(v);
-      },
-      (e) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(e);
-      },
-    );
-  });
 }

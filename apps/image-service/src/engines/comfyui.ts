@@ -2,10 +2,10 @@ import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { ApiError } from '@infer/contracts';
 import { extensionOf } from '@infer/image-store';
-import { type Logger, parseEngineSettings } from '@infer/service-kit';
+import { abortableDelay, type Logger, parseEngineSettings } from '@infer/service-kit';
 import { z } from 'zod';
 import type { ImageEngine, ImageEngineInput, ImageEngineOutput } from './engine.js';
-import { type ImageEngineFactory, sleep } from './registry.js';
+import type { ImageEngineFactory } from './registry.js';
 
 /**
  * ComfyUI's HTTP API driven by a workflow template (the "API format" JSON that ComfyUI exports with
@@ -214,7 +214,7 @@ export class ComfyUIEngine implements ImageEngine {
         throw ApiError.internal('The image model failed.');
       }
       if (entry && (status === 'success' || entry.status?.completed)) return entry;
-      await sleep(this.s.poll_interval_ms, signal);
+      await abortableDelay(this.s.poll_interval_ms, signal);
     }
   }
 

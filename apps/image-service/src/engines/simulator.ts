@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
-import { parseEngineSettings } from '@infer/service-kit';
+import { abortableDelay, parseEngineSettings } from '@infer/service-kit';
 import { PNG } from 'pngjs';
 import { z } from 'zod';
 import type { EngineImage, ImageEngine, ImageEngineInput, ImageEngineOutput } from './engine.js';
-import { type ImageEngineFactory, sleep } from './registry.js';
+import type { ImageEngineFactory } from './registry.js';
 
 /**
  * THE SIMULATOR ENGINE: A TEST DOUBLE, NOT AN IMAGE MODEL.
@@ -40,7 +40,7 @@ export class SimulatorImageEngine implements ImageEngine {
   constructor(private readonly latencyMs = 0) {}
 
   async generate(input: ImageEngineInput, signal: AbortSignal): Promise<ImageEngineOutput> {
-    if (this.latencyMs > 0) await sleep(this.latencyMs, signal);
+    if (this.latencyMs > 0) await abortableDelay(this.latencyMs, signal);
     if (signal.aborted) throw signal.reason;
     return { bytes: renderSimulatedImage(input) };
   }

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { ApiError, type StoredImageRef } from '@infer/contracts';
-import type { Logger } from '@infer/service-kit';
+import { type Logger, untilAborted } from '@infer/service-kit';
 import type { Queue, QueueEvents } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { cancelChannel, IMAGE_JOB, type ImageJobData, type ImageJobResult } from './jobs.js';
@@ -60,21 +60,4 @@ export class ImageJobs {
       );
     }
   }
-}
-
-function untilAborted<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener('abort', onAbort, { once: true });
-    p.then(
-      (v) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(v);
-      },
-      (e) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(e);
-      },
-    );
-  });
 }
