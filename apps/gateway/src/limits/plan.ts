@@ -8,6 +8,7 @@ import {
   SEARCH_ENDPOINTS,
   type Tier,
 } from '@infer/contracts';
+import type { UsageTotalQuery } from '@infer/persistence';
 import { billingPeriod, dayWindow, MINUTE_MS, minuteWindow, monthWindow, type Window } from './periods.js';
 
 /** Who a request counts against: what the auth step knows about the key. */
@@ -21,20 +22,8 @@ export interface LimitSubject {
   overrides: Record<string, unknown> | null;
 }
 
-/** What a lost quota counter is rebuilt from: a sum over the usage ledger. */
-export interface RebuildQuery {
-  /** Sum of total tokens, or a count of requests. */
-  unit: 'tokens' | 'requests';
-  memberId?: string;
-  keyId?: string;
-  model?: string;
-  /** Only these usage-event endpoints. */
-  endpoints?: readonly string[];
-  /** Only usage-event endpoints starting with this. */
-  endpointPrefix?: string;
-  from: Date;
-  to: Date;
-}
+/** What a lost quota counter is rebuilt from: a sum over the usage ledger (the ledger's own query). */
+export type RebuildQuery = UsageTotalQuery;
 
 type WindowName = LimitState['window'];
 
