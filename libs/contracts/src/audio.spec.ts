@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { z } from 'zod';
 import {
   AUDIO_CONTENT_TYPES,
   SPEECH_FORMATS,
@@ -12,19 +11,8 @@ import {
   TranscriptionSchema,
 } from './audio.js';
 import { normalizeFormFields } from './common.js';
-import { ApiError } from './errors.js';
+import { rejectParam } from './testing/reject.js';
 import { parseOrThrow } from './validate.js';
-
-function rejectParam(schema: z.ZodType, input: unknown): string | null {
-  try {
-    parseOrThrow(schema, input);
-  } catch (e) {
-    assert.ok(e instanceof ApiError);
-    assert.equal(e.status, 400);
-    return e.param;
-  }
-  return assert.fail('expected a 400');
-}
 
 const speech = { model: 'tts-model', input: 'Hello there', voice: 'en-female' };
 

@@ -1,21 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { z } from 'zod';
 import { ChatCompletionChunkSchema, ChatCompletionRequestSchema, ChatCompletionSchema } from './chat.js';
 import { ApiError } from './errors.js';
+import { rejectParam } from './testing/reject.js';
 import { parseOrThrow } from './validate.js';
-
-function rejectParam(schema: z.ZodType, input: unknown): string | null {
-  try {
-    parseOrThrow(schema, input);
-  } catch (e) {
-    assert.ok(e instanceof ApiError);
-    assert.equal(e.status, 400);
-    assert.equal(e.code, 'invalid_request_error');
-    return e.param;
-  }
-  return assert.fail('expected a 400');
-}
 
 const tool = {
   type: 'function',

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { z } from 'zod';
 import {
   decodeEmbeddingBase64,
   EMBEDDINGS_MAX_INPUTS,
@@ -8,19 +7,8 @@ import {
   EmbeddingRequestSchema,
   encodeEmbeddingBase64,
 } from './embeddings.js';
-import { ApiError } from './errors.js';
+import { reject400 } from './testing/reject.js';
 import { parseOrThrow } from './validate.js';
-
-function reject(schema: z.ZodType, input: unknown): ApiError {
-  try {
-    parseOrThrow(schema, input);
-  } catch (e) {
-    assert.ok(e instanceof ApiError);
-    assert.equal(e.status, 400);
-    return e;
-  }
-  return assert.fail('expected a 400');
-}
 
 const model = 'embed-model';
 
@@ -42,33 +30,36 @@ describe('EmbeddingRequestSchema', () => {
   });
 
   it('refuses an empty string, an empty array and an empty item, naming the item', () => {
-    assert.equal(reject(EmbeddingRequestSchema, { model, input: '' }).param, 'input');
-    assert.equal(reject(EmbeddingRequestSchema, { model, input: [] }).param, 'input');
-    const e = reject(EmbeddingRequestSchema, { model, input: ['a', 'b', 'c', ''] });
+    assert.equal(reject400(EmbeddingRequestSchema, { model, input: '' }).param, 'input');
+    assert.equal(reject400(EmbeddingRequestSchema, { model, input: [] }).param, 'input');
+    const e = reject400(EmbeddingRequestSchema, { model, input: ['a', 'b', 'c', ''] });
     assert.equal(e.param, 'input[3]');
     assert.match(e.message, /empty/);
-    assert.equal(reject(EmbeddingRequestSchema, { model, input: ['a', 7] }).param, 'input[1]');
+    assert.equal(reject400(EmbeddingRequestSchema, { model, input: ['a', 7] }).param, 'input[1]');
   });
 
   it('takes at most 2048 inputs', () => {
     assert.equal(EMBEDDINGS_MAX_INPUTS, 2048);
     const ok = parseOrThrow(EmbeddingRequestSchema, { model, input: Array(2048).fill('x') });
     assert.equal((ok.input as string[]).length, 2048);
-    const e = reject(EmbeddingRequestSchema, { model, input: Array(2049).fill('x') });
+    const e = reject400(EmbeddingRequestSchema, { model, input: Array(2049).fill('x') });
     assert.equal(e.param, 'input');
     assert.match(e.message, /2048/);
   });
 
   it('names missing and wrongly typed fields', () => {
-    assert.match(reject(EmbeddingRequestSchema, { model }).message, /Missing required parameter: 'input'/);
-    assert.equal(reject(EmbeddingRequestSchema, { input: 'x' }).param, 'model');
-    assert.equal(reject(EmbeddingRequestSchema, { model, input: 5 }).param, 'input');
+    assert.match(reject400(EmbeddingRequestSchema, { model }).message, /Missing required parameter: 'input'/);
+    assert.equal(reject400(EmbeddingRequestSchema, { input: 'x' }).param, 'model');
+    assert.equal(reject400(EmbeddingRequestSchema, { model, input: 5 }).param, 'input');
     assert.equal(
-      reject(EmbeddingRequestSchema, { model, input: 'x', encoding_format: 'hex' }).param,
+      reject400(EmbeddingRequestSchema, { model, input: 'x', encoding_format: 'hex' }).param,
       'encoding_format',
     );
-    assert.equal(reject(EmbeddingRequestSchema, { model, input: 'x', dimensions: 0 }).param, 'dimensions');
-    assert.equal(reject(EmbeddingRequestSchema, { model, input: 'x', dimensions: 1.5 }).param, 'dimensions');
+    assert.equal(reject400(EmbeddingRequestSchema, { model, input: 'x', dimensions: 0 }).param, 'dimensions');
+    assert.equal(
+      reject400(EmbeddingRequestSchema, { model, input: 'x', dimensions: 1.5 }).param,
+      'dimensions',
+    );
   });
 });
 

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { z } from 'zod';
 import { ApiError } from './errors.js';
 import {
   IMAGE_EDIT_MAX_IMAGES,
@@ -10,19 +9,8 @@ import {
   ImageResponseSchema,
   parseSize,
 } from './images.js';
+import { reject400 } from './testing/reject.js';
 import { parseOrThrow } from './validate.js';
-
-function reject(schema: z.ZodType, input: unknown): ApiError {
-  try {
-    parseOrThrow(schema, input);
-  } catch (e) {
-    assert.ok(e instanceof ApiError);
-    assert.equal(e.status, 400);
-    assert.equal(e.code, 'invalid_request_error');
-    return e;
-  }
-  return assert.fail('expected a 400');
-}
 
 const gen = { prompt: 'a red fox in the snow' };
 
@@ -60,20 +48,20 @@ describe('ImageGenerationRequestSchema', () => {
   });
 
   it('requires a non-empty prompt', () => {
-    assert.equal(reject(ImageGenerationRequestSchema, {}).param, 'prompt');
-    assert.equal(reject(ImageGenerationRequestSchema, { prompt: '' }).param, 'prompt');
+    assert.equal(reject400(ImageGenerationRequestSchema, {}).param, 'prompt');
+    assert.equal(reject400(ImageGenerationRequestSchema, { prompt: '' }).param, 'prompt');
   });
 
   it('keeps n within 1..4 (n=5 -> 400 param n)', () => {
-    const e = reject(ImageGenerationRequestSchema, { ...gen, n: 5 });
+    const e = reject400(ImageGenerationRequestSchema, { ...gen, n: 5 });
     assert.equal(e.param, 'n');
     assert.match(e.message, /between 1 and 4/);
-    assert.equal(reject(ImageGenerationRequestSchema, { ...gen, n: 0 }).param, 'n');
-    assert.equal(reject(ImageGenerationRequestSchema, { ...gen, n: 1.5 }).param, 'n');
+    assert.equal(reject400(ImageGenerationRequestSchema, { ...gen, n: 0 }).param, 'n');
+    assert.equal(reject400(ImageGenerationRequestSchema, { ...gen, n: 1.5 }).param, 'n');
   });
 
   it('refuses stream: true with param stream and accepts false or absent', () => {
-    const e = reject(ImageGenerationRequestSchema, { ...gen, stream: true });
+    const e = reject400(ImageGenerationRequestSchema, { ...gen, stream: true });
     assert.equal(e.param, 'stream');
     assert.match(e.message, /not supported/);
     assert.ok(parseOrThrow(ImageGenerationRequestSchema, { ...gen, stream: false }));
@@ -105,7 +93,7 @@ describe('ImageGenerationRequestSchema', () => {
       ['', /WIDTHxHEIGHT/],
     ];
     for (const [size, msg] of cases) {
-      const e = reject(ImageGenerationRequestSchema, { ...gen, size });
+      const e = reject400(ImageGenerationRequestSchema, { ...gen, size });
       assert.equal(e.param, 'size', size);
       assert.match(e.message, msg, size);
     }
@@ -113,11 +101,11 @@ describe('ImageGenerationRequestSchema', () => {
 
   it('checks response_format, seed and guidance types', () => {
     assert.equal(
-      reject(ImageGenerationRequestSchema, { ...gen, response_format: 'png' }).param,
+      reject400(ImageGenerationRequestSchema, { ...gen, response_format: 'png' }).param,
       'response_format',
     );
-    assert.equal(reject(ImageGenerationRequestSchema, { ...gen, seed: 1.5 }).param, 'seed');
-    assert.equal(reject(ImageGenerationRequestSchema, { ...gen, guidance: 'high' }).param, 'guidance');
+    assert.equal(reject400(ImageGenerationRequestSchema, { ...gen, seed: 1.5 }).param, 'seed');
+    assert.equal(reject400(ImageGenerationRequestSchema, { ...gen, guidance: 'high' }).param, 'guidance');
   });
 });
 
@@ -160,16 +148,19 @@ describe('ImageEditRequestSchema (form fields)', () => {
 
   it('applies the generation rules and refuses mask', () => {
     const p = { prompt: 'add a hat' };
-    assert.equal(reject(ImageEditRequestSchema, {}).param, 'prompt');
-    assert.equal(reject(ImageEditRequestSchema, { ...p, n: '5' }).param, 'n');
-    assert.equal(reject(ImageEditRequestSchema, { ...p, n: 'two' }).param, 'n');
-    assert.equal(reject(ImageEditRequestSchema, { ...p, seed: '1.5' }).param, 'seed');
-    assert.equal(reject(ImageEditRequestSchema, { ...p, size: '100x100' }).param, 'size');
-    assert.equal(reject(ImageEditRequestSchema, { ...p, response_format: 'jpeg' }).param, 'response_format');
-    const mask = reject(ImageEditRequestSchema, { ...p, mask: 'mask.png' });
+    assert.equal(reject400(ImageEditRequestSchema, {}).param, 'prompt');
+    assert.equal(reject400(ImageEditRequestSchema, { ...p, n: '5' }).param, 'n');
+    assert.equal(reject400(ImageEditRequestSchema, { ...p, n: 'two' }).param, 'n');
+    assert.equal(reject400(ImageEditRequestSchema, { ...p, seed: '1.5' }).param, 'seed');
+    assert.equal(reject400(ImageEditRequestSchema, { ...p, size: '100x100' }).param, 'size');
+    assert.equal(
+      reject400(ImageEditRequestSchema, { ...p, response_format: 'jpeg' }).param,
+      'response_format',
+    );
+    const mask = reject400(ImageEditRequestSchema, { ...p, mask: 'mask.png' });
     assert.equal(mask.param, 'mask');
     assert.match(mask.message, /mask is not supported/);
-    assert.equal(reject(ImageEditRequestSchema, { ...p, stream: 'true' }).param, 'stream');
+    assert.equal(reject400(ImageEditRequestSchema, { ...p, stream: 'true' }).param, 'stream');
   });
 
   it('exports the input limits', () => {

@@ -1,20 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { z } from 'zod';
-import { ApiError } from './errors.js';
 import { FreshnessSchema, SearchRequestSchema, SearchResponseSchema, WEB_SEARCH_TOOL } from './search.js';
+import { rejectParam } from './testing/reject.js';
 import { parseOrThrow } from './validate.js';
-
-function rejectParam(schema: z.ZodType, input: unknown): string | null {
-  try {
-    parseOrThrow(schema, input);
-  } catch (e) {
-    assert.ok(e instanceof ApiError);
-    assert.equal(e.status, 400);
-    return e.param;
-  }
-  return assert.fail('expected a 400');
-}
 
 const q = { query: 'zod v4 release' };
 
