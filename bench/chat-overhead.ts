@@ -14,47 +14,25 @@
 // warm-up; then streamed requests one at a time, for the time to first byte (the first SSE event) and
 // to the end. Prints tables; numbers, not pass/fail; everything stops by itself.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { randomBytes, randomUUID } from 'node:crypto';
-import { createServer } from 'node:net';
+import { randomUUID } from 'node:crypto';
 import {
   CatalogEntrySchema,
   type ChatCompletionRequest,
   type ServiceRequest,
   Subjects,
 } from '@infer/contracts';
-import {
-  ApiKeysRepository,
-  CatalogRepository,
-  createPrisma,
-  dropDatabase,
-  ensureDatabase,
-  loadCatalogFile,
-  MembersRepository,
-  migrateDeploy,
-} from '@infer/persistence';
+import { loadCatalogFile } from '@infer/persistence';
 import { connectNats, RpcClient } from '@infer/service-kit';
 import { Pool } from 'undici';
+import { createBenchDatabase, freePort, pct } from './support.js';
 
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 2000);
 const CONCURRENCY = (process.env.BENCH_CONCURRENCY ?? '1,8,32').split(',').map(Number);
 const MAX_TOKENS = Number(process.env.BENCH_MAX_TOKENS ?? 16);
 const STREAMS = Number(process.env.BENCH_STREAMS ?? 300);
-const PG_ROOT = process.env.TEST_PG_URL ?? 'postgresql://postgres@127.0.0.1:5432';
 const NATS_URL = process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
 const MODEL = 'chat-F';
 const TS = ['--conditions=source', '--import', './tools/ts-register.js'];
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const addr = s.address();
-      const port = typeof addr === 'object' && addr ? addr.port : 0;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 async function startChild(
   args: string[],
@@ -87,11 +65,6 @@ interface Result {
   latencies: number[];
 }
 
-const pct = (xs: number[], p: number) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? 0;
-};
-
 async function closedLoop(
   path: string,
   n: number,
@@ -122,18 +95,13 @@ async function closedLoop(
 }
 
 async function main(): Promise<void> {
-  const databaseUrl = `${PG_ROOT}/infer_bench_${randomBytes(4).toString('hex')}`;
   const prefix = `bench.${randomUUID()}.`;
-  await ensureDatabase(databaseUrl);
-  await migrateDeploy(databaseUrl);
-  const prisma = createPrisma(databaseUrl);
+  const db = await createBenchDatabase();
+  const { databaseUrl, key } = db;
   const children: ChildProcess[] = [];
   const nc = await connectNats(NATS_URL, 'chat-overhead-bench');
   let pool: Pool | undefined;
   try {
-    await new CatalogRepository(prisma).syncFromFile('config/models.yaml');
-    const member = await new MembersRepository(prisma).create({ name: 'bench', tier: 'inference' });
-    const { key } = await new ApiKeysRepository(prisma).mint(member.id, 'bench');
     const entry = (await loadCatalogFile('config/models.yaml')).models.find((m) => m.id === MODEL);
     if (!entry) throw new Error(`${MODEL} is not in config/models.yaml`);
     const model = CatalogEntrySchema.parse(entry);
@@ -172,8 +140,8 @@ async function main(): Promise<void> {
     };
     const envelope = (stream: boolean): ServiceRequest<ChatCompletionRequest> => ({
       requestId: randomUUID(),
-      memberId: member.id,
-      keyId: 'bench',
+      memberId: db.memberId,
+      keyId: db.keyId,
       model,
       body: stream ? { ...body, stream: true } : body,
       deadline: Date.now() + 30_000,
@@ -285,8 +253,7 @@ async function main(): Promise<void> {
       children.map((c) => (c.exitCode !== null ? null : new Promise((r) => c.once('exit', r)))),
     );
     await nc.close();
-    await prisma.$disconnect();
-    await dropDatabase(databaseUrl).catch(() => undefined);
+    await db.drop();
   }
 }
 

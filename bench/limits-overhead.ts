@@ -15,35 +15,13 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
-import {
-  ApiKeysRepository,
-  CatalogRepository,
-  createPrisma,
-  dropDatabase,
-  ensureDatabase,
-  MembersRepository,
-  migrateDeploy,
-} from '@infer/persistence';
 import { Redis } from 'ioredis';
 import { startChatService } from '../apps/chat-service/src/app.js';
+import { createBenchDatabase, freePort, pct } from './support.js';
 
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 2000);
 const CONCURRENCY = (process.env.BENCH_CONCURRENCY ?? '1,16').split(',').map(Number);
-const PG_ROOT = process.env.TEST_PG_URL ?? 'postgresql://postgres@127.0.0.1:5432';
 const CLK_TCK = 100; // Linux USER_HZ
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const addr = s.address();
-      const port = typeof addr === 'object' && addr ? addr.port : 0;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 function cpuMs(pid: number): number {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
@@ -148,28 +126,17 @@ async function round(
   };
 }
 
-const pct = (xs: number[], p: number) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? 0;
-};
-
 async function main(): Promise<void> {
-  const databaseUrl = `${PG_ROOT}/infer_bench_${randomBytes(4).toString('hex')}`;
   const prefix = `limbench:${randomBytes(4).toString('hex')}:`;
-  await ensureDatabase(databaseUrl);
-  await migrateDeploy(databaseUrl);
-  const prisma = createPrisma(databaseUrl);
+  const db = await createBenchDatabase();
+  const { databaseUrl, key, keys } = db;
   const children: ChildProcess[] = [];
   // NATS subjects of this run only, so that no other chat-service on this NATS answers our requests.
   const subjectPrefix = `bench.${randomBytes(6).toString('hex')}.`;
   const chat = await startChatService({ env: { ...process.env, LOG_LEVEL: 'silent' }, subjectPrefix });
   try {
-    await new CatalogRepository(prisma).syncFromFile('config/models.yaml');
-    const member = await new MembersRepository(prisma).create({ name: 'bench', tier: 'inference' });
-    const keys = new ApiKeysRepository(prisma);
-    const { key, record } = await keys.mint(member.id, 'bench');
     const huge = 1_000_000_000;
-    await keys.setLimits(record.id, {
+    await keys.setLimits(db.keyId, {
       key: { requests_per_minute: huge, concurrent: huge },
       models: { 'chat-A': { tokens_per_minute: huge, allowance_tokens: huge } },
     });
@@ -234,8 +201,7 @@ async function main(): Promise<void> {
     const left = await redis.keys(`${prefix}*`);
     if (left.length) await redis.del(...left);
     redis.disconnect();
-    await prisma.$disconnect();
-    await dropDatabase(databaseUrl);
+    await db.drop();
   }
 }
 
