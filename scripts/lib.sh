@@ -8,8 +8,8 @@ export REPO_ROOT
 cd "$REPO_ROOT" || exit 1
 
 # The Node version the project needs (package.json "engines").
-NODE_MIN_MAJOR=20
-NODE_MIN_MINOR=19
+NODE_MIN_MAJOR=24
+NODE_MIN_MINOR=11
 
 # stack_env_defaults: the development defaults of the stack (the embedded services that
 # scripts/services.sh runs), for the scripts that start apps. Anything already set wins.
@@ -73,8 +73,8 @@ node_ok() {
 # node/npm/npx into NODE_LINK_DIR. Overrides (for tests or another layout):
 #   INFER_NODE_PREFIX     default /opt/infer-node as root, ~/.local/infer-node otherwise
 #   INFER_NODE_LINK_DIR   default /usr/local/bin as root, ~/.local/bin otherwise; "" for no links
-#   INFER_NODE_VERSION    default 20.20.2      INFER_NPM_SPEC   default npm@11
-NODE_DIST_VERSION="${INFER_NODE_VERSION:-20.20.2}"
+#   INFER_NODE_VERSION    default 26.10.0      INFER_NPM_SPEC   default npm@11
+NODE_DIST_VERSION="${INFER_NODE_VERSION:-26.10.0}"
 NODE_NPM_SPEC="${INFER_NPM_SPEC:-npm@11}"
 if [[ "$(id -u)" -eq 0 ]]; then
   NODE_PREFIX="${INFER_NODE_PREFIX:-/opt/infer-node}"

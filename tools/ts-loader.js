@@ -1,21 +1,13 @@
-// ESM loader hooks: compile .ts files with swc (decorators + metadata for NestJS),
-// and let `./x.js` specifiers find `./x.ts` sources, as TypeScript's NodeNext style expects.
-import { readFile } from 'node:fs/promises';
-import { transform } from '@swc/core';
+// Module hooks (module.registerHooks, synchronous): compile .ts files with swc (decorators + metadata
+// for NestJS), and let `./x.js` specifiers find `./x.ts` sources, as TypeScript's NodeNext style expects.
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { transformSync } from '@swc/core';
 import { swcOptions } from './swc-options.js';
 
-export async function resolve(specifier, context, nextResolve) {
+export function resolve(specifier, context, nextResolve) {
   try {
-    const r = await nextResolve(specifier, context);
-    // `--conditions=source` is meant for our workspace packages; a dependency that publishes its own
-    // `source` condition (eventsource-parser, used by the MCP SDK client) must load its built files.
-    if (r.url.includes('/node_modules/') && r.url.endsWith('.ts') && context.conditions?.includes('source')) {
-      return nextResolve(specifier, {
-        ...context,
-        conditions: context.conditions.filter((c) => c !== 'source'),
-      });
-    }
-    return r;
+    return nextResolve(specifier, context);
   } catch (err) {
     if (err?.code === 'ERR_MODULE_NOT_FOUND' && /^\.{1,2}\//.test(specifier) && specifier.endsWith('.js')) {
       return nextResolve(`${specifier.slice(0, -3)}.ts`, context);
@@ -24,10 +16,14 @@ export async function resolve(specifier, context, nextResolve) {
   }
 }
 
-export async function load(url, context, nextLoad) {
-  if (!url.endsWith('.ts') || url.includes('/node_modules/')) return nextLoad(url, context);
-  const filename = new URL(url).pathname;
-  const source = await readFile(filename, 'utf8');
-  const out = await transform(source, { ...swcOptions, filename, sourceFileName: filename });
+// `--conditions=source` is meant for our workspace packages, but a dependency that publishes its own
+// `source` condition (eventsource-parser, used by the MCP SDK client) then resolves to its TypeScript
+// sources too. Node refuses to strip types under node_modules, and synchronous hooks cannot resolve
+// again with other conditions, so those files are compiled by swc like ours.
+export function load(url, context, nextLoad) {
+  if (!url.endsWith('.ts')) return nextLoad(url, context);
+  const filename = fileURLToPath(url);
+  const source = readFileSync(filename, 'utf8');
+  const out = transformSync(source, { ...swcOptions, filename, sourceFileName: filename });
   return { format: 'module', source: out.code, shortCircuit: true };
 }
