@@ -1,21 +1,20 @@
 import { QueueGroups, Queues, Subjects } from '@infer/contracts';
-import { createLogger, type NatsConnection, type RunningService, startService } from '@infer/service-kit';
+import { createLogger, type NatsConnection, startAppContext, startMicroservice } from '@infer/service-kit';
 import { Queue, QueueEvents } from 'bullmq';
 import { Redis } from 'ioredis';
+import { AudioServiceModule, TranscriptionWorkerHost } from './audio.module.js';
 import { BlobStore } from './blobs.js';
 import { type AudioConfig, type AudioRole, loadAudioConfig, toolsOf } from './config.js';
 import { type EngineFactory, EngineRegistry } from './engines.js';
 import { TranscriptionJobs } from './jobs/client.js';
-import { TranscriptionWorker } from './jobs/worker.js';
+import type { TranscriptionWorker, WorkerDeps } from './jobs/worker.js';
 import { AudioMetrics, type MetricsServer, startMetricsServer } from './metrics/metrics.js';
 import { Slots } from './slots.js';
 import { embeddedSpeechFactory } from './speech/embedded.js';
 import type { SpeechEngine } from './speech/engine.js';
-import { speechHandler } from './speech/speech.handler.js';
 import { upstreamSpeechFactory } from './speech/upstream.js';
 import type { TranscriptionEngine } from './transcription/engine.js';
 import { pocketsphinxFactory } from './transcription/pocketsphinx.js';
-import { transcriptionHandler } from './transcription/transcription.handler.js';
 import { upstreamTranscriptionFactory } from './transcription/upstream.js';
 
 export interface AudioServiceOptions {
@@ -46,6 +45,8 @@ export interface AudioService {
   metrics: AudioMetrics;
   /** URL of GET /metrics when AUDIO_METRICS_PORT is set. */
   metricsUrl: string | null;
+  /** Base URL of the ops server (/healthz, /readyz, /metrics with the audio metrics) when OPS_PORT is set. */
+  opsUrl: string | null;
   stop(): Promise<void>;
 }
 
@@ -88,24 +89,17 @@ export async function startAudioService(opts: AudioServiceOptions = {}): Promise
   closers.push(() => ttsEngines.close());
 
   let worker: TranscriptionWorker | null = null;
-  let svc: RunningService | null = null;
   let subjects: AudioService['subjects'] = null;
   let metricsServer: MetricsServer | null = null;
+  let opsUrl: string | null = null;
   try {
-    if (role === 'worker' || role === 'all') {
-      worker = await TranscriptionWorker.start({
-        config,
-        tools,
-        queue,
-        redis,
-        blobs,
-        engines: sttEngines,
-        metrics,
-        log,
-      });
-      const w = worker;
-      closers.push(() => w.close());
-    }
+    const workerDeps: WorkerDeps | undefined =
+      role === 'worker' || role === 'all'
+        ? { config, tools, queue, redis, blobs, engines: sttEngines, metrics, log }
+        : undefined;
+    let api: Parameters<typeof AudioServiceModule.forRoot>[0]['api'];
+    // The NATS connection, once the microservice has one (the speech handler reads its max payload).
+    const natsHolder: { nc: NatsConnection | null } = { nc: null };
     if (role === 'api' || role === 'all') {
       const events = new QueueEvents(Queues.audioTranscriptions, {
         connection,
@@ -126,31 +120,48 @@ export async function startAudioService(opts: AudioServiceOptions = {}): Promise
         speech: `${prefix}${Subjects.speech}`,
         transcriptions: `${prefix}${Subjects.transcriptions}`,
       };
-      let nc: NatsConnection | null = null;
-      svc = await startService({
-        name: 'audio-service',
-        queue: QueueGroups.audio,
-        handlers: {
-          [subjects.speech]: speechHandler({
-            engines: ttsEngines,
-            blobs,
-            slots: new Slots(config.AUDIO_SPEECH_CONCURRENCY),
-            metrics,
-            maxPayload: () => nc?.info?.max_payload ?? 1024 * 1024,
-          }),
-          [subjects.transcriptions]: transcriptionHandler({
-            engines: sttEngines,
-            jobs,
-            metrics,
-            jobTimeoutMs: config.AUDIO_JOB_TIMEOUT_MS,
-          }),
+      api = {
+        speech: {
+          engines: ttsEngines,
+          blobs,
+          slots: new Slots(config.AUDIO_SPEECH_CONCURRENCY),
+          metrics,
+          maxPayload: () => natsHolder.nc?.info?.max_payload ?? 1024 * 1024,
         },
-        env: opts.env,
-        installSignalHandlers: false,
+        transcription: {
+          engines: sttEngines,
+          jobs,
+          metrics,
+          jobTimeoutMs: config.AUDIO_JOB_TIMEOUT_MS,
+        },
+      };
+    }
+    // One Nest app per process: the controller in the api role, the worker host in the worker role.
+    const module = AudioServiceModule.forRoot({ api, worker: workerDeps });
+    const checks = () => [{ name: 'redis', check: () => redis.status === 'ready' }];
+    const common = {
+      name: 'audio-service',
+      module,
+      env: opts.env,
+      log,
+      checks,
+      registries: [metrics.registry],
+    };
+    if (api) {
+      const running = await startMicroservice({
+        ...common,
+        queue: QueueGroups.audio,
+        subjectPrefix: opts.subjectPrefix ?? '',
       });
-      nc = svc.nc;
-      const s = svc;
-      closers.push(() => s.stop());
+      natsHolder.nc = running.nc;
+      closers.push(() => running.stop());
+      opsUrl = running.opsUrl;
+      if (workerDeps) worker = running.app.get(TranscriptionWorkerHost).worker;
+    } else {
+      const running = await startAppContext(common);
+      closers.push(() => running.stop());
+      opsUrl = running.opsUrl;
+      worker = running.app.get(TranscriptionWorkerHost).worker;
     }
     if (config.AUDIO_METRICS_PORT !== undefined) {
       metricsServer = await startMetricsServer(metrics, config.AUDIO_METRICS_PORT, config.AUDIO_METRICS_HOST);
@@ -186,5 +197,15 @@ export async function startAudioService(opts: AudioServiceOptions = {}): Promise
     for (const sig of ['SIGTERM', 'SIGINT'] as const)
       process.once(sig, () => void stop().then(() => process.exit(0)));
   }
-  return { role, config, subjects, queue, worker, metrics, metricsUrl: metricsServer?.url ?? null, stop };
+  return {
+    role,
+    config,
+    subjects,
+    queue,
+    worker,
+    metrics,
+    metricsUrl: metricsServer?.url ?? null,
+    opsUrl,
+    stop,
+  };
 }

@@ -1,14 +1,11 @@
 import { QueueGroups, Subjects } from '@infer/contracts';
-import { createLogger, parseConfig, type RunningService, startService } from '@infer/service-kit';
-import { chatCompletionsHandler } from './chat/chat.handler.js';
-import { completionsHandler } from './completions/completions.handler.js';
-import { ChatServiceEnvSchema, mediaOptions } from './config.js';
-import { builtinEngineFactories } from './engines/builtin.js';
+import { parseConfig, type RunningService, startMicroservice } from '@infer/service-kit';
+import { ChatServiceModule } from './chat.module.js';
+import { ChatServiceEnvSchema } from './config.js';
 import { EngineRegistry } from './engines/registry.js';
-import { responsesHandler } from './responses/responses.handler.js';
 
 export interface ChatServiceOptions {
-  /** Environment to validate (ChatServiceEnvSchema: NATS_URL, LOG_LEVEL, MEDIA_*); default process.env. */
+  /** Environment to validate (ChatServiceEnvSchema: NATS_URL, LOG_LEVEL, MEDIA_*, OPS_*); default process.env. */
   env?: NodeJS.ProcessEnv;
   /**
    * For tests only: prepended to every subject the service answers (e.g. `test.<uuid>.`), so that
@@ -27,42 +24,28 @@ export interface ChatService extends RunningService {
   subjects: { chatCompletions: string; completions: string; responses: string };
 }
 
-/** Starts the chat service: validated env, NATS, the chat-service queue group, its handlers. */
+/**
+ * Starts the chat service: a NestJS microservice (ChatServiceModule) on the NATS RPC transport, in the
+ * chat-service queue group. Requests enter ChatController (chat.module.ts).
+ */
 export async function startChatService(opts: ChatServiceOptions = {}): Promise<ChatService> {
-  // Validated here too (startService does it again) so that a bad env fails before anything starts.
   const env = parseConfig('chat-service', ChatServiceEnvSchema, opts.env);
   const prefix = opts.subjectPrefix ?? '';
-  const subjects = {
-    chatCompletions: `${prefix}${Subjects.chatCompletions}`,
-    completions: `${prefix}${Subjects.completions}`,
-    responses: `${prefix}${Subjects.responses}`,
-  };
-  const engines =
-    opts.engines ??
-    new EngineRegistry(
-      createLogger('chat-service', env.LOG_LEVEL),
-      builtinEngineFactories,
-      opts.env ?? process.env,
-    );
-  const media = mediaOptions(env);
-  const svc = await startService({
+  const svc = await startMicroservice({
     name: 'chat-service',
     queue: QueueGroups.chat,
-    handlers: {
-      [subjects.chatCompletions]: chatCompletionsHandler(engines, { media }),
-      [subjects.completions]: completionsHandler(engines),
-      [subjects.responses]: responsesHandler(engines, { media }),
-    },
+    module: ChatServiceModule.forRoot(env, opts.env ?? process.env, opts.engines),
     env: opts.env,
+    subjectPrefix: prefix,
     installSignalHandlers: opts.installSignalHandlers ?? false,
   });
   return {
     ...svc,
-    engines,
-    subjects,
-    stop: async () => {
-      await svc.stop();
-      await engines.close();
+    engines: svc.app.get(EngineRegistry),
+    subjects: {
+      chatCompletions: `${prefix}${Subjects.chatCompletions}`,
+      completions: `${prefix}${Subjects.completions}`,
+      responses: `${prefix}${Subjects.responses}`,
     },
   };
 }

@@ -1,19 +1,11 @@
 import { QueueGroups, Subjects } from '@infer/contracts';
-import {
-  createLogger,
-  parseConfig,
-  type RunningService,
-  ServiceEnvSchema,
-  startService,
-} from '@infer/service-kit';
-import { BatcherPool, embeddingsHandler } from './embeddings/embeddings.handler.js';
-import { builtinEmbeddingFactories, builtinRerankFactories } from './engines/builtin.js';
+import { parseConfig, type RunningService, ServiceEnvSchema, startMicroservice } from '@infer/service-kit';
+import { EMBEDDERS, EmbeddingServiceModule, RANKERS } from './embedding.module.js';
 import type { EmbeddingEngine, RerankEngine } from './engines/engine.js';
-import { EngineRegistry } from './engines/registry.js';
-import { rerankHandler } from './rerank/rerank.handler.js';
+import type { EngineRegistry } from './engines/registry.js';
 
 export interface EmbeddingServiceOptions {
-  /** Environment to validate (ServiceEnvSchema: NATS_URL, LOG_LEVEL); default process.env. */
+  /** Environment to validate (ServiceEnvSchema: NATS_URL, LOG_LEVEL, OPS_*); default process.env. */
   env?: NodeJS.ProcessEnv;
   /**
    * For tests only: prepended to every subject the service answers (e.g. `test.<uuid>.`), so that
@@ -35,36 +27,25 @@ export interface EmbeddingService extends RunningService {
 }
 
 /**
- * Starts the embedding service: validated env, NATS, the embedding-service queue group, the embeddings
- * and rerank handlers, one engine registry per capability.
+ * Starts the embedding service: a NestJS microservice (EmbeddingServiceModule) on the NATS RPC
+ * transport, in the embedding-service queue group. Requests enter EmbeddingController.
  */
 export async function startEmbeddingService(opts: EmbeddingServiceOptions = {}): Promise<EmbeddingService> {
-  // Validated here too (startService does it again) so that a bad env fails before anything starts.
-  const env = parseConfig('embedding-service', ServiceEnvSchema, opts.env);
+  // Validated before anything starts, so that a bad env fails first.
+  parseConfig('embedding-service', ServiceEnvSchema, opts.env);
   const prefix = opts.subjectPrefix ?? '';
-  const subjects = { embeddings: `${prefix}${Subjects.embeddings}`, rerank: `${prefix}${Subjects.rerank}` };
-  const log = createLogger('embedding-service', env.LOG_LEVEL);
-  const embedders = opts.embedders ?? new EngineRegistry('embeddings', log, builtinEmbeddingFactories);
-  const rankers = opts.rankers ?? new EngineRegistry('rerank', log, builtinRerankFactories);
-  const pool = new BatcherPool();
-  const svc = await startService({
+  const svc = await startMicroservice({
     name: 'embedding-service',
     queue: QueueGroups.embedding,
-    handlers: {
-      [subjects.embeddings]: embeddingsHandler(embedders, pool),
-      [subjects.rerank]: rerankHandler(rankers),
-    },
+    module: EmbeddingServiceModule.forRoot({ embedders: opts.embedders, rankers: opts.rankers }),
     env: opts.env,
+    subjectPrefix: prefix,
     installSignalHandlers: opts.installSignalHandlers ?? false,
   });
   return {
     ...svc,
-    embedders,
-    rankers,
-    subjects,
-    stop: async () => {
-      await svc.stop();
-      await Promise.all([embedders.close(), rankers.close()]);
-    },
+    embedders: svc.app.get(EMBEDDERS),
+    rankers: svc.app.get(RANKERS),
+    subjects: { embeddings: `${prefix}${Subjects.embeddings}`, rerank: `${prefix}${Subjects.rerank}` },
   };
 }

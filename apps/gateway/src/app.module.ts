@@ -1,4 +1,4 @@
-import { type Logger, RpcClient } from '@infer/service-kit';
+import { type Logger, NatsRpcClientProxy } from '@infer/service-kit';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { type DynamicModule, Module } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD } from '@nestjs/core';
@@ -79,7 +79,7 @@ export class AppModule {
         { provide: CATALOG_SOURCE, useValue: deps.catalogSource },
         { provide: MetricsService, useValue: deps.metrics },
         { provide: KeyCache, useValue: new KeyCache(deps.keyStore, deps.config.KEY_CACHE_TTL_MS) },
-        { provide: RpcClient, useValue: new RpcClient(deps.nc) },
+        { provide: NatsRpcClientProxy, useValue: new NatsRpcClientProxy(deps.nc) },
         {
           provide: UsagePublisher,
           useValue: new UsagePublisher(deps.nc, deps.log, deps.config.USAGE_SUBJECT_ROOT),

@@ -1,15 +1,16 @@
 import { QueueGroups, Queues, Subjects } from '@infer/contracts';
 import { createImageStore, type ImageStore } from '@infer/image-store';
-import { createLogger, type RunningService, startService } from '@infer/service-kit';
+import { createLogger, startAppContext, startMicroservice } from '@infer/service-kit';
 import { Queue, QueueEvents } from 'bullmq';
 import { Redis } from 'ioredis';
 import { type ImageConfig, type ImageRole, loadImageConfig } from './config.js';
 import { ContentPolicy } from './content-policy.js';
 import { builtinImageEngineFactories } from './engines/builtin.js';
 import { type ImageEngineFactory, ImageEngineRegistry } from './engines/registry.js';
-import { editsHandler, generationsHandler } from './images/images.handler.js';
+import { ImageServiceModule, ImageWorkerHost } from './image.module.js';
+import type { ImagesHandlerDeps } from './images/images.handler.js';
 import { ImageJobs } from './jobs/client.js';
-import { type Clock, ImageWorker } from './jobs/worker.js';
+import type { Clock, ImageWorker, ImageWorkerOptions } from './jobs/worker.js';
 
 export interface ImageServiceOptions {
   /** Environment to validate (ImageEnvSchema); default process.env. */
@@ -37,6 +38,8 @@ export interface ImageService {
   queue: Queue;
   store: ImageStore;
   worker: ImageWorker | null;
+  /** Base URL of the ops server (/healthz, /readyz, /metrics) when OPS_PORT is set. */
+  opsUrl: string | null;
   stop(): Promise<void>;
 }
 
@@ -74,29 +77,30 @@ export async function startImageService(opts: ImageServiceOptions = {}): Promise
 
   let worker: ImageWorker | null = null;
   let subjects: ImageService['subjects'] = null;
+  let opsUrl: string | null = null;
   try {
-    if (role === 'worker' || role === 'all') {
-      worker = await ImageWorker.start({
-        queueName,
-        prefix: config.BULLMQ_PREFIX,
-        connection,
-        redisUrl: config.REDIS_URL,
-        concurrency: config.IMAGE_WORKER_CONCURRENCY,
-        name: config.IMAGE_WORKER_NAME,
-        lockDurationMs: config.IMAGE_LOCK_DURATION_MS,
-        engines,
-        store,
-        log,
-        clock,
-      });
-      const w = worker;
-      closers.push(() => w.close());
-    }
+    const workerOptions: ImageWorkerOptions | undefined =
+      role === 'worker' || role === 'all'
+        ? {
+            queueName,
+            prefix: config.BULLMQ_PREFIX,
+            connection,
+            redisUrl: config.REDIS_URL,
+            concurrency: config.IMAGE_WORKER_CONCURRENCY,
+            name: config.IMAGE_WORKER_NAME,
+            lockDurationMs: config.IMAGE_LOCK_DURATION_MS,
+            engines,
+            store,
+            log,
+            clock,
+          }
+        : undefined;
+    let api: ImagesHandlerDeps | undefined;
     if (role === 'api' || role === 'all') {
       const events = new QueueEvents(queueName, { connection, prefix: config.BULLMQ_PREFIX });
       closers.push(() => events.close());
       await events.waitUntilReady();
-      const deps = {
+      api = {
         jobs: new ImageJobs(queue, events, redis, config.BULLMQ_PREFIX, log),
         engines,
         policy,
@@ -109,18 +113,24 @@ export async function startImageService(opts: ImageServiceOptions = {}): Promise
         generations: `${prefix}${Subjects.imageGenerations}`,
         edits: `${prefix}${Subjects.imageEdits}`,
       };
-      const svc: RunningService = await startService({
-        name: 'image-service',
-        queue: QueueGroups.image,
-        handlers: {
-          [subjects.generations]: generationsHandler(deps),
-          [subjects.edits]: editsHandler(deps),
-        },
-        env: opts.env,
-        installSignalHandlers: false,
-      });
-      closers.push(() => svc.stop());
     }
+    // One Nest app per process: the controller in the api role, the worker host in the worker role.
+    const module = ImageServiceModule.forRoot({ api, worker: workerOptions });
+    const checks = () => [{ name: 'redis', check: () => redis.status === 'ready' }];
+    const running = api
+      ? await startMicroservice({
+          name: 'image-service',
+          queue: QueueGroups.image,
+          module,
+          env: opts.env,
+          log,
+          subjectPrefix: opts.subjectPrefix ?? '',
+          checks,
+        })
+      : await startAppContext({ name: 'image-service', module, env: opts.env, log, checks });
+    closers.push(() => running.stop());
+    opsUrl = running.opsUrl;
+    if (workerOptions) worker = running.app.get(ImageWorkerHost).worker;
   } catch (e) {
     await cleanup();
     throw e;
@@ -146,5 +156,5 @@ export async function startImageService(opts: ImageServiceOptions = {}): Promise
     for (const sig of ['SIGTERM', 'SIGINT'] as const)
       process.once(sig, () => void stop().then(() => process.exit(0)));
   }
-  return { role, config, subjects, queue, store, worker, stop };
+  return { role, config, subjects, queue, store, worker, opsUrl, stop };
 }

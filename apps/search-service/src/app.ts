@@ -2,13 +2,14 @@ import { resolve } from 'node:path';
 import { QueueGroups, Subjects } from '@infer/contracts';
 import { createPrisma } from '@infer/persistence';
 import { SearchDocumentsRepository, type SeedResult, seedProjectDocs } from '@infer/search-index';
-import { createLogger, type RunningService, startService } from '@infer/service-kit';
+import { createLogger, type RunningService, startMicroservice } from '@infer/service-kit';
 import { Redis } from 'ioredis';
 import { loadSearchConfig, type SearchConfig } from './config.js';
 import type { SearchEngine } from './engines/engine.js';
 import { createEngine } from './engines/registry.js';
 import { SearchCache } from './search/cache.js';
-import { searchHandler } from './search/search.handler.js';
+import type { SearchHandlerDeps } from './search/search.handler.js';
+import { SearchServiceModule } from './search.module.js';
 
 export interface SearchServiceOptions {
   /** Environment to validate (SearchEnvSchema, src/config.ts); default process.env. */
@@ -74,7 +75,7 @@ export async function startSearchService(opts: SearchServiceOptions = {}): Promi
     { prefix: config.SEARCH_CACHE_PREFIX, ttlMs: config.SEARCH_CACHE_TTL_S * 1000, clock },
     log,
   );
-  const handler = searchHandler({
+  const deps: SearchHandlerDeps = {
     engine,
     cache,
     clock,
@@ -88,33 +89,27 @@ export async function startSearchService(opts: SearchServiceOptions = {}): Promi
       allowHosts: config.FETCH_ALLOW_HOSTS,
       totalTimeoutMs: config.FETCH_TOTAL_TIMEOUT_MS,
     },
-  });
+  };
+  const closeAll = async () => {
+    await engine.close?.();
+    await closeStores();
+  };
   let svc: RunningService;
   try {
-    svc = await startService({
+    svc = await startMicroservice({
       name: 'search-service',
       queue: QueueGroups.search,
-      handlers: { [subjects.search]: handler },
+      module: SearchServiceModule.forRoot(deps, closeAll),
       env: opts.env,
-      installSignalHandlers: false,
+      log,
+      subjectPrefix: opts.subjectPrefix ?? '',
+      installSignalHandlers: opts.installSignalHandlers ?? false,
+      checks: () => [{ name: 'redis', check: () => redis.status === 'ready' }],
     });
   } catch (e) {
-    await closeStores();
+    await closeAll();
     throw e;
   }
   log.info({ engine: engine.name, cacheTtlS: config.SEARCH_CACHE_TTL_S }, 'search engine ready');
-  let stopping: Promise<void> | undefined;
-  const stop = () => {
-    stopping ??= (async () => {
-      await svc.stop();
-      await engine.close?.();
-      await closeStores();
-    })();
-    return stopping;
-  };
-  if (opts.installSignalHandlers) {
-    for (const sig of ['SIGTERM', 'SIGINT'] as const)
-      process.once(sig, () => void stop().then(() => process.exit(0)));
-  }
-  return { ...svc, config, engine, repo, subjects, seeded, stop };
+  return { ...svc, config, engine, repo, subjects, seeded };
 }

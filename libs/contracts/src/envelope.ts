@@ -65,4 +65,9 @@ export const EndFrameSchema = z.object({
   binaryBlob: BlobRefSchema.optional(),
 });
 export type EndFrame = z.infer<typeof EndFrameSchema>;
-export const ErrorFrameSchema = WireErrorSchema;
+/**
+ * An error frame. `usage` is set when the work was cut short after it had used tokens (a service that
+ * shuts down mid-stream): the gateway reports the error to the client and still records that usage.
+ */
+export const ErrorFrameSchema = WireErrorSchema.extend({ usage: UsageReportSchema.optional() });
+export type ErrorFrame = z.infer<typeof ErrorFrameSchema>;

@@ -102,6 +102,11 @@ export class EngineRegistry<
     return engine;
   }
 
+  /** Nest lifecycle hook: a registry provided to a Nest app closes its engines when the app stops. */
+  onApplicationShutdown(): Promise<void> {
+    return this.close();
+  }
+
   /** Closes every engine; one that fails to close is logged, not thrown. */
   async close(): Promise<void> {
     const all = [...this.engines.entries()];

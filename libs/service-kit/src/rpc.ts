@@ -1,6 +1,7 @@
 import {
   ApiError,
   type EndFrame,
+  type ErrorFrame,
   FrameKind,
   type ServiceRequest,
   Subjects,
@@ -33,6 +34,17 @@ export interface HandlerContext {
 /** A handler returns the end of the work: the result (unary) and the exact usage. */
 export type RpcHandler<B = unknown> = (req: ServiceRequest<B>, ctx: HandlerContext) => Promise<EndFrame>;
 
+/** The abort reason of work cut short because its service is shutting down. */
+export const SHUTDOWN = new Error('service shutting down');
+
+/** What the client of work cut short by a shutdown is told: retryable, and where it can go next. */
+function shutdownError(): ApiError {
+  return new ApiError(503, 'The model service restarted before the answer was finished; retry the request.', {
+    type: 'server_error',
+    code: 'service_unavailable',
+  });
+}
+
 /**
  * The service side: subscribes each subject in the service's queue group (replicas share the load),
  * listens for cancels on a plain subscription, aborts work at its deadline, and turns any failure into
@@ -41,6 +53,10 @@ export type RpcHandler<B = unknown> = (req: ServiceRequest<B>, ctx: HandlerConte
 export class RpcServer {
   private readonly inflight = new Map<string, AbortController>();
   private readonly subs: Subscription[] = [];
+  private readonly requestSubs: Subscription[] = [];
+  private idle: (() => void) | null = null;
+  /** Requests answered per subject, by outcome (read by the ops server's /metrics at scrape time). */
+  readonly stats = new Map<string, { ok: number; error: number }>();
 
   constructor(
     private readonly nc: NatsConnection,
@@ -62,7 +78,9 @@ export class RpcServer {
   }
 
   handle<B>(subject: string, handler: RpcHandler<B>): void {
-    this.subs.push(
+    const counts = { ok: 0, error: 0 };
+    this.stats.set(subject, counts);
+    this.requestSubs.push(
       this.nc.subscribe(subject, {
         queue: this.queue,
         callback: (err, msg) => {
@@ -70,13 +88,17 @@ export class RpcServer {
             this.log.error({ err, subject }, 'subscription error');
             return;
           }
-          void this.dispatch(msg, handler as RpcHandler);
+          void this.dispatch(msg, handler as RpcHandler, counts);
         },
       }),
     );
   }
 
-  private async dispatch(msg: Msg, handler: RpcHandler): Promise<void> {
+  private async dispatch(
+    msg: Msg,
+    handler: RpcHandler,
+    counts: { ok: number; error: number },
+  ): Promise<void> {
     if (!msg.reply) return;
     const reply = msg.reply;
     let req: ServiceRequest;
@@ -100,26 +122,65 @@ export class RpcServer {
     };
     try {
       const end = await handler(req, ctx);
-      this.nc.publish(reply, encodeFrame(FrameKind.end, JSON.stringify(end)));
+      if (ac.signal.reason === SHUTDOWN) {
+        // Cut short by a shutdown: the client gets a retryable error, the gateway the usage so far.
+        const frame: ErrorFrame = { ...shutdownError().toWire(), usage: end.usage };
+        this.nc.publish(reply, encodeFrame(FrameKind.error, JSON.stringify(frame)));
+      } else {
+        this.nc.publish(reply, encodeFrame(FrameKind.end, JSON.stringify(end)));
+      }
+      counts.ok++;
     } catch (e) {
+      counts.error++;
       const wire = toWireError(e, ac.signal);
-      if (wire.status >= 500) log.error({ err: e }, 'handler failed');
+      if (wire.status >= 500 && ac.signal.reason !== SHUTDOWN) log.error({ err: e }, 'handler failed');
       this.nc.publish(reply, encodeFrame(FrameKind.error, JSON.stringify(wire)));
     } finally {
       clearTimeout(timer);
       this.inflight.delete(req.requestId);
+      if (this.inflight.size === 0) this.idle?.();
     }
   }
 
-  async close(): Promise<void> {
-    for (const ac of this.inflight.values()) ac.abort(new Error('service shutting down'));
+  /**
+   * Graceful stop: leaves the queue group at once (new requests go to the other replicas, or get a
+   * 503 when there is none), lets the work in flight finish for up to `graceMs`, then aborts what is
+   * left: streams end with a retryable 503 error frame that carries the usage so far, unary work with
+   * a retryable 503. Resolves when nothing is in flight any more.
+   */
+  async drain(graceMs: number): Promise<void> {
+    for (const s of this.requestSubs) s.unsubscribe();
+    this.requestSubs.length = 0;
+    await this.nc.flush().catch(() => undefined);
+    if (this.inflight.size > 0) {
+      const settled = new Promise<void>((r) => {
+        this.idle = r;
+      });
+      let timer: NodeJS.Timeout | undefined;
+      const graceOver = new Promise<void>((r) => {
+        timer = setTimeout(r, graceMs);
+      });
+      await Promise.race([settled, graceOver]);
+      clearTimeout(timer);
+      if (this.inflight.size > 0) {
+        for (const ac of this.inflight.values()) ac.abort(SHUTDOWN);
+        await settled;
+      }
+    }
     for (const s of this.subs) s.unsubscribe();
+    this.subs.length = 0;
+  }
+
+  /** Stops at once: aborts the work in flight (as a shutdown) and leaves every subscription. */
+  async close(): Promise<void> {
+    await this.drain(0);
   }
 }
 
 function toWireError(e: unknown, signal: AbortSignal): WireError {
   if (e instanceof ApiError) return e.toWire();
   if (signal.aborted && signal.reason instanceof ApiError) return signal.reason.toWire();
+  if (signal.reason === SHUTDOWN) return shutdownError().toWire();
   return ApiError.internal().toWire();
 }
 
@@ -133,6 +194,11 @@ export interface RpcStream extends AsyncIterable<Uint8Array> {
   readonly end: Promise<EndFrame>;
   /** Tells the service to abort the work; iteration stops at once. */
   cancel(): void;
+  /**
+   * The usage an error frame carried (work cut short by a service shutdown after using tokens), once
+   * `end` has rejected; null otherwise.
+   */
+  readonly partialUsage: UsageReport | null;
 }
 
 export interface CallOptions {
@@ -182,6 +248,7 @@ class InboxStream implements RpcStream {
   private settled = false; // end promise settled
   private failure: unknown = null;
   private timer: NodeJS.Timeout | undefined;
+  partialUsage: UsageReport | null = null;
 
   constructor(
     private readonly nc: NatsConnection,
@@ -229,7 +296,7 @@ class InboxStream implements RpcStream {
       return;
     }
     try {
-      const endFrame = readEnd(m.data);
+      const endFrame = readEnd(m.data, this);
       this.finish();
       this.resolveEnd(endFrame);
     } catch (e) {
@@ -284,11 +351,15 @@ class InboxStream implements RpcStream {
   }
 }
 
-function readEnd(data: Uint8Array): EndFrame {
+function readEnd(data: Uint8Array, into?: { partialUsage: UsageReport | null }): EndFrame {
   const kind = data[0];
   const body = JSON.parse(dec.decode(data.subarray(1)));
   if (kind === FrameKind.end) return body as EndFrame;
-  if (kind === FrameKind.error) throw ApiError.fromWire(body as WireError);
+  if (kind === FrameKind.error) {
+    const frame = body as ErrorFrame;
+    if (into && frame.usage) into.partialUsage = frame.usage;
+    throw ApiError.fromWire(frame);
+  }
   throw ApiError.internal();
 }
 

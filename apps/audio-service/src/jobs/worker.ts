@@ -1,7 +1,7 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ApiError, Queues } from '@infer/contracts';
-import type { Logger } from '@infer/service-kit';
+import { closeWorkerRequeueing, type Logger, requeueOnShutdown } from '@infer/service-kit';
 import { type Job, type Queue, UnrecoverableError, WaitingChildrenError, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { BlobStore } from '../blobs.js';
@@ -67,11 +67,12 @@ export class TranscriptionWorker {
     const holder: { self?: TranscriptionWorker } = {};
     const worker = new Worker(
       Queues.audioTranscriptions,
-      (job: AnyJob, token?: string, signal?: AbortSignal) => {
+      // A job cut short by this worker's shutdown goes back to the wait list for another worker.
+      requeueOnShutdown((job, token, signal) => {
         const self = holder.self;
         if (!self) throw new Error('worker not ready');
-        return self.process(job, token, signal);
-      },
+        return self.process(job as AnyJob, token, signal);
+      }),
       {
         connection: { url: config.REDIS_URL, maxRetriesPerRequest: null },
         prefix: config.BULLMQ_PREFIX,
@@ -293,8 +294,9 @@ export class TranscriptionWorker {
     return { index: data.index, offset: data.offset, transcript };
   }
 
+  /** Returns the jobs in progress to the queue (see requeueOnShutdown), then stops. */
   async close(): Promise<void> {
-    await this.worker.close();
+    await closeWorkerRequeueing(this.worker);
     this.sub.disconnect();
   }
 }

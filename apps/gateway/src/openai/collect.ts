@@ -1,5 +1,5 @@
 import { ApiError, type EndFrame, ErrorType, type ServiceRequest } from '@infer/contracts';
-import type { RpcClient } from '@infer/service-kit';
+import type { NatsRpcClientProxy } from '@infer/service-kit';
 import type { NatsConnection } from '@nats-io/transport-node';
 
 /**
@@ -43,7 +43,7 @@ export function checkEnvelopeSize(nc: NatsConnection, envelope: ServiceRequest):
  * work (and, for embeddings, takes its texts out of the pending batch).
  */
 export async function collectList(
-  rpc: RpcClient,
+  rpc: Pick<NatsRpcClientProxy, 'stream'>,
   subject: string,
   envelope: ServiceRequest,
   spec: CollectSpec,

@@ -1,5 +1,5 @@
 import { ApiError, type EndFrame, parseOrThrow, type ServiceRequest } from '@infer/contracts';
-import { type Logger, RpcClient } from '@infer/service-kit';
+import { type Logger, NatsRpcClientProxy } from '@infer/service-kit';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { Inject, Injectable } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
@@ -26,7 +26,7 @@ const SSE_DONE = Buffer.from('data: [DONE]\n\n');
 @Injectable()
 export class ModelGateway {
   constructor(
-    @Inject(RpcClient) private readonly rpc: RpcClient,
+    @Inject(NatsRpcClientProxy) private readonly rpc: NatsRpcClientProxy,
     @Inject(CatalogService) private readonly catalog: CatalogService,
     @Inject(UsagePublisher) private readonly usage: UsagePublisher,
     @Inject(MetricsService) private readonly metrics: MetricsService,
@@ -257,7 +257,9 @@ export class ModelGateway {
     try {
       end = await st.end;
     } catch {
-      // No final usage from the service (it failed, or said nothing within the cancel grace).
+      // No final usage from the service (it failed, or said nothing within the cancel grace), unless
+      // its error frame carried the usage of work cut short (a replica shutting down mid-stream).
+      if (st.partialUsage) end = { usage: st.partialUsage };
     }
     this.settle(envelope, route, status, started, end);
   }

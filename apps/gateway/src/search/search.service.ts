@@ -7,7 +7,7 @@ import {
   type ServiceRequest,
   Subjects,
 } from '@infer/contracts';
-import { type Logger, RpcClient } from '@infer/service-kit';
+import { type Logger, NatsRpcClientProxy } from '@infer/service-kit';
 import { Inject, Injectable } from '@nestjs/common';
 import type { AuthedKey } from '../auth/key-cache.js';
 import { GATEWAY_CONFIG, type GatewayConfig } from '../config.js';
@@ -37,7 +37,7 @@ export interface SearchOutcome {
 @Injectable()
 export class SearchGateway {
   constructor(
-    @Inject(RpcClient) private readonly rpc: RpcClient,
+    @Inject(NatsRpcClientProxy) private readonly rpc: NatsRpcClientProxy,
     @Inject(LimitsService) private readonly limits: LimitsService,
     @Inject(UsagePublisher) private readonly usage: UsagePublisher,
     @Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig,

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { ApiError, type StoredImageRef } from '@infer/contracts';
 import { type ImageStore, pngDimensions, sniffImageType } from '@infer/image-store';
-import type { Logger } from '@infer/service-kit';
+import { closeWorkerRequeueing, type Logger, requeueOnShutdown } from '@infer/service-kit';
 import { type ConnectionOptions, type Job, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import type { EngineImage } from '../engines/engine.js';
@@ -49,7 +49,8 @@ export class ImageWorker {
     // The processor declares (job, token, signal): BullMQ passes the signal that cancelJob() aborts.
     const worker = new Worker<ImageJobData, ImageJobResult>(
       o.queueName,
-      (job, _token, signal) => processImageJob(job, signal, o),
+      // A job cut short by this worker's shutdown goes back to the wait list for another worker.
+      requeueOnShutdown((job, _token, signal) => processImageJob(job as Job<ImageJobData>, signal, o)),
       {
         connection: o.connection,
         prefix: o.prefix,
@@ -71,8 +72,9 @@ export class ImageWorker {
     return new ImageWorker(worker, subscriber);
   }
 
+  /** Returns the jobs in progress to the queue (see requeueOnShutdown), then stops. */
   async close(): Promise<void> {
-    await this.worker.close();
+    await closeWorkerRequeueing(this.worker);
     this.subscriber.disconnect();
   }
 }
