@@ -10,9 +10,11 @@ import {
   type NatsConnection,
   NatsUrlSchema,
   parseConfig,
+  startAppContext,
 } from '@infer/service-kit';
 import { AckPolicy, DeliverPolicy, type JsMsg, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { z } from 'zod';
+import { LedgerWriterHost, LedgerWriterModule, ledgerMetrics } from './ledger.module.js';
 
 export const LedgerWriterEnvSchema = z.object({
   NATS_URL: NatsUrlSchema,
@@ -66,6 +68,8 @@ export interface LedgerWriter {
   log: Logger;
   /** Resolves once the writer has nothing in hand (every fetched event written and acked). */
   idle(): Promise<void>;
+  /** Events in the stream not yet delivered to the writer (the ledger's lag), from JetStream. */
+  pending(): Promise<number>;
   stop(): Promise<void>;
 }
 
@@ -78,9 +82,11 @@ const ms = (n: number) => n * 1_000_000; // JetStream durations are nanoseconds
  * skipped, never counted twice. While PostgreSQL fails the writer keeps the batch, tells JetStream it
  * is still working on it, and retries with backoff; events that arrive meanwhile wait in the stream.
  */
-export async function startLedgerWriter(opts: LedgerWriterOptions = {}): Promise<LedgerWriter> {
-  const config = parseConfig('ledger-writer', LedgerWriterEnvSchema, opts.env);
-  const log = createLogger('ledger-writer', config.LOG_LEVEL);
+export async function runLedgerWriter(
+  config: LedgerWriterConfig,
+  log: Logger,
+  opts: Pick<LedgerWriterOptions, 'beforeAck'> = {},
+): Promise<LedgerWriter> {
   const prisma = createPrisma(config.DATABASE_URL, { poolSize: 2 });
   const sink: LedgerSink = new UsageRepository(prisma);
   const nc = await connectNats(config.NATS_URL, 'ledger-writer');
@@ -239,16 +245,37 @@ export async function startLedgerWriter(opts: LedgerWriterOptions = {}): Promise
     })();
     return stopped;
   };
-  if (opts.installSignalHandlers) {
-    for (const sig of ['SIGTERM', 'SIGINT'] as const)
-      process.once(sig, () => void stop().then(() => process.exit(0)));
-  }
   return {
     config,
     stats,
     nc,
     log,
     idle: () => new Promise<void>((r) => idleWaiters.push(r)),
+    pending: async () => (await jsm.consumers.info(config.LEDGER_STREAM, config.LEDGER_CONSUMER)).num_pending,
     stop,
   };
+}
+
+/**
+ * Starts the ledger writer process: a Nest application context whose LedgerWriterHost runs the
+ * consumer loop (runLedgerWriter), with the ops server (OPS_PORT: /healthz, /readyz, /metrics with the
+ * ledger's counters and its lag) and a graceful stop on SIGTERM (the batch in hand is written and
+ * acknowledged first).
+ */
+export async function startLedgerWriter(opts: LedgerWriterOptions = {}): Promise<LedgerWriter> {
+  const config = parseConfig('ledger-writer', LedgerWriterEnvSchema, opts.env);
+  const log = createLogger('ledger-writer', config.LOG_LEVEL);
+  const host = new LedgerWriterHost(() => runLedgerWriter(config, log, opts));
+  const ctx = await startAppContext({
+    name: 'ledger-writer',
+    module: LedgerWriterModule.forRoot(host),
+    env: opts.env,
+    log,
+    installSignalHandlers: opts.installSignalHandlers,
+    registries: [ledgerMetrics(host)],
+    checks: () => [{ name: 'nats', check: () => !!host.writer && !host.writer.nc.isClosed() }],
+  });
+  const writer = host.writer;
+  if (!writer) throw new Error('ledger writer did not start');
+  return { ...writer, stop: ctx.stop };
 }
