@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs and starts the whole stack on its embedded defaults (the README's first command):
-#   1. makes sure Node.js >= 20.19 with npm is there (from Debian, or Node 20 from the npm registry: scripts/lib.sh)
+#   1. makes sure Node.js >= 24.11 with npm is there (from Debian, or Node 26 from the npm registry: scripts/lib.sh)
 #   2. scripts/services.sh: PostgreSQL, Redis, NATS (JetStream) and the media tools, installed from
 #      Debian's packages when missing, started when stopped
 #   3. npm install (at the lockfile's versions) when node_modules is missing or older than the lockfile

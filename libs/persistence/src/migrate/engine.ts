@@ -41,7 +41,7 @@ const { WebAssembly: WA } = globalThis as unknown as {
 
 let bindings: Promise<WasmBindings> | undefined;
 
-/** Loads and instantiates the wasm module once per process (Node 20 cannot `import` a .wasm file). */
+/** Loads and instantiates the wasm module once per process (read and instantiated by hand: importing a .wasm file as a module still needs a flag on Node 24). */
 export function loadSchemaEngineWasm(): Promise<WasmBindings> {
   bindings ??= (async () => {
     const require = createRequire(import.meta.url);
