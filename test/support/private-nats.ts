@@ -15,10 +15,13 @@ const BINARY = ['/usr/sbin/nats-server', '/usr/bin/nats-server', '/usr/local/bin
   existsSync(p),
 );
 
-/** Starts a nats-server with JetStream of the test's own on a free loopback port; stop() kills it. */
-export async function startPrivateNats(): Promise<PrivateNats> {
+/**
+ * Starts a nats-server with JetStream of the test's own on a loopback port (a free one unless given,
+ * e.g. to restart a killed server where its clients reconnect); stop() kills it.
+ */
+export async function startPrivateNats(atPort?: number): Promise<PrivateNats> {
   if (!BINARY) throw new Error('nats-server is not installed (scripts/services.sh installs it)');
-  const port = await freePort();
+  const port = atPort ?? (await freePort());
   const store = await mkdtemp(join(tmpdir(), 'infer-nats-'));
   const child = spawn(BINARY, ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', store], {
     stdio: 'ignore',

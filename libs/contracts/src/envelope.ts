@@ -41,8 +41,15 @@ export const ZERO_USAGE: UsageReport = Object.freeze({
  *   D<json>  a data item (a stream chunk)
  *   E<json>  the end: `{data?, usage}` (a unary reply is a single E frame carrying `data`)
  *   X<json>  an error: a WireError
+ *   H<json>  a heartbeat: `{usage?}`, sent about every second while work is in flight, so the gateway
+ *            tells a busy replica from a dead one (with the usage so far where the handler reports it)
  */
-export const FrameKind = { data: 0x44, end: 0x45, error: 0x58 } as const;
+export const FrameKind = { data: 0x44, end: 0x45, error: 0x58, heartbeat: 0x48 } as const;
+
+/** How often a service sends heartbeat frames for the work in flight (ms). */
+export const HEARTBEAT_MS = 1_000;
+/** A replica that sends no frame at all for this long is presumed dead (ms); well above HEARTBEAT_MS. */
+export const LIVENESS_MS = 4_500;
 
 /**
  * Bytes parked in Redis (the Redis the gateway and the services share) because they do not fit in one

@@ -3,6 +3,8 @@ import {
   type EndFrame,
   type ErrorFrame,
   FrameKind,
+  HEARTBEAT_MS,
+  LIVENESS_MS,
   type ServiceRequest,
   Subjects,
   type UsageReport,
@@ -29,6 +31,18 @@ export interface HandlerContext {
   /** Sends one data frame (a stream chunk). Only meaningful when `req.stream` is true. */
   emit(chunk: unknown): void;
   log: Logger;
+  /**
+   * Set by a handler that can tell the usage of its work so far (a stream: the tokens sent). Read only
+   * when a heartbeat goes out (about once a second), so that the gateway can bill what a client received
+   * from a replica that then died.
+   */
+  progress?: () => UsageReport;
+}
+
+interface Inflight {
+  ac: AbortController;
+  reply: string;
+  ctx: HandlerContext;
 }
 
 /** A handler returns the end of the work: the result (unary) and the exact usage. */
@@ -51,8 +65,9 @@ function shutdownError(): ApiError {
  * an error frame (ApiError as it is; anything else as a clean 500).
  */
 export class RpcServer {
-  private readonly inflight = new Map<string, AbortController>();
+  private readonly inflight = new Map<string, Inflight>();
   private readonly subs: Subscription[] = [];
+  private readonly heartbeat: NodeJS.Timeout;
   private readonly requestSubs: Subscription[] = [];
   private idle: (() => void) | null = null;
   /** Requests answered per subject, by outcome (read by the ops server's /metrics at scrape time). */
@@ -67,10 +82,37 @@ export class RpcServer {
       nc.subscribe(Subjects.cancel, {
         callback: (_err, msg) => {
           const id = dec.decode(msg.data);
-          this.inflight.get(id)?.abort(new Error('cancelled by client'));
+          this.inflight.get(id)?.ac.abort(new Error('cancelled by client'));
         },
       }),
     );
+    // One timer for all the work in flight: a heartbeat frame each, so the gateway knows we are alive.
+    this.heartbeat = setInterval(() => this.beat(), HEARTBEAT_MS);
+    this.heartbeat.unref();
+  }
+
+  private beat(): void {
+    for (const w of this.inflight.values()) {
+      if (w.ac.signal.aborted) continue;
+      let body = '{}';
+      if (w.ctx.progress) {
+        try {
+          body = JSON.stringify({ usage: w.ctx.progress() });
+        } catch {
+          // a progress report that fails is left out; the heartbeat still goes
+        }
+      }
+      this.send(w.reply, encodeFrame(FrameKind.heartbeat, body));
+    }
+  }
+
+  /** Publishes a frame; a connection that is closed or draining drops it rather than throwing. */
+  private send(reply: string, frame: Uint8Array): void {
+    try {
+      this.nc.publish(reply, frame);
+    } catch (err) {
+      this.log.debug({ err: String(err) }, 'frame not sent: the NATS connection is closed');
+    }
   }
 
   get inflightCount(): number {
@@ -105,11 +147,10 @@ export class RpcServer {
     try {
       req = JSON.parse(dec.decode(msg.data)) as ServiceRequest;
     } catch {
-      this.nc.publish(reply, encodeFrame(FrameKind.error, JSON.stringify(ApiError.internal().toWire())));
+      this.send(reply, encodeFrame(FrameKind.error, JSON.stringify(ApiError.internal().toWire())));
       return;
     }
     const ac = new AbortController();
-    this.inflight.set(req.requestId, ac);
     const left = req.deadline - Date.now();
     const timer = setTimeout(() => ac.abort(ApiError.timeout()), Math.max(0, left));
     const log = this.log.child({ requestId: req.requestId, model: req.model.id });
@@ -117,24 +158,25 @@ export class RpcServer {
       signal: ac.signal,
       log,
       emit: (chunk) => {
-        if (!ac.signal.aborted) this.nc.publish(reply, encodeFrame(FrameKind.data, JSON.stringify(chunk)));
+        if (!ac.signal.aborted) this.send(reply, encodeFrame(FrameKind.data, JSON.stringify(chunk)));
       },
     };
+    this.inflight.set(req.requestId, { ac, reply, ctx });
     try {
       const end = await handler(req, ctx);
       if (ac.signal.reason === SHUTDOWN) {
         // Cut short by a shutdown: the client gets a retryable error, the gateway the usage so far.
         const frame: ErrorFrame = { ...shutdownError().toWire(), usage: end.usage };
-        this.nc.publish(reply, encodeFrame(FrameKind.error, JSON.stringify(frame)));
+        this.send(reply, encodeFrame(FrameKind.error, JSON.stringify(frame)));
       } else {
-        this.nc.publish(reply, encodeFrame(FrameKind.end, JSON.stringify(end)));
+        this.send(reply, encodeFrame(FrameKind.end, JSON.stringify(end)));
       }
       counts.ok++;
     } catch (e) {
       counts.error++;
       const wire = toWireError(e, ac.signal);
       if (wire.status >= 500 && ac.signal.reason !== SHUTDOWN) log.error({ err: e }, 'handler failed');
-      this.nc.publish(reply, encodeFrame(FrameKind.error, JSON.stringify(wire)));
+      this.send(reply, encodeFrame(FrameKind.error, JSON.stringify(wire)));
     } finally {
       clearTimeout(timer);
       this.inflight.delete(req.requestId);
@@ -163,12 +205,13 @@ export class RpcServer {
       await Promise.race([settled, graceOver]);
       clearTimeout(timer);
       if (this.inflight.size > 0) {
-        for (const ac of this.inflight.values()) ac.abort(SHUTDOWN);
+        for (const w of this.inflight.values()) w.ac.abort(SHUTDOWN);
         await settled;
       }
     }
     for (const s of this.subs) s.unsubscribe();
     this.subs.length = 0;
+    clearInterval(this.heartbeat);
   }
 
   /** Stops at once: aborts the work in flight (as a shutdown) and leaves every subscription. */
@@ -202,101 +245,178 @@ export interface RpcStream extends AsyncIterable<Uint8Array> {
 }
 
 export interface CallOptions {
-  /** Give up when no frame arrives for this long (ms). */
+  /** Give up when no data or end frame arrives for this long (ms): bounds a stalled engine. */
   idleTimeoutMs: number;
   /** After cancel(), how long to wait for the service's final usage (ms). */
   cancelGraceMs?: number;
+  /**
+   * A replica that sends no frame at all, not even a heartbeat, for this long is presumed dead (ms):
+   * the call fails with a retryable 503. Default LIVENESS_MS (4.5 s; services beat every second).
+   */
+  livenessMs?: number;
 }
 
+/** How often the client checks its calls for silence (ms): one timer for all of them. */
+const SWEEP_MS = 250;
+
 /**
- * The gateway side. Unary calls use NATS request/reply; streams use a private inbox that receives
- * data frames in order, ended by an end or error frame. No responders (no service up) and silence
- * become clean ApiErrors; the service is told to stop when the caller cancels, and its final usage is
- * still collected.
+ * The gateway side. Every call, unary or streamed, publishes the envelope with a reply subject on one
+ * multiplexed inbox subscription (no SUB/UNSUB per call) and reads frames: data (streams), heartbeats,
+ * then an end or error frame. No responders (no service up), a replica that stops beating (dead), and a
+ * NATS connection that is down become clean 503s at once or within LIVENESS_MS; the service is told to
+ * stop when the caller cancels, and its final usage is still collected.
  */
 export class RpcClient {
-  constructor(private readonly nc: NatsConnection) {}
+  private readonly calls = new Map<string, InboxCall>();
+  private inboxPrefix = '';
+  private sub: Subscription | null = null;
+  private seq = 0;
+  private sweeper: NodeJS.Timeout | null = null;
+  private connected = true;
+
+  constructor(private readonly nc: NatsConnection) {
+    void (async () => {
+      for await (const st of nc.status()) {
+        if (st.type === 'disconnect') this.connected = false;
+        else if (st.type === 'reconnect') this.connected = true;
+      }
+    })().catch(() => undefined);
+  }
+
+  /** False while the NATS connection is down (calls then fail with a 503 at once). */
+  get isConnected(): boolean {
+    return this.connected && !this.nc.isClosed();
+  }
 
   async call<B>(subject: string, req: ServiceRequest<B>, opts: CallOptions): Promise<EndFrame> {
-    let msg: Msg;
-    try {
-      msg = await this.nc.request(subject, JSON.stringify(req), { timeout: opts.idleTimeoutMs });
-    } catch (e) {
-      throw mapNatsError(e, subject);
-    }
-    return readEnd(msg.data);
+    const c = this.open(subject, req, opts, false);
+    return c.end;
   }
 
   stream<B>(subject: string, req: ServiceRequest<B>, opts: CallOptions): RpcStream {
-    return new InboxStream(this.nc, subject, req, opts);
+    return this.open(subject, req, opts, true);
   }
 
   /** Tells whichever replica holds the request to abort it (a unary caller that went away). */
   cancel(requestId: string): void {
-    this.nc.publish(Subjects.cancel, requestId);
+    tellCancel(this.nc, requestId);
+  }
+
+  private open(subject: string, req: ServiceRequest<unknown>, opts: CallOptions, stream: boolean): InboxCall {
+    const token = String(++this.seq);
+    const call = new InboxCall(this.nc, req, opts, stream, () => this.calls.delete(token));
+    if (!this.isConnected) {
+      call.fail(natsDown(), false);
+      return call;
+    }
+    this.ensureInbox();
+    this.calls.set(token, call);
+    try {
+      this.nc.publish(subject, JSON.stringify(req), { reply: `${this.inboxPrefix}.${token}` });
+    } catch (e) {
+      // e.g. a request larger than the server's max_payload: fail cleanly, leak nothing.
+      call.fail(mapNatsError(e, subject), false);
+    }
+    return call;
+  }
+
+  private ensureInbox(): void {
+    if (this.sub) return;
+    this.inboxPrefix = createInbox();
+    const cut = this.inboxPrefix.length + 1;
+    this.sub = this.nc.subscribe(`${this.inboxPrefix}.*`, {
+      callback: (_err, msg) => this.calls.get(msg.subject.slice(cut))?.onMsg(msg),
+    });
+    this.sweeper = setInterval(() => {
+      const now = performance.now();
+      for (const c of this.calls.values()) c.check(now);
+    }, SWEEP_MS);
+    this.sweeper.unref();
+  }
+
+  /** Stops the inbox (tests, shutdown); calls still open fail. */
+  close(): void {
+    for (const c of [...this.calls.values()]) c.fail(ApiError.internal('The client closed.'), false);
+    if (this.sweeper) clearInterval(this.sweeper);
+    this.sub?.unsubscribe();
+    this.sub = null;
   }
 }
 
-class InboxStream implements RpcStream {
+class InboxCall implements RpcStream {
   readonly end: Promise<EndFrame>;
   private resolveEnd!: (e: EndFrame) => void;
   private rejectEnd!: (e: unknown) => void;
-  private readonly sub: Subscription;
   private readonly queue: Uint8Array[] = [];
   private wake: (() => void) | null = null;
   private done = false; // no more data will be yielded
   private settled = false; // end promise settled
   private failure: unknown = null;
-  private timer: NodeJS.Timeout | undefined;
+  /** Last frame of any kind / last data or end frame (performance.now()). */
+  private lastAny: number;
+  private lastData: number;
+  /** After cancel(): when to give up waiting for the final usage. */
+  private graceUntil = Number.POSITIVE_INFINITY;
   partialUsage: UsageReport | null = null;
 
   constructor(
     private readonly nc: NatsConnection,
-    subject: string,
     private readonly req: ServiceRequest<unknown>,
     private readonly opts: CallOptions,
+    private readonly streaming: boolean,
+    private readonly release: () => void,
   ) {
     this.end = new Promise<EndFrame>((res, rej) => {
       this.resolveEnd = res;
       this.rejectEnd = rej;
     });
     this.end.catch(() => undefined);
-    const inbox = createInbox();
-    this.sub = nc.subscribe(inbox, { callback: (_err, msg) => this.onMsg(msg, subject) });
-    this.armIdle();
-    try {
-      nc.publish(subject, JSON.stringify(req), { reply: inbox });
-    } catch (e) {
-      // e.g. a request larger than the server's max_payload: fail cleanly, leak nothing.
-      this.fail(mapNatsError(e, subject), false);
+    this.lastAny = this.lastData = performance.now();
+  }
+
+  /** Called by the client's sweep: silence past the limits ends the call. */
+  check(now: number): void {
+    if (this.settled) return;
+    if (now > this.graceUntil) {
+      this.fail(new ApiError(499, 'Client closed the request.'), false);
+    } else if (now - this.lastAny > (this.opts.livenessMs ?? LIVENESS_MS)) {
+      this.fail(replicaGone(), true);
+    } else if (now - this.lastData > this.opts.idleTimeoutMs) {
+      this.fail(ApiError.internal('The model service did not answer in time.'), true);
     }
   }
 
-  private armIdle(
-    ms = this.opts.idleTimeoutMs,
-    err: unknown = ApiError.internal('The model service did not answer in time.'),
-  ) {
-    clearTimeout(this.timer);
-    this.timer = setTimeout(() => this.fail(err, true), ms);
-  }
-
-  private onMsg(m: Msg, subject: string): void {
+  onMsg(m: Msg): void {
     if (this.settled) return;
-    if (m.data.length === 0) {
+    const data = m.data;
+    if (data.length === 0) {
       // A status message: 503 means nobody subscribes to the subject.
-      if (m.headers?.code === 503) this.fail(noService(subject), false);
+      if (m.headers?.code === 503) this.fail(noService(), false);
       return;
     }
-    const kind = m.data[0];
+    const now = performance.now();
+    this.lastAny = now;
+    const kind = data[0];
+    if (kind === FrameKind.heartbeat) {
+      if (data.length > 3) {
+        try {
+          const hb = JSON.parse(dec.decode(data.subarray(1))) as { usage?: UsageReport };
+          if (hb.usage) this.partialUsage = hb.usage;
+        } catch {
+          // a malformed heartbeat still proves the replica alive
+        }
+      }
+      return;
+    }
+    this.lastData = now;
     if (kind === FrameKind.data) {
-      if (this.done) return;
-      this.armIdle();
-      this.queue.push(m.data.subarray(1));
+      if (this.done || !this.streaming) return;
+      this.queue.push(data.subarray(1));
       this.notify();
       return;
     }
     try {
-      const endFrame = readEnd(m.data, this);
+      const endFrame = readEnd(data, this);
       this.finish();
       this.resolveEnd(endFrame);
     } catch (e) {
@@ -304,9 +424,9 @@ class InboxStream implements RpcStream {
     }
   }
 
-  private fail(e: unknown, tellService: boolean): void {
+  fail(e: unknown, tellService: boolean): void {
     if (this.settled) return;
-    if (tellService) this.nc.publish(Subjects.cancel, this.req.requestId);
+    if (tellService) tellCancel(this.nc, this.req.requestId);
     this.failure = e;
     this.finish();
     this.rejectEnd(e);
@@ -315,8 +435,7 @@ class InboxStream implements RpcStream {
   private finish(): void {
     this.settled = true;
     this.done = true;
-    clearTimeout(this.timer);
-    this.sub.unsubscribe();
+    this.release();
     this.notify();
   }
 
@@ -330,8 +449,8 @@ class InboxStream implements RpcStream {
     if (this.done) return;
     this.done = true;
     this.queue.length = 0;
-    this.nc.publish(Subjects.cancel, this.req.requestId);
-    this.armIdle(this.opts.cancelGraceMs ?? 5_000, new ApiError(499, 'Client closed the request.'));
+    tellCancel(this.nc, this.req.requestId);
+    this.graceUntil = performance.now() + (this.opts.cancelGraceMs ?? 5_000);
     this.notify();
   }
 
@@ -351,6 +470,15 @@ class InboxStream implements RpcStream {
   }
 }
 
+/** Asks the replica holding a request to abort it; a closed connection has nobody to tell. */
+function tellCancel(nc: NatsConnection, requestId: string): void {
+  try {
+    nc.publish(Subjects.cancel, requestId);
+  } catch {
+    // closed or draining: the replica's deadline ends the work
+  }
+}
+
 function readEnd(data: Uint8Array, into?: { partialUsage: UsageReport | null }): EndFrame {
   const kind = data[0];
   const body = JSON.parse(dec.decode(data.subarray(1)));
@@ -363,8 +491,22 @@ function readEnd(data: Uint8Array, into?: { partialUsage: UsageReport | null }):
   throw ApiError.internal();
 }
 
-function noService(_subject: string): ApiError {
+function noService(): ApiError {
   return new ApiError(503, 'The model service is not available right now; retry later.', {
+    type: 'server_error',
+    code: 'service_unavailable',
+  });
+}
+
+function replicaGone(): ApiError {
+  return new ApiError(503, 'The model service stopped answering (its replica is gone); retry the request.', {
+    type: 'server_error',
+    code: 'service_unavailable',
+  });
+}
+
+function natsDown(): ApiError {
+  return new ApiError(503, 'The service bus is unreachable right now; retry shortly.', {
     type: 'server_error',
     code: 'service_unavailable',
   });
@@ -372,7 +514,7 @@ function noService(_subject: string): ApiError {
 
 function mapNatsError(e: unknown, subject: string): ApiError {
   const err = e as { name?: string; isNoResponders?: () => boolean; message?: string };
-  if (err?.name === 'NoRespondersError' || err?.isNoResponders?.()) return noService(subject);
+  if (err?.name === 'NoRespondersError' || err?.isNoResponders?.()) return noService();
   if (err?.name === 'TimeoutError' || /timeout/i.test(err?.message ?? '')) {
     return ApiError.internal('The model service did not answer in time.');
   }

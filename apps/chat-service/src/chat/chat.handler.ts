@@ -8,6 +8,7 @@ import {
 } from '@infer/contracts';
 import type { RpcHandler } from '@infer/service-kit';
 import type { EngineRegistry } from '../engines/registry.js';
+import { countPromptTokens } from '../tokens.js';
 import { checkChatRequest, toEngineInput } from './engine-input.js';
 import { abortedEnd, type ChoiceSink, fitContext, randomId, runChoices, sumUsage } from './generation.js';
 import { DEFAULT_MEDIA_OPTIONS, type MediaOptions, resolveMedia } from './media.js';
@@ -70,6 +71,16 @@ export function chatCompletionsHandler(
       if (includeUsage) chunk.usage = usage ?? null;
       ctx.emit(chunk);
     };
+    // Deltas sent so far (engines send about one token per delta): the usage a heartbeat reports, so
+    // the gateway can bill what the client received if this replica dies before the end.
+    let sentDeltas = 0;
+    if (stream) {
+      let prompt = -1;
+      ctx.progress = () => {
+        if (prompt < 0) prompt = countPromptTokens(base.messages, base.tools);
+        return { prompt_tokens: prompt, completion_tokens: sentDeltas, total_tokens: prompt + sentDeltas };
+      };
+    }
     // Per choice, a first chunk {role: 'assistant', content: ''} before its first delta.
     const sinkFor = (index: number): ChoiceSink => {
       let started = false;
@@ -80,7 +91,13 @@ export function chatCompletionsHandler(
         }
         emit([{ index, delta, logprobs: null, finish_reason: finish }]);
       };
-      return { delta: (d) => send(d, null), finish: (reason) => send({}, reason) };
+      return {
+        delta: (d) => {
+          sentDeltas++;
+          send(d, null);
+        },
+        finish: (reason) => send({}, reason),
+      };
     };
 
     const results = await runChoices(engine, base, n, ctx.signal, stream ? sinkFor : undefined);
