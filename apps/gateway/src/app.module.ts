@@ -78,7 +78,13 @@ export class AppModule {
         { provide: NATS, useValue: deps.nc },
         { provide: CATALOG_SOURCE, useValue: deps.catalogSource },
         { provide: MetricsService, useValue: deps.metrics },
-        { provide: KeyCache, useValue: new KeyCache(deps.keyStore, deps.config.KEY_CACHE_TTL_MS) },
+        {
+          provide: KeyCache,
+          useValue: new KeyCache(deps.keyStore, deps.config.KEY_CACHE_TTL_MS, Date.now, {
+            staleMs: deps.config.KEY_CACHE_STALE_MS,
+            missesPerWindow: deps.config.INVALID_KEY_LIMIT,
+          }),
+        },
         { provide: NatsRpcClientProxy, useValue: new NatsRpcClientProxy(deps.nc) },
         {
           provide: UsagePublisher,

@@ -19,6 +19,10 @@ export const GatewayEnvSchema = z
     ALLOW_INSECURE_HTTP: envBool(false),
     /** How long a key lookup (hit or miss) is cached: a revoked key stops working within this. */
     KEY_CACHE_TTL_MS: envInt(5_000),
+    /** While PostgreSQL is down, keys verified within this long keep working (ms); unknown keys get 503. */
+    KEY_CACHE_STALE_MS: envInt(600_000),
+    /** Unknown-key lookups per client address per 10 s before 429 (protects PostgreSQL from floods). */
+    INVALID_KEY_LIMIT: envInt(30, 1),
     CATALOG_REFRESH_MS: envInt(30_000, 1_000),
     /** Longest a model request may take end to end. */
     REQUEST_TIMEOUT_MS: envInt(600_000, 1_000),

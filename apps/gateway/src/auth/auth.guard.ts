@@ -40,7 +40,7 @@ export async function authenticate(req: FastifyRequest, keys: KeyCache) {
   const m = BEARER.exec(header);
   if (!m?.[1])
     throw ApiError.invalidKey('Malformed Authorization header. Use "Authorization: Bearer <key>".');
-  const found = await keys.lookup(m[1]);
+  const found = await keys.lookup(m[1], req.ip);
   if (!found) throw ApiError.invalidKey('Incorrect API key provided.');
   return found;
 }

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { ApiError } from '@infer/contracts';
 import { type AuthedKey, hashKey, KeyCache, type KeyStore } from './key-cache.js';
 
 const alice: AuthedKey = {
@@ -13,11 +14,19 @@ const alice: AuthedKey = {
 class FakeStore implements KeyStore {
   calls = 0;
   revoked = false;
+  down = false;
   async findActiveByHash(hash: string) {
     this.calls++;
+    if (this.down) throw new Error('connect ECONNREFUSED 127.0.0.1:5432');
     return hash === hashKey('sk-good') && !this.revoked ? alice : null;
   }
 }
+
+const statusOf = (p: Promise<unknown>) =>
+  p.then(
+    () => 200,
+    (e: unknown) => (e instanceof ApiError ? e.status : 500),
+  );
 
 describe('KeyCache', () => {
   it('stores keys by SHA-256 only', () => {
@@ -55,5 +64,37 @@ describe('KeyCache', () => {
     await cache.lookup('c');
     await cache.lookup('a');
     assert.equal(store.calls, 4, 'the oldest entry was evicted');
+  });
+
+  it('store down: a key confirmed within the stale window keeps working; past it, or never seen, 503 (never 500)', async () => {
+    let t = 0;
+    const store = new FakeStore();
+    const cache = new KeyCache(store, 5000, () => t, { staleMs: 60_000 });
+    assert.deepEqual(await cache.lookup('sk-good'), alice);
+    store.down = true;
+    t = 30_000;
+    assert.deepEqual(await cache.lookup('sk-good'), alice, 'stale-while-error');
+    assert.equal(await statusOf(cache.lookup('sk-new')), 503, 'an unknown key cannot be verified');
+    t = 61_000;
+    assert.equal(await statusOf(cache.lookup('sk-good')), 503, 'past the stale window');
+    store.down = false;
+    assert.deepEqual(await cache.lookup('sk-good'), alice, 'back to normal once the store answers');
+  });
+
+  it('an invalid-key flood from one address is cut off with 429 without querying the store; others are not', async () => {
+    let t = 0;
+    const store = new FakeStore();
+    const cache = new KeyCache(store, 5000, () => t, { missesPerWindow: 5, missWindowMs: 10_000 });
+    assert.deepEqual(await cache.lookup('sk-good', '203.0.113.9'), alice);
+    for (let i = 0; i < 5; i++) assert.equal(await cache.lookup(`sk-bad-${i}`, '203.0.113.9'), null);
+    const before = store.calls;
+    const err = await cache.lookup('sk-bad-next', '203.0.113.9').catch((e: unknown) => e);
+    assert.ok(err instanceof ApiError && err.status === 429);
+    assert.equal(err.headers['retry-after'], '10');
+    assert.equal(store.calls, before, 'no query for the refused lookup');
+    assert.deepEqual(await cache.lookup('sk-good', '203.0.113.9'), alice, 'a cached valid key still works');
+    assert.equal(await cache.lookup('sk-bad-other', '198.51.100.1'), null, 'another address is not affected');
+    t = 10_001;
+    assert.equal(await cache.lookup('sk-bad-later', '203.0.113.9'), null, 'the window passes');
   });
 });

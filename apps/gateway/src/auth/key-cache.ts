@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Tier } from '@infer/contracts';
+import { ApiError, ErrorCode, ErrorType, type Tier } from '@infer/contracts';
 
 /** Who a valid key belongs to: everything the hot path needs, from one lookup. */
 export interface AuthedKey {
@@ -24,44 +24,133 @@ export function hashKey(key: string): string {
 interface Entry {
   value: AuthedKey | null;
   expires: number;
+  /** When the store last confirmed this answer. */
+  verifiedAt: number;
+}
+
+export interface KeyCacheOptions {
+  /**
+   * While the store fails (PostgreSQL down), a key it confirmed within this long keeps working from
+   * the cache (ms); a key it never confirmed gets a 503. 0 turns the grace off.
+   */
+  staleMs?: number;
+  /** Store lookups that find no key, per client address and window, before 429 (invalid-key floods). */
+  missesPerWindow?: number;
+  missWindowMs?: number;
+  maxEntries?: number;
+}
+
+function unavailable(): ApiError {
+  return new ApiError(503, 'API keys cannot be verified right now; retry shortly.', {
+    type: 'server_error',
+    code: 'service_unavailable',
+    headers: { 'retry-after': '5' },
+  });
+}
+
+function flood(retryAfterS: number): ApiError {
+  return new ApiError(429, 'Too many requests with unknown API keys from this address; slow down.', {
+    type: ErrorType.rateLimit,
+    code: ErrorCode.rateLimit,
+    headers: { 'retry-after': String(retryAfterS) },
+  });
 }
 
 /**
  * Caches key lookups (hits and misses) for `ttlMs`, so a revoked key stops working within that time
  * while the hot path usually costs no database round trip. Concurrent lookups of one key share one
  * query. Bounded: the oldest entries are dropped past `maxEntries`.
+ *
+ * When the store fails, a key it confirmed within `staleMs` keeps working (stale-while-error), a key
+ * it did not gets a 503, never a 500. Store lookups that find nothing are counted per client address:
+ * past `missesPerWindow` in `missWindowMs` that address gets 429s without a query (an invalid-key
+ * flood costs the database nothing); misses are cached like hits, so repeating one bad key is free.
  */
 export class KeyCache {
   private readonly entries = new Map<string, Entry>();
   private readonly pending = new Map<string, Promise<AuthedKey | null>>();
+  private readonly misses = new Map<string, { count: number; windowStart: number }>();
+  private readonly staleMs: number;
+  private readonly missesPerWindow: number;
+  private readonly missWindowMs: number;
+  private readonly maxEntries: number;
 
   constructor(
     private readonly store: KeyStore,
     private readonly ttlMs: number,
     private readonly now: () => number = Date.now,
-    private readonly maxEntries = 100_000,
-  ) {}
+    options: KeyCacheOptions | number = {},
+  ) {
+    const o = typeof options === 'number' ? { maxEntries: options } : options;
+    this.staleMs = o.staleMs ?? 10 * 60_000;
+    this.missesPerWindow = o.missesPerWindow ?? 30;
+    this.missWindowMs = o.missWindowMs ?? 10_000;
+    this.maxEntries = o.maxEntries ?? 100_000;
+  }
 
-  async lookup(key: string): Promise<AuthedKey | null> {
+  /** The key's owner, or null when no active key has it. `client` (an address) meters invalid-key floods. */
+  async lookup(key: string, client?: string): Promise<AuthedKey | null> {
     const hash = hashKey(key);
     const hit = this.entries.get(hash);
-    if (hit && hit.expires > this.now()) return hit.value;
+    const now = this.now();
+    if (hit && hit.expires > now) return hit.value;
     const inflight = this.pending.get(hash);
     if (inflight) return inflight;
+    if (client !== undefined && !hit) this.checkFlood(client, now);
     const p = this.store
       .findActiveByHash(hash)
-      .then((value) => {
-        if (this.entries.size >= this.maxEntries) {
-          const oldest = this.entries.keys().next().value;
-          if (oldest !== undefined) this.entries.delete(oldest);
-        }
-        this.entries.delete(hash);
-        this.entries.set(hash, { value, expires: this.now() + this.ttlMs });
-        return value;
-      })
+      .then(
+        (value) => {
+          this.remember(hash, value);
+          if (value === null && client !== undefined) this.countMiss(client);
+          return value;
+        },
+        (err: unknown) => {
+          // The store is down: serve what it confirmed recently, refuse what it never did.
+          if (hit && this.now() - hit.verifiedAt <= this.staleMs) return hit.value;
+          throw err instanceof ApiError ? err : unavailable();
+        },
+      )
       .finally(() => this.pending.delete(hash));
     this.pending.set(hash, p);
     return p;
+  }
+
+  private remember(hash: string, value: AuthedKey | null): void {
+    if (this.entries.size >= this.maxEntries) {
+      const oldest = this.entries.keys().next().value;
+      if (oldest !== undefined) this.entries.delete(oldest);
+    }
+    this.entries.delete(hash);
+    const now = this.now();
+    this.entries.set(hash, { value, expires: now + this.ttlMs, verifiedAt: now });
+  }
+
+  private checkFlood(client: string, now: number): void {
+    const m = this.misses.get(client);
+    if (!m) return;
+    if (now - m.windowStart >= this.missWindowMs) {
+      this.misses.delete(client);
+      return;
+    }
+    if (m.count >= this.missesPerWindow) {
+      throw flood(Math.max(1, Math.ceil((m.windowStart + this.missWindowMs - now) / 1000)));
+    }
+  }
+
+  private countMiss(client: string): void {
+    const now = this.now();
+    let m = this.misses.get(client);
+    if (!m || now - m.windowStart >= this.missWindowMs) {
+      if (this.misses.size >= 10_000) {
+        const oldest = this.misses.keys().next().value;
+        if (oldest !== undefined) this.misses.delete(oldest);
+      }
+      m = { count: 0, windowStart: now };
+      this.misses.delete(client);
+      this.misses.set(client, m);
+    }
+    m.count++;
   }
 
   /** Drops every cached entry (used after an admin revokes a key through this gateway). */
