@@ -1,5 +1,11 @@
 import { QueueGroups, Queues, Subjects } from '@infer/contracts';
-import { createLogger, type NatsConnection, startAppContext, startMicroservice } from '@infer/service-kit';
+import {
+  createLogger,
+  type NatsConnection,
+  startAppContext,
+  startMicroservice,
+  watchRedis,
+} from '@infer/service-kit';
 import { Queue, QueueEvents } from 'bullmq';
 import { Redis } from 'ioredis';
 import { AudioServiceModule, TranscriptionWorkerHost } from './audio.module.js';
@@ -61,7 +67,11 @@ export async function startAudioService(opts: AudioServiceOptions = {}): Promise
   const log = createLogger('audio-service', config.LOG_LEVEL).child({ role });
   const tools = toolsOf(config);
   const metrics = new AudioMetrics({ defaultMetrics: config.AUDIO_METRICS_PORT !== undefined });
-  const redis = new Redis(config.REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 2 });
+  const redis = watchRedis(
+    new Redis(config.REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 2 }),
+    log,
+    'audio-service',
+  );
   await redis.connect();
   const blobs = new BlobStore(redis);
   const connection = { url: config.REDIS_URL, maxRetriesPerRequest: null };

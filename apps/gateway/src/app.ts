@@ -2,7 +2,14 @@ import 'reflect-metadata';
 import { readFileSync } from 'node:fs';
 import type { IncomingMessage } from 'node:http';
 import multipart from '@fastify/multipart';
-import { connectNats, createLogger, ensureUsageStream, type Logger } from '@infer/service-kit';
+import {
+  connectNats,
+  createLogger,
+  ensureUsageStream,
+  failFastRedisOptions,
+  type Logger,
+  watchRedis,
+} from '@infer/service-kit';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import { type FastifyInstance, LogController } from 'fastify';
@@ -34,11 +41,16 @@ export async function startGateway(env: NodeJS.ProcessEnv = process.env): Promis
   loadLimitsFile(config.LIMITS_FILE); // a bad limits file stops the start here, with a clear message
   const log = createLogger('gateway', config.LOG_LEVEL);
   const persistence = await openPersistence(config.DATABASE_URL);
-  const redis = new Redis(config.REDIS_URL, {
-    lazyConnect: true,
-    maxRetriesPerRequest: 2,
-    enableAutoPipelining: true,
-  });
+  // Fails fast while Redis is unreachable: admission answers 503 at once, never queues (ADR 0003).
+  const redis = watchRedis(
+    new Redis(config.REDIS_URL, {
+      lazyConnect: true,
+      enableAutoPipelining: true,
+      ...failFastRedisOptions(1_000),
+    }),
+    log,
+    'gateway',
+  );
   await redis.connect();
   const nc = await connectNats(config.NATS_URL, 'gateway');
   await ensureUsageStream(nc, config.USAGE_STREAM, [`${config.USAGE_SUBJECT_ROOT}.>`]);

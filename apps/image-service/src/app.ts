@@ -1,6 +1,6 @@
 import { QueueGroups, Queues, Subjects } from '@infer/contracts';
 import { createImageStore, type ImageStore } from '@infer/image-store';
-import { createLogger, startAppContext, startMicroservice } from '@infer/service-kit';
+import { createLogger, startAppContext, startMicroservice, watchRedis } from '@infer/service-kit';
 import { Queue, QueueEvents } from 'bullmq';
 import { Redis } from 'ioredis';
 import { type ImageConfig, type ImageRole, loadImageConfig } from './config.js';
@@ -66,7 +66,11 @@ export async function startImageService(opts: ImageServiceOptions = {}): Promise
     for (const close of closers.reverse()) await close().catch((err) => log.warn({ err }, 'close failed'));
     closers.length = 0;
   };
-  const redis = new Redis(config.REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 2 });
+  const redis = watchRedis(
+    new Redis(config.REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 2 }),
+    log,
+    'image-service',
+  );
   await redis.connect();
   closers.push(async () => redis.quit());
   const store = createImageStore(config, { redis, now: () => clock.now() });

@@ -2,7 +2,7 @@ import { resolve } from 'node:path';
 import { QueueGroups, Subjects } from '@infer/contracts';
 import { createPrisma } from '@infer/persistence';
 import { SearchDocumentsRepository, type SeedResult, seedProjectDocs } from '@infer/search-index';
-import { createLogger, type RunningService, startMicroservice } from '@infer/service-kit';
+import { createLogger, type RunningService, startMicroservice, watchRedis } from '@infer/service-kit';
 import { Redis } from 'ioredis';
 import { loadSearchConfig, type SearchConfig } from './config.js';
 import type { SearchEngine } from './engines/engine.js';
@@ -48,7 +48,11 @@ export async function startSearchService(opts: SearchServiceOptions = {}): Promi
   const clock = opts.clock ?? Date.now;
   const prisma = createPrisma(config.DATABASE_URL, { poolSize: 5 });
   const repo = new SearchDocumentsRepository(prisma);
-  const redis = new Redis(config.REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 1 });
+  const redis = watchRedis(
+    new Redis(config.REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 1 }),
+    log,
+    'search-service',
+  );
   const closeStores = async () => {
     redis.disconnect();
     await prisma.$disconnect();

@@ -5,6 +5,7 @@ export * from './jobs.js';
 export * from './logger.js';
 export * from './nats.js';
 export * from './nest/index.js';
+export * from './redis.js';
 export * from './rpc.js';
 export * from './safe-fetch.js';
 export * from './usage-stream.js';

@@ -1,7 +1,7 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ApiError, Queues } from '@infer/contracts';
-import { closeWorkerRequeueing, type Logger, requeueOnShutdown } from '@infer/service-kit';
+import { closeWorkerRequeueing, type Logger, requeueOnShutdown, watchRedis } from '@infer/service-kit';
 import { type Job, type Queue, UnrecoverableError, WaitingChildrenError, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { BlobStore } from '../blobs.js';
@@ -63,7 +63,7 @@ export class TranscriptionWorker {
 
   static async start(deps: WorkerDeps): Promise<TranscriptionWorker> {
     const { config } = deps;
-    const sub = deps.redis.duplicate();
+    const sub = watchRedis(deps.redis.duplicate(), deps.log, 'audio-worker-cancel');
     const holder: { self?: TranscriptionWorker } = {};
     const worker = new Worker(
       Queues.audioTranscriptions,

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { ApiError, type StoredImageRef } from '@infer/contracts';
 import { type ImageStore, pngDimensions, sniffImageType } from '@infer/image-store';
-import { closeWorkerRequeueing, type Logger, requeueOnShutdown } from '@infer/service-kit';
+import { closeWorkerRequeueing, type Logger, requeueOnShutdown, watchRedis } from '@infer/service-kit';
 import { type ConnectionOptions, type Job, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import type { EngineImage } from '../engines/engine.js';
@@ -43,7 +43,11 @@ export class ImageWorker {
   ) {}
 
   static async start(o: ImageWorkerOptions): Promise<ImageWorker> {
-    const subscriber = new Redis(o.redisUrl, { lazyConnect: true, maxRetriesPerRequest: null });
+    const subscriber = watchRedis(
+      new Redis(o.redisUrl, { lazyConnect: true, maxRetriesPerRequest: null }),
+      o.log,
+      'image-worker-cancel',
+    );
     await subscriber.connect();
     const channel = cancelChannel(o.prefix, o.queueName);
     // The processor declares (job, token, signal): BullMQ passes the signal that cancelJob() aborts.
