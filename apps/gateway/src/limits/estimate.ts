@@ -1,3 +1,4 @@
+import type { CatalogEntry } from '@infer/contracts';
 /**
  * The gateway's cheap estimate of a request's prompt tokens, used before the request runs: to refuse
  * up front a request whose prompt alone cannot fit in a token budget, and as the amount reserved
@@ -64,4 +65,32 @@ function walk(v: unknown, acc: { chars: number; fixed: number }, depth: number):
     return;
   }
   for (const [k, x] of Object.entries(o)) if (!SKIP_KEYS.has(k)) walk(x, acc, depth + 1);
+}
+
+/** Held when neither the request nor the catalog bounds the output (and the context window is unknown). */
+export const DEFAULT_OUTPUT_HOLD = 4_096;
+
+/**
+ * The most output tokens a generation request may produce, held on the token budgets from admission
+ * to settle: `max_completion_tokens`, `max_tokens` or `max_output_tokens` when the request sets one,
+ * else the model's default output cap (`default_max_output_tokens`), else what its context window
+ * leaves after the prompt, else DEFAULT_OUTPUT_HOLD; times `n`. 0 for models that do not generate
+ * text (embeddings, rerank, audio, images).
+ */
+export function estimateOutputTokens(
+  body: unknown,
+  model: Pick<CatalogEntry, 'kind' | 'default_max_output_tokens' | 'context_window'>,
+  prompt: number,
+): number {
+  if (model.kind !== 'chat') return 0;
+  const b = (body && typeof body === 'object' ? body : {}) as Record<string, unknown>;
+  const asked = [b.max_completion_tokens, b.max_tokens, b.max_output_tokens].find(
+    (v): v is number => typeof v === 'number' && v > 0,
+  );
+  const cap =
+    asked ??
+    model.default_max_output_tokens ??
+    (model.context_window ? Math.max(1, model.context_window - prompt) : DEFAULT_OUTPUT_HOLD);
+  const n = typeof b.n === 'number' && b.n > 1 ? b.n : 1;
+  return Math.ceil(cap) * n;
 }

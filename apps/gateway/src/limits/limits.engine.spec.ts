@@ -222,6 +222,29 @@ describe('LimitsEngine (real Redis, injected clock)', () => {
     await e.admitModel(subject, chatA, bodyOf(900));
   });
 
+  it('token allowances hold the possible output: 300 concurrent requests end at most one request over', async () => {
+    now = Date.UTC(2031, 5, 10, 12, 0, 0);
+    const allowance = 3000;
+    const e = engine({
+      key: { requests_per_minute: null, concurrent: null },
+      models: { 'chat-A': { allowance_tokens: allowance, tokens_per_minute: null } },
+    });
+    // Each request: a 20-token prompt that may produce up to 100 tokens, and does.
+    const body = { ...bodyOf(20), max_tokens: 100 };
+    const tried = await Promise.allSettled(
+      Array.from({ length: 300 }, () => e.admitModel(subject, chatA, body)),
+    );
+    const admitted = tried.filter((t) => t.status === 'fulfilled').map((t) => t.value);
+    for (const t of tried)
+      if (t.status === 'rejected') assert.equal((t.reason as { status?: number }).status, 402);
+    await Promise.all(admitted.map((a) => a.settle(120)));
+    const spent = admitted.length * 120;
+    assert.ok(admitted.length > 0);
+    assert.ok(spent <= allowance + 120, `spent ${spent} of ${allowance}: at most one request over`);
+    const state = Object.fromEntries((await e.state(subject, [chatA])).map((s) => [s.name, s]));
+    assert.equal(state['models.chat-A.allowance_tokens']?.used, spent, 'the counter holds the real use');
+  });
+
   it('chat-G: 429 after the rolling 4-hour budget, freed as the window rolls; 402 per billing period', async () => {
     const premium: LimitSubject = { ...subject, tier: 'premium' };
     now = Date.UTC(2031, 1, 28, 4, 0, 0);

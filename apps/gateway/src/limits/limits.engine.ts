@@ -15,7 +15,7 @@ import {
 } from '@infer/contracts';
 import type { Logger } from '@infer/service-kit';
 import type { Redis } from 'ioredis';
-import { estimatePromptTokens } from './estimate.js';
+import { estimateOutputTokens, estimatePromptTokens } from './estimate.js';
 import { formatResetDuration, retryAfterSeconds } from './periods.js';
 import {
   type Check,
@@ -80,8 +80,10 @@ export class Admission {
     readonly headers: Record<string, string>,
     readonly leaseId: string,
     readonly checks: readonly Check[],
-    /** Tokens reserved (the prompt estimate) on each token budget. */
+    /** Tokens reserved on each token budget: the prompt estimate. */
     readonly reserved: number,
+    /** Tokens held besides on each token quota (holdsOutput): the possible output. */
+    readonly held: number,
     /** Clock reading at admission. */
     readonly at: number,
   ) {}
@@ -106,7 +108,7 @@ export class Admission {
     return this.settle(0);
   }
 
-  static readonly none = new Admission(null, {}, '', [], 0, 0);
+  static readonly none = new Admission(null, {}, '', [], 0, 0, 0);
 }
 
 /**
@@ -193,7 +195,9 @@ export class LimitsEngine {
     const now = this.clock();
     const estimate = estimatePromptTokens(body);
     const checks = planModel(this.ctx(subject, now), model, estimate);
-    return this.admit(checks, now, estimate);
+    // Token budgets also hold the possible output until settle (so concurrent requests cannot together
+    // overspend an allowance); the admission check itself is on the prompt estimate, as before.
+    return this.admit(checks, now, estimate, estimateOutputTokens(body, model, estimate));
   }
 
   /**
@@ -217,7 +221,7 @@ export class LimitsEngine {
     return { subject, limits: this.limitsFor(subject), prefix: this.prefix, now };
   }
 
-  private async admit(checks: Check[], now: number, estimate: number): Promise<Admission> {
+  private async admit(checks: Check[], now: number, estimate: number, hold = 0): Promise<Admission> {
     if (!checks.length) return Admission.none;
     const leaseId = randomBytes(12).toString('base64url');
     const keys = checks.map(redisKeyOf);
@@ -229,7 +233,7 @@ export class LimitsEngine {
       now + this.leaseTtlMs,
       checks.length,
     ];
-    for (const c of checks) args.push(...this.checkArgs(c, now));
+    for (const c of checks) args.push(...this.checkArgs(c, now), c.holdsOutput && c.cost > 0 ? hold : 0);
     let res = await this.call(() => this.redis.limAdmit(...args));
     if (res[0] === -1) {
       await this.rebuild(
@@ -251,7 +255,7 @@ export class LimitsEngine {
       const resetMs = c.kind === 'W' ? c.win.end - now : c.kind === 'R' ? res[4 + 2 * i]! : 0;
       setRateHeaders(headers, c.header, c.limit, used, resetMs);
     });
-    const adm = new Admission(this, headers, leaseId, checks, estimate, now);
+    const adm = new Admission(this, headers, leaseId, checks, estimate, hold, now);
     if (adm.holdsLeases) this.active.add(adm);
     return adm;
   }
@@ -327,9 +331,11 @@ export class LimitsEngine {
     const now = this.clock();
     const keys: string[] = [];
     const ops: (string | number)[] = [];
-    const delta = Math.max(0, Math.round(totalTokens)) - adm.reserved;
+    const used = Math.max(0, Math.round(totalTokens));
     for (const c of adm.checks) {
       if (c.cost === 0) continue;
+      // The real use replaces what admission took: the prompt estimate, and the held output on quotas.
+      const delta = used - adm.reserved - (c.holdsOutput ? adm.held : 0);
       if (c.kind === 'L') {
         keys.push(c.key);
         ops.push('L', 0, '', 0);

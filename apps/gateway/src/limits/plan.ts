@@ -39,6 +39,11 @@ interface CheckBase {
   cost: number;
   /** Charged again with the real usage when the response ends (token budgets). */
   settlesTokens: boolean;
+  /**
+   * A token quota (allowance, rolling budget) also holds the request's possible output from admission
+   * to settle, so that concurrent requests cannot together spend past it (a per-minute rate does not).
+   */
+  holdsOutput: boolean;
   /** Which x-ratelimit-*-{requests,tokens} headers this check reports. */
   header?: 'requests' | 'tokens';
   status: 429 | 402;
@@ -130,6 +135,7 @@ function counter(c: Counter, window: WindowName) {
     limit: c.limit,
     cost: c.cost,
     settlesTokens: unit === 'tokens',
+    holdsOutput: unit === 'tokens' && window !== 'minute',
   };
 }
 

@@ -2,8 +2,10 @@
  * The Lua scripts of the limits. Each runs atomically inside Redis, so a check and its take are one
  * step: N gateway replicas sharing one Redis admit exactly what one would.
  *
- * Check kinds (one KEY each), ARGV after the header is 7 fields per check:
- *   type  limit  cost  p1  p2  ttl  flags
+ * Check kinds (one KEY each), ARGV after the header is 8 fields per check:
+ *   type  limit  cost  p1  p2  ttl  flags  hold
+ * `cost` is what the check compares with the limit; `cost + hold` is what it takes: a token budget
+ * also holds the request's possible output (its max tokens) until settle replaces it with the real use.
  *   W  fixed-window counter (requests or tokens): p1 = window end (epoch ms), flags 1 = the counter must
  *      exist (a quota counter that is rebuilt from the ledger when Redis lost it)
  *   L  concurrency leases: a sorted set of lease ids scored by their expiry; expired leases are dropped
@@ -25,7 +27,7 @@ local leaseExp = tonumber(ARGV[3])
 local n = tonumber(ARGV[4])
 local missing = {}
 for i = 1, n do
-  local b = 4 + (i - 1) * 7
+  local b = 4 + (i - 1) * 8
   if ARGV[b + 7] == '1' and redis.call('EXISTS', KEYS[i]) == 0 then missing[#missing + 1] = i end
 end
 if #missing > 0 then
@@ -37,7 +39,7 @@ local used = {}
 local reset = {}
 local bucket = {}
 for i = 1, n do
-  local b = 4 + (i - 1) * 7
+  local b = 4 + (i - 1) * 8
   local t = ARGV[b + 1]
   local limit = tonumber(ARGV[b + 2])
   local cost = tonumber(ARGV[b + 3])
@@ -94,9 +96,9 @@ for i = 1, n do
 end
 local out = {1, 0, 0}
 for i = 1, n do
-  local b = 4 + (i - 1) * 7
+  local b = 4 + (i - 1) * 8
   local t = ARGV[b + 1]
-  local cost = tonumber(ARGV[b + 3])
+  local cost = tonumber(ARGV[b + 3]) + tonumber(ARGV[b + 8])
   local ttl = ARGV[b + 6]
   if t == 'W' then
     if cost > 0 then
