@@ -18,9 +18,9 @@ import { connectNats } from '@infer/service-kit';
 import { jetstreamManager } from '@nats-io/jetstream';
 import OpenAI from 'openai';
 
-async function deleteStream(name: string | undefined): Promise<void> {
+async function deleteStream(name: string | undefined, natsUrl?: string): Promise<void> {
   if (!name) return;
-  const nc = await connectNats(process.env.NATS_URL ?? 'nats://127.0.0.1:4222', 'harness');
+  const nc = await connectNats(natsUrl ?? process.env.NATS_URL ?? 'nats://127.0.0.1:4222', 'harness');
   try {
     await (await jetstreamManager(nc)).streams.delete(name).catch(() => undefined);
   } finally {
@@ -59,6 +59,8 @@ export interface StackOptions {
    * (e.g. `(env) => startEmbeddingService({ env })`). Stopped in reverse order by close().
    */
   services?: Array<(env: NodeJS.ProcessEnv) => Promise<{ stop(): Promise<void> }>>;
+  /** PostgreSQL server URL (without a database) to create the stack's database on; default PG_ROOT. */
+  pgRoot?: string;
 }
 
 export async function startStack(opts: StackOptions = {}): Promise<Stack> {
@@ -71,7 +73,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     USAGE_SUBJECT_ROOT: `usage_t${tag}.events`,
     ...opts.env,
   };
-  const databaseUrl = `${PG_ROOT}/infer_it_${randomBytes(5).toString('hex')}`;
+  const databaseUrl = `${opts.pgRoot ?? PG_ROOT}/infer_it_${randomBytes(5).toString('hex')}`;
   await ensureDatabase(databaseUrl);
   await migrateDeploy(databaseUrl);
   const prisma = createPrisma(databaseUrl);
@@ -128,7 +130,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       await chat.stop();
       await prisma.$disconnect();
       await dropDatabase(databaseUrl);
-      if (env.USAGE_STREAM !== UsageStream.name) await deleteStream(env.USAGE_STREAM);
+      if (env.USAGE_STREAM !== UsageStream.name) await deleteStream(env.USAGE_STREAM, env.NATS_URL);
     },
   };
 }

@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { ApiError, CatalogEntrySchema, type ServiceRequest, Subjects } from '@infer/contracts';
 import { connectNats, type NatsConnection, RpcClient } from '@infer/service-kit';
-import { type PrivateNats, startPrivateNats } from '../support/private-nats.js';
+import { type PrivateServer, privateNats } from '../support/private-servers.js';
 
 const GRACE_MS = 400;
 
@@ -59,15 +59,15 @@ function spawnChatService(natsUrl: string): Promise<{ child: ChildProcess; ops: 
 }
 
 describe('chat-service process: graceful shutdown on SIGTERM', () => {
-  let nats: PrivateNats;
+  let nats: PrivateServer;
   let nc: NatsConnection;
   before(async () => {
-    nats = await startPrivateNats();
+    nats = await privateNats();
     nc = await connectNats(nats.url, 'shutdown-spec');
   });
   after(async () => {
     await nc?.close();
-    await nats?.stop();
+    await nats?.destroy();
   });
 
   it('ends an open stream with a retryable 503 carrying its usage, and exits within the grace period', async () => {

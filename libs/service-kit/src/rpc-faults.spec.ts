@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { ApiError, CatalogEntrySchema, LIVENESS_MS, type ServiceRequest } from '@infer/contracts';
-import { type PrivateNats, startPrivateNats } from '../../../test/support/private-nats.js';
+import { type PrivateServer, privateNats } from '../../../test/support/private-servers.js';
 import { createLogger } from './logger.js';
 import { connectNats, type NatsConnection } from './nats.js';
 import { RpcClient, RpcServer } from './rpc.js';
@@ -35,12 +35,12 @@ const until = (signal: AbortSignal) =>
   );
 
 describe('NATS RPC under faults', () => {
-  let nats: PrivateNats;
+  let nats: PrivateServer;
   before(async () => {
-    nats = await startPrivateNats();
+    nats = await privateNats();
   });
   after(async () => {
-    await nats?.stop();
+    await nats?.destroy();
   });
 
   it('a slow unary call stays alive on heartbeats past the liveness limit', async () => {
@@ -111,7 +111,7 @@ describe('NATS RPC under faults', () => {
   });
 
   it('with NATS down, a new call is a 503 at once, and calls work again once it is back', async () => {
-    const own = await startPrivateNats();
+    const own = await privateNats();
     const serverNc = await connectNats(own.url, 'faults-server');
     const clientNc = await connectNats(own.url, 'faults-client');
     const server = new RpcServer(serverNc, `q-${randomUUID()}`, log);
@@ -124,7 +124,6 @@ describe('NATS RPC under faults', () => {
     const client = new RpcClient(clientNc);
     try {
       assert.equal((await client.call(s, req(false), { idleTimeoutMs: 5_000 })).data, 'pong');
-      const port = new URL(own.url).port;
       await own.stop();
       const deadline = Date.now() + 5_000;
       while (client.isConnected && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
@@ -134,7 +133,7 @@ describe('NATS RPC under faults', () => {
       assert.equal(err.status, 503);
       assert.ok(Date.now() - t0 < 2_000, 'at once');
       // The same port again: both connections reconnect by themselves.
-      const again = await startPrivateNats(Number(port));
+      await own.start();
       try {
         const back = Date.now() + 10_000;
         let answer: unknown = null;
@@ -150,7 +149,7 @@ describe('NATS RPC under faults', () => {
         await server.close().catch(() => undefined);
         await serverNc.close().catch(() => undefined);
         await clientNc.close().catch(() => undefined);
-        await again.stop();
+        await own.destroy();
       }
     } finally {
       await serverNc.close().catch(() => undefined);

@@ -1,4 +1,10 @@
-import { ApiError, type EndFrame, parseOrThrow, type ServiceRequest } from '@infer/contracts';
+import {
+  ApiError,
+  type EndFrame,
+  parseOrThrow,
+  type ServiceRequest,
+  type UsageReport,
+} from '@infer/contracts';
 import { type Logger, NatsRpcClientProxy } from '@infer/service-kit';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { Inject, Injectable } from '@nestjs/common';
@@ -8,6 +14,7 @@ import { CatalogService } from '../catalog/catalog.service.js';
 import { workIdOf } from '../common/request-id.js';
 import { GATEWAY_CONFIG, type GatewayConfig } from '../config.js';
 import { LOGGER, NATS, REDIS } from '../infra/tokens.js';
+import { estimatePromptTokens } from '../limits/estimate.js';
 import type { Admission } from '../limits/limits.engine.js';
 import { LimitsService } from '../limits/limits.service.js';
 import { MetricsService } from '../metrics/metrics.service.js';
@@ -236,10 +243,16 @@ export class ModelGateway {
     let status = 200;
     const typed = route.sse === 'typed';
     const write = typed ? writeTypedEvent : writeEvent;
+    // Data frames relayed: the fallback measure of what the client received if the replica dies.
+    let relayed = 0;
     try {
       if (!first.done) {
         write(raw, first.value);
-        for (let n = await it.next(); !n.done; n = await it.next()) write(raw, n.value);
+        relayed++;
+        for (let n = await it.next(); !n.done; n = await it.next()) {
+          write(raw, n.value);
+          relayed++;
+        }
       }
       if (!clientGone && !typed) raw.write(SSE_DONE);
     } catch (e) {
@@ -257,9 +270,12 @@ export class ModelGateway {
     try {
       end = await st.end;
     } catch {
-      // No final usage from the service (it failed, or said nothing within the cancel grace), unless
-      // its error frame carried the usage of work cut short (a replica shutting down mid-stream).
-      if (st.partialUsage) end = { usage: st.partialUsage };
+      // No final usage from the service (it failed, or said nothing within the cancel grace). What the
+      // client received is still billed: the usage the replica last reported (its error frame or a
+      // heartbeat), at least one completion token per data frame relayed (engines send about one token
+      // per delta) over the prompt estimate.
+      if (st.partialUsage || relayed > 0)
+        end = { usage: cutShortUsage(st.partialUsage, relayed, envelope.body) };
     }
     this.settle(envelope, route, status, started, end);
   }
@@ -292,6 +308,14 @@ export class ModelGateway {
 }
 
 const utf8 = new TextDecoder();
+
+/** The usage of a stream cut short: the replica's last report, or what the gateway saw relayed. */
+function cutShortUsage(reported: UsageReport | null, relayed: number, body: unknown): UsageReport {
+  const prompt = reported?.prompt_tokens ?? estimatePromptTokens(body);
+  // The first frame of a chat stream carries only the role; a report may be up to a heartbeat old.
+  const completion = Math.max(reported?.completion_tokens ?? 0, relayed - 1, 0);
+  return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
+}
 
 /** `event: <type>` then the data line, for APIs whose stream items carry a `type` (Responses). */
 function writeTypedEvent(raw: NodeJS.WritableStream, payload: Uint8Array): void {
