@@ -233,7 +233,7 @@ describe('k8s manifests', () => {
         assert.equal(path, '/readyz', name);
         assert.equal(main.livenessProbe.httpGet.path, '/healthz', name);
         if (name !== 'gateway') {
-          assert.deepEqual(main.ports, [{ name: 'ops', containerPort: 9464 }], name);
+          assert.deepEqual(main.ports[0], { name: 'ops', containerPort: 9464 }, name);
           assert.ok(
             main.envFrom.some(
               (e: { configMapRef?: { name: string } }) => e.configMapRef?.name === 'infer-config',
