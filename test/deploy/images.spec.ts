@@ -5,12 +5,13 @@
 // chat-service's modules load from it, and the admin CLI migrates a fresh PostgreSQL database with it.
 // (No container engine runs on our machines, so the images themselves are not built here.)
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { dropDatabase } from '@infer/persistence';
+import { promisify } from 'node:util';
+import { createPrisma, dropDatabase } from '@infer/persistence';
 import { Ajv2019 } from 'ajv/dist/2019.js';
 import { validate as lintDockerfile } from 'dockerfile-utils';
 import { parse as parseYaml } from 'yaml';
@@ -197,5 +198,36 @@ describe('the runtime tree of an image (tools/app-deps.js, as the Dockerfiles ru
       env: { PATH: process.env.PATH ?? '', HOME: tmpdir(), DATABASE_URL: url },
     });
     assert.match(again, /no pending|up to date|0 applied|nothing/i);
+  });
+
+  it('three migrate init containers starting together apply each migration once (the advisory lock)', async () => {
+    const url = `${process.env.TEST_PG_URL ?? 'postgresql://postgres@127.0.0.1:5432'}/infer_img_${Math.random().toString(36).slice(2, 10)}`;
+    databases.push(url);
+    const migrate = () =>
+      promisify(execFile)('node', ['apps/admin-cli/dist/main.js', 'db', 'migrate'], {
+        cwd: trees.get('admin-cli')!,
+        env: { PATH: process.env.PATH ?? '', HOME: tmpdir(), DATABASE_URL: url },
+      });
+    const results = await Promise.allSettled([migrate(), migrate(), migrate()]);
+    assert.deepEqual(
+      results.filter((r) => r.status === 'rejected').map((r) => String((r as PromiseRejectedResult).reason)),
+      [],
+    );
+    const expected = readdirSync(join(REPO, 'prisma/migrations'))
+      .filter((d) => /^\d+_/.test(d))
+      .sort();
+    const prisma = createPrisma(url);
+    try {
+      const rows = await prisma.$queryRawUnsafe<{ migration_name: string; finished: boolean }[]>(
+        'SELECT migration_name, finished_at IS NOT NULL AS finished FROM _prisma_migrations ORDER BY migration_name',
+      );
+      assert.deepEqual(
+        rows.map((r) => r.migration_name),
+        expected,
+      );
+      assert.ok(rows.every((r) => r.finished));
+    } finally {
+      await prisma.$disconnect();
+    }
   });
 });
