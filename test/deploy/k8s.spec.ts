@@ -8,10 +8,16 @@ import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { CatalogFileSchema, DEFAULT_QUEUE_PREFIX, Queues } from '@infer/contracts';
+import {
+  CatalogFileSchema,
+  DEFAULT_QUEUE_PREFIX,
+  OpenAIUpstreamEngineSchema,
+  Queues,
+} from '@infer/contracts';
 import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { parse as parseYaml } from 'yaml';
+import { ComfyUISettingsSchema } from '../../apps/image-service/src/engines/comfyui.js';
 import {
   byKind,
   containersOf,
@@ -443,6 +449,25 @@ describe('k8s manifests', () => {
         find(objs, 'ConfigMap', 'infer-config')!.data.CATALOG_FILE,
         '/etc/infer/catalog/catalog.yaml',
       );
+      // The engines' own settings schemas accept what the catalog says.
+      const worker = podSpec(find(objs, 'Deployment', 'image-worker')!);
+      for (const m of catalog.models) {
+        if (m.kind === 'chat') OpenAIUpstreamEngineSchema.parse(m.engine);
+        if (m.kind !== 'image') continue;
+        const s = ComfyUISettingsSchema.parse(m.engine);
+        // The workflow is mounted in the image-worker where the catalog says, with the output node it names.
+        const file = s.workflow_file!;
+        const mount = worker.containers[0].volumeMounts.find((vm: { mountPath: string }) =>
+          file.startsWith(`${vm.mountPath}/`),
+        );
+        assert.ok(mount, 'workflow mounted in the image-worker');
+        const volume = worker.volumes.find((vol: { name: string }) => vol.name === mount.name);
+        const workflow = JSON.parse(
+          find(objs, 'ConfigMap', volume.configMap.name)!.data[file.split('/').pop()!],
+        );
+        assert.equal(workflow[s.output_node!].class_type, 'SaveImage');
+        assert.match(JSON.stringify(workflow), /\{\{prompt\}\}/);
+      }
     }),
   );
 
