@@ -4,25 +4,29 @@
 #
 # Every app image follows the same pattern (see README.md, "Docker"): to add an app, copy this file
 # to docker/<app>.Dockerfile (and its .dockerignore), set APP, RUNTIME_PACKAGES and the last lines.
-#   build stage:   npm install (lockfile versions) -> Prisma client -> swc build of every lib and of the app -> prune dev deps
-#   runtime stage: node:20-bookworm-slim + the pruned tree, as the unprivileged `node` user
-ARG NODE_IMAGE=node:20-bookworm-slim
+#   build stage:   npm install (lockfile versions) -> Prisma client -> swc build of every lib and of the app
+#                  -> a runtime tree with only the packages this app imports (tools/app-deps.js), optional
+#                  packages left out (so no CUDA/Vulkan llama.cpp builds; the CPU build only where an
+#                  embedded llama.cpp engine runs)
+#   runtime stage: node:26-bookworm-slim + that tree, as the unprivileged `node` user
+ARG NODE_IMAGE=node:26-bookworm-slim
 
 FROM ${NODE_IMAGE} AS build
 ARG APP=image-service
 WORKDIR /src
 ENV CI=true NX_DAEMON=false ONNXRUNTIME_NODE_INSTALL=skip
 COPY . .
-# Every install script is denied in package.json "allowScripts" (npm 11); the image's npm 10 does not
-# read that setting, so --ignore-scripts keeps the same behaviour (no download during the build).
+# Every install script is denied in package.json "allowScripts"; --ignore-scripts says the same to any
+# npm version (no download during the build).
 RUN npm install --ignore-scripts --no-audit --no-fund
 RUN if [ -d libs/persistence ]; then npm run db:generate; fi
 RUN for lib in libs/*/; do node tools/build.js "${lib%/}"; done \
  && node tools/build.js "apps/${APP}"
-RUN npm prune --omit=dev --ignore-scripts --no-audit --no-fund \
- && mkdir -p /out/apps \
- && cp -a package.json node_modules libs /out/ \
- && cp -a "apps/${APP}" /out/apps/ \
+RUN node tools/app-deps.js manifest "${APP}" /out \
+ && (cd /out && npm install --omit=dev --omit=optional --ignore-scripts --no-audit --no-fund --no-package-lock) \
+ && node tools/app-deps.js libs "${APP}" /out \
+ && mkdir -p /out/apps/"${APP}" \
+ && cp -a "apps/${APP}/package.json" "apps/${APP}/dist" /out/apps/"${APP}"/ \
  && for dir in prisma config; do if [ -d "$dir" ]; then cp -a "$dir" /out/; fi; done
 
 FROM ${NODE_IMAGE} AS runtime

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every check (the README's second command; `npm test` runs this too), on a fresh machine too:
 #   backing services (scripts/services.sh), npm packages when missing or stale, Prisma client,
-#   typecheck (tsc), lint and format check (biome), then every spec (node tools/test.js).
+#   kubectl for the manifest tests (scripts/kubectl.sh), typecheck (tsc), lint and format check (biome), then every spec (node tools/test.js).
 # All steps run; the exit status is non-zero when any of them failed.
 # Extra arguments go to tools/test.js, e.g.  bash scripts/test.sh apps/gateway
 set -euo pipefail
@@ -26,6 +26,13 @@ step() {
 
 if persistence_ready; then
   step db:generate npm run -s db:generate
+fi
+# kubectl with kustomize v5 for the k8s/ manifest tests: the machine's, or a pinned one from npm.
+if KUBECTL="$(bash "$REPO_ROOT/scripts/kubectl.sh")"; then
+  export KUBECTL
+else
+  failed+=("kubectl")
+  warn "no kubectl with kustomize v5: the k8s/ manifest tests will fail"
 fi
 step typecheck npx --no-install tsc -p tsconfig.json --noEmit
 step lint npx --no-install biome check .

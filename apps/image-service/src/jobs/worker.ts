@@ -61,6 +61,9 @@ export class ImageWorker {
         concurrency: o.concurrency,
         name: o.name,
         lockDuration: o.lockDurationMs,
+        // Look for stalled jobs (a worker killed mid-job: its lock expired) as often as a lock lasts, so a
+        // job is taken over within about two lock durations rather than BullMQ's default 30 s checks.
+        stalledInterval: Math.min(o.lockDurationMs, 30_000),
         maxStalledCount: 1,
         autorun: true,
       },
