@@ -70,6 +70,8 @@ export class RpcServer {
   private readonly heartbeat: NodeJS.Timeout;
   private readonly requestSubs: Subscription[] = [];
   private idle: (() => void) | null = null;
+  /** True once drain() began: the replica no longer takes new requests. */
+  draining = false;
   /** Requests answered per subject, by outcome (read by the ops server's /metrics at scrape time). */
   readonly stats = new Map<string, { ok: number; error: number }>();
 
@@ -191,9 +193,11 @@ export class RpcServer {
    * a retryable 503. Resolves when nothing is in flight any more.
    */
   async drain(graceMs: number): Promise<void> {
-    for (const s of this.requestSubs) s.unsubscribe();
-    this.requestSubs.length = 0;
-    await this.nc.flush().catch(() => undefined);
+    this.draining = true;
+    // A subscription's drain stops new deliveries but still dispatches what is already on its way,
+    // so a request sent just before the replica left is answered, not dropped.
+    const subs = this.requestSubs.splice(0);
+    await Promise.all(subs.map((s) => s.drain().catch(() => s.unsubscribe())));
     if (this.inflight.size > 0) {
       const settled = new Promise<void>((r) => {
         this.idle = r;

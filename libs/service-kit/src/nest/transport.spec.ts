@@ -234,7 +234,10 @@ describe('NatsRpcTransport drain on shutdown', () => {
       while (longChunks.length < 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
       const t0 = Date.now();
       const closing = app.close();
-      // New work is refused at once while the old work drains.
+      // Once the replica has left its queue group, new work is refused at once (no responders).
+      while (!transport.rpc.draining) await new Promise((r) => setTimeout(r, 1));
+      await serverNc.flush();
+      const t1 = Date.now();
       const refused = await client
         .call(`${prefix}t.echo`, envelope({ text: 'x' }), opts)
         .catch((e: unknown) => e);
@@ -242,6 +245,7 @@ describe('NatsRpcTransport drain on shutdown', () => {
         refused instanceof ApiError && refused.status === 503,
         'a request during the drain gets a 503',
       );
+      assert.ok(Date.now() - t1 < 1_000, 'at once');
       await closing;
       const took = Date.now() - t0;
       assert.deepEqual((await short.end).usage, usage(3), 'short work finished within the grace');
