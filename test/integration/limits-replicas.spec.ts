@@ -1,6 +1,6 @@
-// Two gateway replicas sharing one Redis (and one database), hundreds of parallel requests split
-// between them: exactly the allowed number is admitted, for requests per minute, concurrency and
-// token budgets. Both replicas read the same injected clock, fixed mid-minute, so no window rolls
+// Three gateway replicas sharing one Redis (and one database), hundreds of parallel requests split
+// between them: exactly the allowed number is admitted, for requests per minute, concurrency, token
+// budgets and token allowances. Both replicas read the same injected clock, fixed mid-minute, so no window rolls
 // over during a burst.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
@@ -25,9 +25,10 @@ import {
 /** Long enough that every request of a burst is admitted or refused before the first admitted one ends. */
 const SLOW_TTFT_MS = 3000;
 
-describe('limits across two gateway replicas sharing one Redis', () => {
+describe('limits across three gateway replicas sharing one Redis', () => {
   let stack: Stack;
   let second: RunningGateway;
+  let third: RunningGateway;
   let clock: TestClock;
   let redis: Redis;
   let env: Record<string, string>;
@@ -43,7 +44,7 @@ describe('limits across two gateway replicas sharing one Redis', () => {
       MODEL_SUBJECT_PREFIX: `test.${randomUUID()}.`,
     };
     stack = await startStack({ catalogFile, env });
-    second = await startGateway({
+    const replicaEnv = {
       ...process.env,
       DATABASE_URL: stack.databaseUrl,
       HOST: '127.0.0.1',
@@ -51,13 +52,16 @@ describe('limits across two gateway replicas sharing one Redis', () => {
       ALLOW_INSECURE_HTTP: '1',
       LOG_LEVEL: 'silent',
       ...env,
-    });
+    };
+    second = await startGateway(replicaEnv);
+    third = await startGateway(replicaEnv);
     clock = new TestClock(Date.UTC(2031, 4, 10, 12, 0, 15));
-    clock.install(stack.gateway, second);
+    clock.install(stack.gateway, second, third);
     redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
   });
   after(async () => {
     await second?.close();
+    await third?.close();
     const keys = await redis.keys(`${prefix}*`);
     if (keys.length) await redis.del(...keys);
     redis.disconnect();
@@ -87,10 +91,10 @@ describe('limits across two gateway replicas sharing one Redis', () => {
     }
   };
 
-  /** `n` requests at once, alternating between the two replicas. */
+  /** `n` requests at once, spread over the three replicas in turn. */
   const burst = (n: number, key: string, body: Record<string, unknown>): Promise<RawResult[]> => {
-    const bases = [stack.baseURL, `${second.url}/v1`];
-    return Promise.all(Array.from({ length: n }, (_, i) => rawChat(bases[i % 2]!, key, body)));
+    const bases = [stack.baseURL, `${second.url}/v1`, `${third.url}/v1`];
+    return Promise.all(Array.from({ length: n }, (_, i) => rawChat(bases[i % 3]!, key, body)));
   };
 
   it('requests per minute: 300 requests, exactly 50 admitted', async () => {
@@ -155,5 +159,31 @@ describe('limits across two gateway replicas sharing one Redis', () => {
     // Each reservation was replaced by the request's real usage.
     const used = await stateOf(k, 'models.chat-F.tokens_per_minute', (u) => u === real);
     assert.equal(used, real);
+  });
+
+  it('token allowance: 300 requests against a 3,000-token monthly allowance, each holding its max_tokens; at most one request over', async () => {
+    const k = await newKey(stack, 'inference', {
+      key: { requests_per_minute: null, concurrent: null },
+      models: { 'chat-F': { tokens_per_minute: null, allowance_tokens: 3000 } },
+    });
+    const body = { model: 'chat-F', messages: [{ role: 'user', content: 'x'.repeat(140) }], max_tokens: 4 };
+    const estimate = estimatePromptTokens(body);
+    // Admission checks the prompt estimate against what is left, and takes estimate + max_tokens.
+    const allowed = Math.floor((3000 - estimate) / (estimate + 4)) + 1;
+    const results = await burst(300, k.key, body);
+    assert.deepEqual(
+      countBy(results, (r) => r.status),
+      { 200: allowed, 402: 300 - allowed },
+    );
+    const real = results
+      .filter((r) => r.status === 200)
+      .reduce(
+        (n, r) => n + (JSON.parse(r.body) as { usage: { total_tokens: number } }).usage.total_tokens,
+        0,
+      );
+    const perRequest = real / allowed;
+    assert.ok(real <= 3000 + perRequest, `spent ${real} of 3,000: at most one request over`);
+    const used = await stateOf(k, 'models.chat-F.allowance_tokens', (u) => u === real);
+    assert.equal(used, real, 'the holds were replaced by the real usage');
   });
 });
