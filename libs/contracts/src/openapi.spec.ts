@@ -138,7 +138,7 @@ describe('buildOpenApiDocument', () => {
     assert.equal(ok('/v1/search').$ref, '#/components/schemas/SearchResponse');
     assert.equal(body('/mcp').$ref, '#/components/schemas/JsonRpcMessage');
     assert.equal(ok('/v1/models').$ref, '#/components/schemas/ModelList');
-    for (const id of ['Message', 'Tool', 'ToolCall', 'Usage', 'ResponseCompletedEvent', 'Transcription']) {
+    for (const id of ['Message', 'Tool', 'ToolCall', 'Usage', 'ResponseStreamEvent', 'Transcription']) {
       assert.ok(doc.components.schemas[id], id);
     }
   });
@@ -168,7 +168,7 @@ describe('buildOpenApiDocument', () => {
     const events = {
       '/v1/chat/completions': 'ChatCompletionChunk',
       '/v1/completions': 'CompletionChunk',
-      '/v1/responses': 'ResponseCompletedEvent',
+      '/v1/responses': 'ResponseStreamEvent',
     };
     for (const [path, id] of Object.entries(events)) {
       const content = op(doc, path).responses[200].content;

@@ -18,7 +18,7 @@ import { ErrorBodySchema } from './errors.js';
 import { ImageEditRequestSchema, ImageGenerationRequestSchema, ImageResponseSchema } from './images.js';
 import { JsonRpcMessageSchema, JsonRpcResponseSchema } from './mcp.js';
 import { RerankRequestSchema, RerankResponseSchema } from './rerank.js';
-import { ResponseCompletedEventSchema, ResponseObjectSchema, ResponseRequestSchema } from './responses.js';
+import { ResponseObjectSchema, ResponseRequestSchema, ResponseStreamEventSchema } from './responses.js';
 import { SearchRequestSchema, SearchResponseSchema } from './search.js';
 
 export const OPENAPI_VERSION = '3.1.0';
@@ -214,10 +214,10 @@ export function buildOpenApiDocument(opts: OpenApiOptions = {}): Json {
       tag: 'Responses',
       requestBody: jsonBody(ResponseRequestSchema),
       ok: streamed(
-        'A ResponseObject, or with `stream: true` one terminal `response.completed` event.',
+        'A ResponseObject, or with `stream: true` the Responses event sequence.',
         res(ResponseObjectSchema),
-        res(ResponseCompletedEventSchema),
-        'One event `response.completed` carrying the whole ResponseObject.',
+        res(ResponseStreamEventSchema),
+        'Typed SSE events (`event: <type>` + `data:`), no `[DONE]`: `response.created`, `response.in_progress`, output item and content part added/done, `response.reasoning_text.delta`, `response.output_text.delta`, `response.function_call_arguments.delta` and their `.done` events, each with `sequence_number`; last `response.completed` carrying the whole ResponseObject (a client may read only that one).',
       ),
       errors: [400, 401],
     },

@@ -16,7 +16,18 @@ export function parseOrThrow<S extends z.ZodType>(schema: S, input: unknown): z.
 export function issueToError(first: Issue | undefined): ApiError {
   if (!first) return ApiError.invalid('Invalid request body.');
   const { issue, path } = deepest(first, [...first.path]);
-  const param = paramFromPath(path);
+  // An unknown field is named itself (`param: 'previous_response_id'`), not its parent object.
+  const param = paramFromPath(
+    issue.code === 'unrecognized_keys' && issue.keys[0] ? [...path, issue.keys[0]] : path,
+  );
+  if (issue.code === 'unrecognized_keys') {
+    const names = issue.keys.map((k) => `'${paramFromPath([...path, k])}'`).join(', ');
+    const them = issue.keys.length > 1 ? 'them' : 'it';
+    return ApiError.invalid(
+      `Unsupported parameter(s): ${names}. This platform does not support ${them}; remove ${them} from the request.`,
+      param,
+    );
+  }
   return ApiError.invalid(describe(issue, param), param);
 }
 
@@ -44,7 +55,5 @@ function describe(issue: Issue, param: string | null): string {
   if (issue.code === 'invalid_type' && / received undefined$/.test(issue.message)) {
     return `Missing required parameter: ${where}.`;
   }
-  if (issue.code === 'unrecognized_keys')
-    return `Unrecognized parameter(s) in ${where}: ${issue.keys.join(', ')}.`;
   return `Invalid value for ${where}: ${issue.message}.`;
 }

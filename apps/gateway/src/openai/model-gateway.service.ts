@@ -198,10 +198,8 @@ export class ModelGateway {
     started: number,
   ): Promise<void> {
     const st = this.rpc.stream(this.subjectOf(route), envelope, {
-      // A typed stream (the Responses API) sends its one event when the whole answer is done: only the
-      // request deadline bounds the wait (a little past it, so the service's own 524 wins the race).
-      idleTimeoutMs:
-        route.sse === 'typed' ? this.config.REQUEST_TIMEOUT_MS + 5_000 : this.config.IDLE_TIMEOUT_MS,
+      // Chat, completions and the Responses event sequence all send as the engine produces.
+      idleTimeoutMs: this.config.IDLE_TIMEOUT_MS,
     });
     const it = st[Symbol.asyncIterator]();
     // Wait for the first chunk before committing to a 200: an early failure still gets its real status.

@@ -5,7 +5,8 @@ import { Routes } from './routes.js';
 
 /**
  * POST /v1/responses: served by the chat-service for models with the `responses` capability. With
- * `stream: true` the answer is one terminal SSE event `response.completed` (typed framing, no [DONE]).
+ * `stream: true` the answer is the Responses event sequence ending with `response.completed` (typed
+ * framing: `event:` + `data:`, no [DONE]).
  */
 @Controller('v1')
 export class ResponsesController {
