@@ -213,6 +213,8 @@ export class ModelGateway {
     const raw = reply.raw;
     reply.hijack();
     raw.writeHead(200, {
+      // What the hooks set (CORS, security headers) goes out with the hijacked head too.
+      ...(reply.getHeaders() as Record<string, string>),
       'content-type': 'text/event-stream; charset=utf-8',
       'cache-control': 'no-cache',
       connection: 'keep-alive',
