@@ -762,13 +762,65 @@ describe('chat semantics through the gateway (openai SDK, simulator engines)', (
       assert.equal(typeof JSON.parse(obj.output_text), 'object');
     });
 
+    it('item_reference: output items are kept for the member (unless store: false) and resolved', async () => {
+      const first = await client.responses.create({ model: 'chat-E', input: 'Hello' });
+      const storeOf = (r: unknown) => (r as { store?: boolean }).store;
+      assert.equal(storeOf(first), true);
+      const [reasoning, message] = first.output;
+      assert.ok(reasoning && message);
+      const next = await client.responses.create({
+        model: 'chat-E',
+        input: [
+          { role: 'user', content: 'Hello' },
+          { type: 'item_reference', id: reasoning.id },
+          { type: 'item_reference', id: message.id },
+          { role: 'user', content: 'And now?' },
+        ] as never,
+      });
+      assert.ok(
+        (next.usage?.input_tokens ?? 0) > (first.usage?.input_tokens ?? 0),
+        'the referenced items are part of the prompt',
+      );
+      await bad(
+        client.responses.create({
+          model: 'chat-E',
+          input: [{ type: 'item_reference', id: 'msg_unknown' }] as never,
+        }),
+        'input[0].id',
+        /not found/,
+      );
+      // Another member cannot reference them; store: false keeps nothing.
+      await bad(
+        premium.responses.create({
+          model: 'chat-E',
+          input: [{ type: 'item_reference', id: message.id }] as never,
+        }),
+        'input[0].id',
+      );
+      const unkept = await client.responses.create({ model: 'chat-F', input: 'Hi', store: false });
+      assert.equal(storeOf(unkept), false);
+      await bad(
+        client.responses.create({
+          model: 'chat-F',
+          input: [{ type: 'item_reference', id: unkept.output[0]?.id }] as never,
+        }),
+        'input[0].id',
+      );
+      // Streamed answers are kept before the terminal event reaches the client.
+      const streamed = await client.responses.stream({ model: 'chat-F', input: 'Hi' }).finalResponse();
+      const ref = await client.responses.create({
+        model: 'chat-F',
+        input: [{ type: 'item_reference', id: streamed.output[0]?.id }] as never,
+      });
+      assert.equal(ref.status, 'completed');
+    });
+
     it('400s naming unsupported fields and the rules of tools and text.format', async () => {
       await bad(
         client.responses.create({ model: 'chat-E', input: 'x', previous_response_id: 'resp_1' }),
         'previous_response_id',
         /Unsupported/,
       );
-      await bad(client.responses.create({ model: 'chat-E', input: 'x', store: true }), 'store');
       await bad(
         client.responses.create({ model: 'chat-E', input: 'x', tools: [{ type: 'web_search' }] } as never),
         'tools[0].type',

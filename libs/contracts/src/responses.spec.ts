@@ -63,6 +63,10 @@ describe('ResponseRequestSchema', () => {
         model: m,
         input: [{ type: 'function_call', role: 'user', content: 'x' }],
       }),
+      'input[0].call_id',
+    );
+    assert.equal(
+      rejectParam(ResponseRequestSchema, { model: m, input: [{ type: 'computer_call', role: 'user' }] }),
       'input[0].type',
     );
     assert.equal(
@@ -118,7 +122,8 @@ describe('ResponseRequestSchema', () => {
       rejectParam(ResponseRequestSchema, { model: m, input: 'x', ...extra });
     assert.equal(bad({ previous_response_id: 'resp_1' }), 'previous_response_id');
     assert.equal(bad({ reasoning: { effort: 'low' } }), 'reasoning');
-    assert.equal(bad({ store: true }), 'store');
+    assert.equal(bad({ store: 'yes' }), 'store');
+    assert.equal(bad({ input: [{ type: 'item_reference' }] }), 'input[0].id');
     assert.equal(bad({ text: { verbosity: 'low' } }), 'text.verbosity');
     assert.equal(bad({ tools: [{ type: 'web_search' }] }), 'tools[0].type');
     assert.equal(bad({ tools: [{ type: 'function', name: 'f', extra: 1 }] }), 'tools[0].extra');

@@ -66,11 +66,23 @@ export const ResponseReasoningInputSchema = z.object({
   encrypted_content: z.null().optional(),
 });
 
+/**
+ * An output item of an earlier response, by id (what the Vercel AI SDK sends by default). The gateway
+ * replaces it with the item it kept (responses-items: one hour, the key's member only) before the
+ * request goes on; an unknown id is a 400 naming `input[i].id`.
+ */
+export const ResponseItemReferenceSchema = z.object({
+  type: z.literal('item_reference'),
+  id: z.string().min(1),
+});
+export type ResponseItemReference = z.infer<typeof ResponseItemReferenceSchema>;
+
 export const ResponseInputItemSchema = z.union([
   ResponseInputMessageSchema,
   ResponseFunctionCallInputSchema,
   ResponseFunctionCallOutputSchema,
   ResponseReasoningInputSchema,
+  ResponseItemReferenceSchema,
 ]);
 export type ResponseInputItem = z.infer<typeof ResponseInputItemSchema>;
 
@@ -147,12 +159,11 @@ export const ResponseRequestSchema = z
       .refine((m) => Object.keys(m).length <= 16, 'at most 16 keys')
       .nullable()
       .optional(),
-    /** Responses are never stored: `false` (or omitted) only. */
-    store: z
-      .boolean()
-      .nullable()
-      .optional()
-      .refine((v) => v !== true, 'responses are not stored here; send store: false or leave it out'),
+    /**
+     * Default true: the output items are kept for an hour so that later requests may name them with
+     * `item_reference`; `false` keeps nothing. Whole responses cannot be retrieved.
+     */
+    store: z.boolean().nullable().optional(),
   })
   .meta({ id: 'ResponseRequest' });
 export type ResponseRequest = z.infer<typeof ResponseRequestSchema>;

@@ -37,10 +37,14 @@ export function issueToError(first: Issue | undefined): ApiError {
  */
 function deepest(issue: Issue, path: PropertyKey[]): { issue: Issue; path: PropertyKey[] } {
   if (issue.code !== 'invalid_union' || !issue.errors?.length) return { issue, path };
+  // Deepest first; on a tie, a branch whose `type` matched (its failure is elsewhere) wins over one
+  // that failed on `type` itself, so `{type: 'item_reference'}` without `id` names `id`.
+  const score = (i: Issue) =>
+    2 * i.path.length + (i.path.at(-1) === 'type' && i.code === 'invalid_value' ? 0 : 1);
   let best: Issue | undefined;
   for (const branch of issue.errors) {
     const inner = branch[0];
-    if (inner && (!best || inner.path.length > best.path.length)) best = inner;
+    if (inner && (!best || score(inner) > score(best))) best = inner;
   }
   if (!best) return { issue, path };
   if (best.path.length === 0) {

@@ -147,6 +147,10 @@ export function toEngineMessages(body: ResponseRequest): { messages: EngineMessa
   let turn: Extract<EngineMessage, { role: 'assistant' }> | null = null;
   for (const [i, item] of body.input.entries()) {
     const it = item as ResponseInputItem;
+    if ('type' in it && it.type === 'item_reference') {
+      // The gateway replaces references with the items it kept; one that got here is unknown.
+      throw ApiError.invalid(`input[${i}] references the unknown item '${it.id}'.`, `input[${i}].id`);
+    }
     if ('type' in it && it.type === 'reasoning') {
       reasoning += [...(it.content ?? []), ...(it.summary ?? [])].map((p) => p.text).join('\n');
       continue;

@@ -106,7 +106,7 @@ export function responsesHandler(
         parallel_tool_calls: fields.parallel_tool_calls,
         metadata: body.metadata ?? {},
         text: fields.echo.text,
-        store: false,
+        store: body.store !== false,
       },
       req.stream ? (e) => ctx.signal.aborted || ctx.emit(e) : null,
     );

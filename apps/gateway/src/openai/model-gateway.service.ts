@@ -50,6 +50,8 @@ export class ModelGateway {
    * from the form, e.g. /v1/audio/transcriptions).
    * `present`: turns the service's unary JSON result into the reply body (e.g. /v1/images/*: stored
    * image ids into signed URLs or base64); a failure there is settled with its own status.
+   * `observe`: sees each stream item before it is written (awaited when it returns a promise), e.g.
+   * /v1/responses keeping the output items of `response.completed`.
    */
   async handle(
     route: ModelRoute,
@@ -57,6 +59,7 @@ export class ModelGateway {
     reply: FastifyReply,
     input: unknown = req.body,
     present?: (data: unknown) => unknown | Promise<unknown>,
+    observe?: (payload: Uint8Array) => Promise<void> | undefined,
   ): Promise<void> {
     const auth = routeCaller(route, req);
     const body = parseOrThrow(route.schema, input ?? {});
@@ -143,7 +146,7 @@ export class ModelGateway {
       }
       return;
     }
-    await this.relayStream(route, envelope, req, reply, started);
+    await this.relayStream(route, envelope, req, reply, started, observe);
   }
 
   /** A unary JSON reply whose list field arrives in frames (collect.ts): embeddings, rerank. */
@@ -196,6 +199,7 @@ export class ModelGateway {
     req: FastifyRequest,
     reply: FastifyReply,
     started: number,
+    observe?: (payload: Uint8Array) => Promise<void> | undefined,
   ): Promise<void> {
     const st = this.rpc.stream(this.subjectOf(route), envelope, {
       // Chat, completions and the Responses event sequence all send as the engine produces.
@@ -238,8 +242,13 @@ export class ModelGateway {
     const write = typed ? writeTypedEvent : writeEvent;
     try {
       if (!first.done) {
+        await observe?.(first.value);
         write(raw, first.value);
-        for (let n = await it.next(); !n.done; n = await it.next()) write(raw, n.value);
+        for (let n = await it.next(); !n.done; n = await it.next()) {
+          const seen = observe?.(n.value);
+          if (seen) await seen;
+          write(raw, n.value);
+        }
       }
       if (!clientGone && !typed) raw.write(SSE_DONE);
     } catch (e) {
