@@ -30,13 +30,15 @@ import {
   experimental_transcribe as transcribe,
 } from 'ai';
 import { Redis } from 'ioredis';
+import { Tiktoken } from 'js-tiktoken/lite';
+import cl100kBase from 'js-tiktoken/ranks/cl100k_base';
 import type OpenAI from 'openai';
 import { zodResponseFormat, zodTextFormat } from 'openai/helpers/zod';
 import { z } from 'zod';
 import { type AudioService, startAudioService } from '../../apps/audio-service/src/app.js';
 import { startEmbeddingService } from '../../apps/embedding-service/src/app.js';
 import { type ImageService, startImageService } from '../../apps/image-service/src/app.js';
-import { type Stack, startStack } from './harness.js';
+import { apiError, type Stack, startStack } from './harness.js';
 
 const Person = z.object({ name: z.string(), age: z.number().int() });
 const weatherParams = z.object({ city: z.string() });
@@ -260,6 +262,33 @@ describe('client compatibility: openai SDK helpers, Vercel AI SDK, LangChain JS'
       assert.equal(Buffer.from(wav.subarray(0, 4)).toString('latin1'), 'RIFF');
       const heard = await transcribe({ model: openai.transcription('stt-model'), audio: wav });
       assert.match(heard.text.toLowerCase(), /weather|sunny|today/);
+    });
+  });
+
+  describe('token-id input of /v1/embeddings (what Python LangChain sends by default)', () => {
+    it('cl100k_base ids embed as the text they spell; an unknown id is a 400 naming the input', async () => {
+      const enc = new Tiktoken(cl100kBase);
+      const texts = ['The weather is sunny today.', 'A rainy night.'];
+      const byText = await client.embeddings.create({ model: 'embed-model', input: texts });
+      const byIds = await client.embeddings.create({
+        model: 'embed-model',
+        input: texts.map((t) => enc.encode(t)),
+      });
+      assert.deepEqual(
+        byIds.data.map((d) => d.embedding),
+        byText.data.map((d) => d.embedding),
+      );
+      assert.equal(
+        byIds.usage.prompt_tokens,
+        texts.reduce((n, t) => n + enc.encode(t).length, 0),
+      );
+      const one = await client.embeddings.create({ model: 'embed-model', input: enc.encode(texts[0] ?? '') });
+      assert.deepEqual(one.data[0]?.embedding, byText.data[0]?.embedding);
+      const err = await apiError(
+        client.embeddings.create({ model: 'embed-model', input: [[1, 2], [99_999_999]] }),
+      );
+      assert.equal(err.status, 400);
+      assert.equal(err.param, 'input[1]');
     });
   });
 
