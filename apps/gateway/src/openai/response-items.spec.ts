@@ -68,4 +68,20 @@ describe('ResponseItemStore (item_reference, real Redis)', () => {
     const plain = { input: 'hello' };
     assert.equal(await store.resolve('m4', plain), plain);
   });
+
+  it('an unreachable store is a retryable 503, not a 500', async () => {
+    const down = new Redis('redis://127.0.0.1:1', {
+      lazyConnect: true,
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => null,
+    });
+    down.on('error', () => undefined);
+    const store = new ResponseItemStore(down, prefix, 60);
+    await assert.rejects(
+      store.resolve('m1', { input: [{ type: 'item_reference', id: 'msg_1' }] }),
+      (e: ApiError) => e instanceof ApiError && e.status === 503 && e.code === 'service_unavailable',
+    );
+    down.disconnect();
+  });
 });

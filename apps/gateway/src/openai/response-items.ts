@@ -50,7 +50,19 @@ export class ResponseItemStore {
         refs.push({ index, id: it.id });
     }
     if (!refs.length) return body;
-    const found = await this.redis.mget(...refs.map((r) => this.key(memberId, r.id)));
+    let found: Array<string | null>;
+    try {
+      found = await this.redis.mget(...refs.map((r) => this.key(memberId, r.id)));
+    } catch {
+      throw new ApiError(
+        503,
+        'Referenced items cannot be read right now (the item store is unavailable); retry.',
+        {
+          type: 'server_error',
+          code: 'service_unavailable',
+        },
+      );
+    }
     const out = [...input];
     for (const [n, ref] of refs.entries()) {
       const json = found[n];
