@@ -1,15 +1,29 @@
 #!/usr/bin/env bash
 # Runs every check (the README's second command; `npm test` runs this too), on a fresh machine too:
-#   backing services (scripts/services.sh), npm packages when missing or stale, Prisma client,
-#   kubectl for the manifest tests (scripts/kubectl.sh), typecheck (tsc), lint and format check (biome), then every spec (node tools/test.js).
+#   backing services (scripts/services.sh), Debian's chromium for the browser tests, npm packages when
+#   missing or stale, Prisma client, kubectl for the manifest tests (scripts/kubectl.sh), typecheck
+#   (tsc), lint and format check (biome), then every spec (node tools/test.js).
 # All steps run; the exit status is non-zero when any of them failed.
 # Extra arguments go to tools/test.js, e.g.  bash scripts/test.sh apps/gateway
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
+# The browser tests (test/integration/compat-browser.spec.ts) drive Debian's chromium with
+# playwright-core (never a browser download). Installed once when missing; idempotent.
+ensure_chromium() {
+  command -v chromium >/dev/null 2>&1 && return 0
+  if ! _node_can_apt; then
+    warn "chromium is missing and apt-get is not usable (needs root or sudo): the browser tests are skipped"
+    return 0
+  fi
+  _node_as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq || warn "apt-get update failed"
+  _node_apt_install chromium || warn "could not install chromium: the browser tests are skipped"
+}
+
 require_node
 bash "$REPO_ROOT/scripts/services.sh"
+ensure_chromium
 install_deps auto
 
 failed=()

@@ -642,13 +642,40 @@ describe('chat semantics through the gateway (openai SDK, simulator engines)', (
       assert.equal(done.status, 'completed');
     });
 
-    it('with stream: true emits one terminal response.completed event', async () => {
+    it('with stream: true streams the Responses event sequence, ending with response.completed (the whole response)', async () => {
       const stream = await client.responses.create({ model: 'chat-E', input: 'Hello', stream: true });
       const events = [];
       for await (const e of stream) events.push(e);
-      assert.equal(events.length, 1);
-      const ev = ResponseCompletedEventSchema.parse(events[0]);
+      assert.equal(events[0]?.type, 'response.created');
+      assert.equal(events[1]?.type, 'response.in_progress');
+      const types = new Set(events.map((e) => e.type));
+      for (const t of [
+        'response.reasoning_text.delta',
+        'response.output_text.delta',
+        'response.output_text.done',
+      ])
+        assert.ok(types.has(t as never), t);
+      assert.deepEqual(
+        events.map((e) => e.sequence_number),
+        events.map((_, i) => i),
+      );
+      const ev = ResponseCompletedEventSchema.parse(events.at(-1));
       assert.equal(ev.response.status, 'completed');
+      const text = events
+        .filter((e) => e.type === 'response.output_text.delta')
+        .map((e) => (e as { delta: string }).delta)
+        .join('');
+      const msg = ev.response.output.find((o) => o.type === 'message');
+      assert.equal(msg?.type === 'message' && msg.content[0]?.text, text);
+      // The SDK's helper accumulates the events.
+      const helper = client.responses.stream({ model: 'chat-F', input: 'Hi' });
+      let deltas = '';
+      helper.on('response.output_text.delta', (e) => {
+        deltas += e.delta;
+      });
+      const final = await helper.finalResponse();
+      assert.ok(final.output_text.length > 0);
+      assert.equal(final.output_text, deltas);
       const raw = await fetch(`${stack.baseURL}/responses`, {
         method: 'POST',
         headers: { authorization: `Bearer ${stack.keys.inference}`, 'content-type': 'application/json' },
@@ -657,9 +684,158 @@ describe('chat semantics through the gateway (openai SDK, simulator engines)', (
       assert.match(raw.headers.get('content-type') ?? '', /^text\/event-stream/);
       const body = await raw.text();
       const frames = body.split('\n\n').filter(Boolean);
-      assert.equal(frames.length, 1, body);
-      assert.match(frames[0] ?? '', /^event: response\.completed\ndata: \{/);
+      assert.match(frames[0] ?? '', /^event: response\.created\ndata: \{/);
+      assert.match(frames.at(-1) ?? '', /^event: response\.completed\ndata: \{/);
       assert.ok(!body.includes('[DONE]'));
+    });
+
+    it('function tools: function_call items, function_call_output round trip, tool_choice; text.format', async () => {
+      const tool = {
+        type: 'function' as const,
+        name: 'get_weather',
+        description: 'Current weather in a city',
+        parameters: weather.function.parameters,
+        strict: true,
+      };
+      const first = await client.responses.create({
+        model: 'chat-E',
+        input: 'What is the weather in Oslo?',
+        tools: [tool],
+        tool_choice: 'required',
+      });
+      assert.equal(first.tool_choice, 'required');
+      assert.equal(first.tools.length, 1);
+      assert.equal(first.parallel_tool_calls, true);
+      assert.deepEqual(first.metadata, {});
+      const call = first.output.find((o) => o.type === 'function_call');
+      assert.ok(call && call.type === 'function_call', JSON.stringify(first.output));
+      assert.equal(call.name, 'get_weather');
+      const args = JSON.parse(call.arguments) as { city: unknown; unit: unknown };
+      assert.equal(typeof args.city, 'string');
+      assert.ok(['c', 'f'].includes(args.unit as string));
+      const second = await client.responses.create({
+        model: 'chat-E',
+        input: [
+          { role: 'user', content: 'What is the weather in Oslo?' },
+          ...first.output.filter((o) => o.type !== 'message'),
+          { type: 'function_call_output', call_id: call.call_id, output: '{"temp": 3}' },
+        ] as never,
+        tools: [tool],
+      });
+      assert.ok(second.output.some((o) => o.type === 'message'));
+      // Streamed calls arrive as function_call_arguments events.
+      const streamed = client.responses.stream({
+        model: 'chat-F',
+        input: 'weather?',
+        tools: [tool],
+        tool_choice: { type: 'function', name: 'get_weather' },
+      });
+      let argDeltas = '';
+      streamed.on('response.function_call_arguments.delta', (e) => {
+        argDeltas += e.delta;
+      });
+      const fin = await streamed.finalResponse();
+      const sc = fin.output.find((o) => o.type === 'function_call');
+      assert.ok(sc && sc.type === 'function_call');
+      assert.equal(sc.arguments, argDeltas);
+      // Structured output through text.format.
+      const schema = {
+        type: 'object',
+        properties: { name: { type: 'string' }, age: { type: 'integer' } },
+        required: ['name', 'age'],
+        additionalProperties: false,
+      };
+      const structured = await client.responses.create({
+        model: 'chat-F',
+        input: 'A person',
+        text: { format: { type: 'json_schema', name: 'person', schema, strict: true } },
+      });
+      const person = JSON.parse(structured.output_text) as { name: unknown; age: unknown };
+      assert.equal(typeof person.name, 'string');
+      assert.ok(Number.isInteger(person.age));
+      assert.equal(structured.text?.format?.type, 'json_schema');
+      const obj = await client.responses.create({
+        model: 'chat-E',
+        input: 'JSON please',
+        text: { format: { type: 'json_object' } },
+      });
+      assert.equal(typeof JSON.parse(obj.output_text), 'object');
+    });
+
+    it('item_reference: output items are kept for the member (unless store: false) and resolved', async () => {
+      const first = await client.responses.create({ model: 'chat-E', input: 'Hello' });
+      const storeOf = (r: unknown) => (r as { store?: boolean }).store;
+      assert.equal(storeOf(first), true);
+      const [reasoning, message] = first.output;
+      assert.ok(reasoning && message);
+      const next = await client.responses.create({
+        model: 'chat-E',
+        input: [
+          { role: 'user', content: 'Hello' },
+          { type: 'item_reference', id: reasoning.id },
+          { type: 'item_reference', id: message.id },
+          { role: 'user', content: 'And now?' },
+        ] as never,
+      });
+      assert.ok(
+        (next.usage?.input_tokens ?? 0) > (first.usage?.input_tokens ?? 0),
+        'the referenced items are part of the prompt',
+      );
+      await bad(
+        client.responses.create({
+          model: 'chat-E',
+          input: [{ type: 'item_reference', id: 'msg_unknown' }] as never,
+        }),
+        'input[0].id',
+        /not found/,
+      );
+      // Another member cannot reference them; store: false keeps nothing.
+      await bad(
+        premium.responses.create({
+          model: 'chat-E',
+          input: [{ type: 'item_reference', id: message.id }] as never,
+        }),
+        'input[0].id',
+      );
+      const unkept = await client.responses.create({ model: 'chat-F', input: 'Hi', store: false });
+      assert.equal(storeOf(unkept), false);
+      await bad(
+        client.responses.create({
+          model: 'chat-F',
+          input: [{ type: 'item_reference', id: unkept.output[0]?.id }] as never,
+        }),
+        'input[0].id',
+      );
+      // Streamed answers are kept before the terminal event reaches the client.
+      const streamed = await client.responses.stream({ model: 'chat-F', input: 'Hi' }).finalResponse();
+      const ref = await client.responses.create({
+        model: 'chat-F',
+        input: [{ type: 'item_reference', id: streamed.output[0]?.id }] as never,
+      });
+      assert.equal(ref.status, 'completed');
+    });
+
+    it('400s naming unsupported fields and the rules of tools and text.format', async () => {
+      await bad(
+        client.responses.create({ model: 'chat-E', input: 'x', previous_response_id: 'resp_1' }),
+        'previous_response_id',
+        /Unsupported/,
+      );
+      await bad(
+        client.responses.create({ model: 'chat-E', input: 'x', tools: [{ type: 'web_search' }] } as never),
+        'tools[0].type',
+      );
+      await bad(
+        client.responses.create({ model: 'chat-E', input: 'x', tool_choice: 'required' }),
+        'tool_choice',
+      );
+      await bad(
+        client.responses.create({
+          model: 'chat-E',
+          input: [{ type: 'function_call_output', call_id: 'nope', output: 'x' }],
+        }),
+        'input[0].call_id',
+      );
     });
 
     it('400s: other models (param model), empty or missing input, bad max_output_tokens, images where they do not belong', async () => {

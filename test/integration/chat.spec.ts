@@ -102,7 +102,17 @@ describe('chat completions through the gateway (openai SDK)', () => {
       premium.filter((m) => m !== 'chat-G'),
     );
     const one = await stack.client('premium').models.retrieve('chat-G');
-    assert.deepEqual(Object.keys(one).sort(), ['created', 'id', 'object', 'owned_by']);
+    assert.deepEqual(Object.keys(one).sort(), ['created', 'endpoints', 'id', 'object', 'owned_by']);
+    // Which endpoints serve a model is discoverable (extension field `endpoints`).
+    const endpoints = (id: string) =>
+      stack
+        .client('premium')
+        .models.retrieve(id)
+        .then((m) => (m as unknown as { endpoints: string[] }).endpoints);
+    assert.deepEqual(await endpoints('chat-E'), ['/v1/chat/completions', '/v1/completions', '/v1/responses']);
+    assert.deepEqual(await endpoints('chat-A'), ['/v1/chat/completions']);
+    assert.deepEqual(await endpoints('chat-F'), ['/v1/chat/completions', '/v1/responses']);
+    assert.deepEqual(await endpoints('embed-model'), ['/v1/embeddings']);
     const e = await apiError(stack.client('inference').models.retrieve('chat-G'));
     assert.equal(e.status, 404);
   });

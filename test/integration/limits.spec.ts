@@ -106,6 +106,8 @@ describe('limits through the gateway (openai SDK)', () => {
     assert.equal(err.code, 'rate_limit_exceeded');
     assert.equal(err.headers?.get('retry-after'), '1');
     assert.match(err.message, /concurrent/);
+    assert.equal(err.headers?.get('x-ratelimit-limit-concurrent-requests'), '2');
+    assert.equal(err.headers?.get('x-ratelimit-remaining-concurrent-requests'), '0');
     // The client goes away mid-stream: the slot is released when the gateway sees the disconnect.
     s1.ac.abort();
     const deadline = Date.now() + 5000;

@@ -14,14 +14,14 @@ function httpsGet(
   url: string,
   ca: Buffer,
   headers: Record<string, string>,
-): Promise<{ status: number; body: string }> {
+): Promise<{ status: number; body: string; headers: Record<string, unknown> }> {
   return new Promise((resolve, reject) => {
     const req = request(url, { ca, headers }, (res) => {
       let body = '';
       res.on('data', (d) => {
         body += d;
       });
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body, headers: res.headers }));
     });
     req.on('error', reject);
     req.end();
@@ -70,6 +70,12 @@ describe('HTTPS policy', () => {
       });
       assert.equal(res.status, 200);
       assert.equal(JSON.parse(res.body).object, 'list');
+      // Over HTTPS every answer carries HSTS (and nosniff), errors too.
+      assert.equal(res.headers['strict-transport-security'], 'max-age=31536000; includeSubDomains');
+      assert.equal(res.headers['x-content-type-options'], 'nosniff');
+      const denied = await httpsGet(`${stack.baseURL}/models`, cert, {});
+      assert.equal(denied.status, 401);
+      assert.equal(denied.headers['strict-transport-security'], 'max-age=31536000; includeSubDomains');
     });
   });
 

@@ -18,7 +18,9 @@ import { AppModule, type GatewayDeps } from './app.module.js';
 import { newRequestId } from './common/request-id.js';
 import { sendError } from './common/send-error.js';
 import { type GatewayConfig, loadGatewayConfig } from './config.js';
+import { corsOptions } from './http/cors.js';
 import { checkHttps } from './http/https-policy.js';
+import { securityHeaders } from './http/security-headers.js';
 import { openPersistence } from './infra/persistence.js';
 import { loadLimitsFile } from './limits/limits-file.js';
 import { MetricsService } from './metrics/metrics.service.js';
@@ -93,6 +95,9 @@ export async function startGateway(env: NodeJS.ProcessEnv = process.env): Promis
     limits: { fileSize: 25 * 1024 * 1024 + 1, files: 8, fields: 32, fieldSize: 1024 * 1024 },
     throwFileSizeLimit: false,
   });
+  // CORS (preflights answered before auth), per CORS_ORIGINS: http/cors.ts.
+  const cors = corsOptions(config.CORS_ORIGINS);
+  if (cors) app.enableCors(cors);
   installHooks(app.getHttpAdapter().getInstance(), config, metrics, log);
   app.enableShutdownHooks();
   await app.init();
@@ -127,6 +132,7 @@ function installHooks(f: FastifyInstance, config: GatewayConfig, metrics: Metric
     const start = performance.now();
     const route = req.routeOptions.url ?? 'unmatched';
     reply.header('x-request-id', req.id);
+    void reply.headers(securityHeaders(req.protocol));
     reply.raw.once('close', () => {
       const status = reply.raw.writableFinished ? reply.raw.statusCode : 499;
       const ms = performance.now() - start;

@@ -3,6 +3,9 @@ import { checkImageStoreEnv, ImageStoreEnvShape } from '@infer/image-store';
 import { envBool, envInt, envList, NatsUrlSchema, parseConfig } from '@infer/service-kit';
 import { z } from 'zod';
 
+/** An origin as browsers send it: scheme://host[:port], no path. */
+const ORIGIN_RE = /^https?:\/\/[A-Za-z0-9.-]+(:\d{1,5})?$|^https?:\/\/\[[0-9A-Fa-f:.]+\](:\d{1,5})?$/;
+
 export const GatewayEnvSchema = z
   .object({
     HOST: z.string().default('0.0.0.0'),
@@ -15,6 +18,15 @@ export const GatewayEnvSchema = z
     TLS_KEY_FILE: z.string().optional(),
     /** Comma-separated IPs/CIDRs of proxies whose X-Forwarded-Proto/-For are believed. */
     TRUSTED_PROXIES: envList(),
+    /**
+     * Browser origins allowed to call the API cross-origin (CORS), comma-separated exact origins
+     * (`https://app.example.com`), or `*` (the default: any origin; keys are bearer tokens, never
+     * cookies, so no credentials are involved). Empty: no CORS headers at all. See http/cors.ts.
+     */
+    CORS_ORIGINS: envList('*').refine((list) => list.every((o) => o === '*' || ORIGIN_RE.test(o)), {
+      message:
+        "each entry must be '*' or an origin like https://app.example.com (scheme, host, optional port)",
+    }),
     /** Development mode: plain HTTP accepted, but only from loopback clients. */
     ALLOW_INSECURE_HTTP: envBool(false),
     /** How long a key lookup (hit or miss) is cached: a revoked key stops working within this. */

@@ -151,3 +151,31 @@ export type CatalogFile = z.infer<typeof CatalogFileSchema>;
 export function tierReaches(tier: Tier, entry: Pick<CatalogEntry, 'tiers'>): boolean {
   return entry.tiers.includes(tier);
 }
+
+/**
+ * The endpoints a model serves (the `endpoints` extension field of GET /v1/models): chat models
+ * /v1/chat/completions, plus /v1/completions and /v1/responses where their capabilities list them;
+ * each other kind its own endpoints.
+ */
+export function modelEndpoints(entry: Pick<CatalogEntry, 'kind' | 'capabilities'>): string[] {
+  switch (entry.kind) {
+    case 'chat':
+      return [
+        '/v1/chat/completions',
+        ...(entry.capabilities.completions ? ['/v1/completions'] : []),
+        ...(entry.capabilities.responses ? ['/v1/responses'] : []),
+      ];
+    case 'embedding':
+      return ['/v1/embeddings'];
+    case 'rerank':
+      return ['/v1/rerank', '/v2/rerank'];
+    case 'tts':
+      return ['/v1/audio/speech'];
+    case 'stt':
+      return ['/v1/audio/transcriptions'];
+    case 'image':
+      return ['/v1/images/generations', '/v1/images/edits'];
+    case 'search':
+      return ['/v1/search', '/mcp'];
+  }
+}

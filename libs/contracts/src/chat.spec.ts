@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ChatCompletionChunkSchema, ChatCompletionRequestSchema, ChatCompletionSchema } from './chat.js';
+import { CompletionRequestSchema } from './completions.js';
 import { ApiError } from './errors.js';
 import { rejectParam } from './testing/reject.js';
 import { parseOrThrow } from './validate.js';
@@ -148,6 +149,21 @@ describe('ChatCompletionRequestSchema', () => {
     });
     assert.equal('some_future_field' in r, false);
     assert.equal(r.reasoning_effort, 'high');
+  });
+});
+
+describe('logprobs (no engine reports them)', () => {
+  it('400 naming logprobs / top_logprobs when asked for; false, 0 and null pass', () => {
+    const base = { model: 'chat-A', messages: [{ role: 'user', content: 'hi' }] };
+    assert.equal(rejectParam(ChatCompletionRequestSchema, { ...base, logprobs: true }), 'logprobs');
+    assert.equal(rejectParam(ChatCompletionRequestSchema, { ...base, top_logprobs: 3 }), 'top_logprobs');
+    parseOrThrow(ChatCompletionRequestSchema, { ...base, logprobs: false, top_logprobs: 0 });
+    parseOrThrow(ChatCompletionRequestSchema, { ...base, logprobs: null });
+    assert.equal(
+      rejectParam(CompletionRequestSchema, { model: 'chat-A', prompt: 'x', logprobs: 2 }),
+      'logprobs',
+    );
+    parseOrThrow(CompletionRequestSchema, { model: 'chat-A', prompt: 'x', logprobs: null });
   });
 });
 

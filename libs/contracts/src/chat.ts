@@ -118,6 +118,9 @@ export type ResponseFormat = z.infer<typeof ResponseFormatSchema>;
 export const ReasoningEffortSchema = z.enum(['low', 'medium', 'high']);
 
 // ---- request ----
+export const NO_LOGPROBS =
+  'log-probabilities are not available on this platform; leave logprobs out (or false)';
+
 export const ChatCompletionRequestSchema = z
   .object({
     model: ModelIdSchema,
@@ -133,6 +136,20 @@ export const ChatCompletionRequestSchema = z
     chat_template_kwargs: z.object({ enable_thinking: z.boolean().optional() }).optional(),
     presence_penalty: z.number().min(-2).max(2).nullable().optional(),
     frequency_penalty: z.number().min(-2).max(2).nullable().optional(),
+    /** No engine here reports log-probabilities: `true` is a 400 naming it rather than `logprobs: null`. */
+    logprobs: z
+      .boolean()
+      .nullable()
+      .optional()
+      .refine((v) => v !== true, NO_LOGPROBS),
+    top_logprobs: z
+      .number()
+      .int()
+      .min(0)
+      .max(20)
+      .nullable()
+      .optional()
+      .refine((v) => !v, NO_LOGPROBS),
   })
   .meta({ id: 'ChatCompletionRequest' });
 export type ChatCompletionRequest = z.infer<typeof ChatCompletionRequestSchema>;
@@ -144,6 +161,8 @@ export type FinishReason = z.infer<typeof FinishReasonSchema>;
 export const AssistantOutputMessageSchema = z.object({
   role: z.literal('assistant'),
   content: z.string().nullable(),
+  /** Always null: the models never answer with a refusal part (OpenAI's types declare the field). */
+  refusal: z.null().optional(),
   reasoning_content: z.string().optional(),
   tool_calls: z.array(ToolCallSchema).optional(),
 });

@@ -42,6 +42,8 @@ export const ModelSchema = z
     object: z.literal('model'),
     created: z.number().int(),
     owned_by: z.string(),
+    /** Extension: the endpoints that serve this model (e.g. `/v1/chat/completions`, `/v1/responses`). */
+    endpoints: z.array(z.string()).optional(),
   })
   .meta({ id: 'Model' });
 export type Model = z.infer<typeof ModelSchema>;

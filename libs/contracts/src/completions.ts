@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { NO_LOGPROBS } from './chat.js';
 import { GenerationFields, ModelIdSchema, UsageSchema } from './common.js';
 
 // ---- request: POST /v1/completions (legacy) ----
@@ -8,6 +9,15 @@ export const CompletionRequestSchema = z
     /** The spec's prompt is one string (arrays of prompts and token arrays are not supported). */
     prompt: z.string(),
     ...GenerationFields,
+    /** Legacy: the number of top log-probabilities; none are available here (400 naming it). */
+    logprobs: z
+      .number()
+      .int()
+      .min(0)
+      .max(5)
+      .nullable()
+      .optional()
+      .refine((v) => v == null, NO_LOGPROBS),
   })
   .meta({ id: 'CompletionRequest' });
 export type CompletionRequest = z.infer<typeof CompletionRequestSchema>;

@@ -6,13 +6,40 @@ export const EMBEDDINGS_MAX_INPUTS = 2048;
 
 const NonEmptyText = z.string().min(1, 'must not be an empty string');
 
+const TokenId = z.number().int().min(0, 'token ids are integers >= 0');
+/** Token ids (in the model's own tokenizer, see apps/embedding-service/README.md). */
+const TokenIds = z.array(TokenId).min(1, 'must not be an empty array');
+
+const kindOf = (v: unknown) => (typeof v === 'string' ? 'string' : typeof v === 'number' ? 'id' : 'ids');
+
+/**
+ * A string, an array of strings, or token ids as OpenAI accepts them: one array of integers, or an
+ * array of integer arrays (Python LangChain sends these by default). An array must be all of one kind.
+ */
 export const EmbeddingInputSchema = z.union(
-  [NonEmptyText, z.array(NonEmptyText).min(1, 'must not be an empty array').max(EMBEDDINGS_MAX_INPUTS)],
+  [
+    NonEmptyText,
+    z
+      .array(z.union([NonEmptyText, TokenId, TokenIds]))
+      .min(1, 'must not be an empty array')
+      .max(EMBEDDINGS_MAX_INPUTS, `must have at most ${EMBEDDINGS_MAX_INPUTS} items`)
+      .superRefine((items, ctx) => {
+        const first = kindOf(items[0]);
+        const i = items.findIndex((v) => kindOf(v) !== first);
+        if (i >= 0) {
+          ctx.addIssue({
+            code: 'custom',
+            path: [i],
+            message: 'mixes kinds: use only strings, only token ids, or only arrays of token ids',
+          });
+        }
+      }),
+  ],
   {
     error: (iss) =>
-      Array.isArray(iss.input)
+      Array.isArray(iss.input) && iss.input.length > EMBEDDINGS_MAX_INPUTS
         ? `must have at most ${EMBEDDINGS_MAX_INPUTS} items, got ${iss.input.length}`
-        : 'must be a string or an array of strings',
+        : 'must be a string, an array of strings, an array of token ids or an array of token id arrays',
   },
 );
 

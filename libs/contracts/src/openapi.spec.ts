@@ -7,18 +7,20 @@ import { buildOpenApiDocument } from './openapi.js';
 type Json = Record<string, any>;
 
 /** Every path of the spec with its method and the error statuses the spec lists for it. */
+/** The spec's statuses per path, plus what the routes also return (402/404/429 on every model route). */
+const MODEL = [200, 400, 401, 402, 404, 429];
 const SPEC_PATHS: Record<string, { method: 'get' | 'post'; statuses: number[] }> = {
   '/v1/models': { method: 'get', statuses: [200, 401] },
-  '/v1/chat/completions': { method: 'post', statuses: [200, 400, 401, 402, 429] },
-  '/v1/completions': { method: 'post', statuses: [200, 400, 401, 429] },
-  '/v1/responses': { method: 'post', statuses: [200, 400, 401] },
-  '/v1/embeddings': { method: 'post', statuses: [200, 400, 401, 429] },
-  '/v1/rerank': { method: 'post', statuses: [200, 400, 401, 429] },
-  '/v2/rerank': { method: 'post', statuses: [200, 400, 401, 429] },
-  '/v1/audio/speech': { method: 'post', statuses: [200, 400, 401, 429] },
-  '/v1/audio/transcriptions': { method: 'post', statuses: [200, 400, 401, 524] },
-  '/v1/images/generations': { method: 'post', statuses: [200, 400, 401, 403, 404, 429] },
-  '/v1/images/edits': { method: 'post', statuses: [200, 400, 401, 403, 429] },
+  '/v1/chat/completions': { method: 'post', statuses: MODEL },
+  '/v1/completions': { method: 'post', statuses: MODEL },
+  '/v1/responses': { method: 'post', statuses: MODEL },
+  '/v1/embeddings': { method: 'post', statuses: MODEL },
+  '/v1/rerank': { method: 'post', statuses: MODEL },
+  '/v2/rerank': { method: 'post', statuses: MODEL },
+  '/v1/audio/speech': { method: 'post', statuses: MODEL },
+  '/v1/audio/transcriptions': { method: 'post', statuses: [...MODEL, 524] },
+  '/v1/images/generations': { method: 'post', statuses: [...MODEL, 403] },
+  '/v1/images/edits': { method: 'post', statuses: [...MODEL, 403] },
   '/v1/search': { method: 'post', statuses: [200, 400, 401, 429, 503] },
   '/mcp': { method: 'post', statuses: [200, 401, 429] },
 };
@@ -138,7 +140,7 @@ describe('buildOpenApiDocument', () => {
     assert.equal(ok('/v1/search').$ref, '#/components/schemas/SearchResponse');
     assert.equal(body('/mcp').$ref, '#/components/schemas/JsonRpcMessage');
     assert.equal(ok('/v1/models').$ref, '#/components/schemas/ModelList');
-    for (const id of ['Message', 'Tool', 'ToolCall', 'Usage', 'ResponseCompletedEvent', 'Transcription']) {
+    for (const id of ['Message', 'Tool', 'ToolCall', 'Usage', 'ResponseStreamEvent', 'Transcription']) {
       assert.ok(doc.components.schemas[id], id);
     }
   });
@@ -164,11 +166,26 @@ describe('buildOpenApiDocument', () => {
     }
   });
 
+  it('lists the statuses the model routes return (limits, unknown model, tier), 429 with Retry-After', () => {
+    for (const path of [
+      '/v1/chat/completions',
+      '/v1/responses',
+      '/v1/embeddings',
+      '/v1/audio/transcriptions',
+    ]) {
+      const statuses = Object.keys(op(doc, path).responses);
+      for (const s of ['400', '401', '402', '404', '429']) assert.ok(statuses.includes(s), `${path} ${s}`);
+      assert.ok(op(doc, path).responses[429].headers['Retry-After'], path);
+    }
+    assert.ok(op(doc, '/v1/images/generations').responses[403]);
+    assert.ok(op(doc, '/v1/audio/transcriptions').responses[524]);
+  });
+
   it('streams chat, completions and responses as text/event-stream', () => {
     const events = {
       '/v1/chat/completions': 'ChatCompletionChunk',
       '/v1/completions': 'CompletionChunk',
-      '/v1/responses': 'ResponseCompletedEvent',
+      '/v1/responses': 'ResponseStreamEvent',
     };
     for (const [path, id] of Object.entries(events)) {
       const content = op(doc, path).responses[200].content;

@@ -18,7 +18,7 @@ import { ErrorBodySchema } from './errors.js';
 import { ImageEditRequestSchema, ImageGenerationRequestSchema, ImageResponseSchema } from './images.js';
 import { JsonRpcMessageSchema, JsonRpcResponseSchema } from './mcp.js';
 import { RerankRequestSchema, RerankResponseSchema } from './rerank.js';
-import { ResponseCompletedEventSchema, ResponseObjectSchema, ResponseRequestSchema } from './responses.js';
+import { ResponseObjectSchema, ResponseRequestSchema, ResponseStreamEventSchema } from './responses.js';
 import { SearchRequestSchema, SearchResponseSchema } from './search.js';
 
 export const OPENAPI_VERSION = '3.1.0';
@@ -107,13 +107,20 @@ const STATUS_TEXT: Record<number, string> = {
   400: 'Invalid or malformed parameter (`param` names it), or content blocked by the safety filter.',
   401: "Missing or invalid API key, or the key's tier does not reach the model.",
   402: "The model's token allowance is spent until its quota period resets (not retryable).",
-  403: 'The key tier cannot use this endpoint.',
-  404: 'The model does not exist.',
+  403: 'The key tier cannot use this endpoint (`tier_restricted`).',
+  404: 'The model does not exist (`model_not_found`).',
   429: 'Rate limit, concurrency limit or quota exceeded.',
   410: 'The signed URL has expired (images are kept about 60 minutes).',
   503: 'Web search is temporarily unavailable.',
   524: 'Timeout (typical for long audio: split it into segments of 2 minutes or less).',
 };
+
+/**
+ * What every model endpoint may answer besides 200: a bad parameter (400), a missing or invalid key or a
+ * tier that does not reach the model (401), a spent allowance (402), an unknown model (404
+ * model_not_found), a rate, concurrency or quota limit (429 with Retry-After).
+ */
+const MODEL_ERRORS = [400, 401, 402, 404, 429];
 
 const binary = (contentMediaType = 'application/octet-stream'): Json => ({
   type: 'string',
@@ -131,7 +138,7 @@ interface OperationSpec {
   requestBody?: Json;
   ok: Json;
   errors: number[];
-  /** Statuses whose 429 carries Retry-After. */
+  /** Whether its 429 carries Retry-After (default: yes, every limit refusal does). */
   retryAfter?: boolean;
   parameters?: Json[];
   /** Overrides the document's bearer-key security (e.g. `[]` for a public, signed route). */
@@ -193,7 +200,7 @@ export function buildOpenApiDocument(opts: OpenApiOptions = {}): Json {
         res(ChatCompletionChunkSchema),
         'Each event is a `data:` line with a ChatCompletionChunk and a blank line; the stream ends with `data: [DONE]`.',
       ),
-      errors: [400, 401, 402, 429],
+      errors: MODEL_ERRORS,
     },
     '/v1/completions': {
       id: 'createCompletion',
@@ -206,7 +213,7 @@ export function buildOpenApiDocument(opts: OpenApiOptions = {}): Json {
         res(CompletionChunkSchema),
         'Each event is a `data:` line with a `text_completion` chunk; the stream ends with `data: [DONE]`.',
       ),
-      errors: [400, 401, 429],
+      errors: MODEL_ERRORS,
     },
     '/v1/responses': {
       id: 'createResponse',
@@ -214,12 +221,12 @@ export function buildOpenApiDocument(opts: OpenApiOptions = {}): Json {
       tag: 'Responses',
       requestBody: jsonBody(ResponseRequestSchema),
       ok: streamed(
-        'A ResponseObject, or with `stream: true` one terminal `response.completed` event.',
+        'A ResponseObject, or with `stream: true` the Responses event sequence.',
         res(ResponseObjectSchema),
-        res(ResponseCompletedEventSchema),
-        'One event `response.completed` carrying the whole ResponseObject.',
+        res(ResponseStreamEventSchema),
+        'Typed SSE events (`event: <type>` + `data:`), no `[DONE]`: `response.created`, `response.in_progress`, output item and content part added/done, `response.reasoning_text.delta`, `response.output_text.delta`, `response.function_call_arguments.delta` and their `.done` events, each with `sequence_number`; last `response.completed` carrying the whole ResponseObject (a client may read only that one).',
       ),
-      errors: [400, 401],
+      errors: MODEL_ERRORS,
     },
     '/v1/embeddings': {
       id: 'createEmbedding',
@@ -227,7 +234,7 @@ export function buildOpenApiDocument(opts: OpenApiOptions = {}): Json {
       tag: 'Embeddings',
       requestBody: jsonBody(EmbeddingRequestSchema),
       ok: ok('The vectors, in the order of `input`.', jsonContent(res(EmbeddingListSchema))),
-      errors: [400, 401, 429],
+      errors: MODEL_ERRORS,
     },
     '/v1/rerank': {
       id: 'rerank',
@@ -235,7 +242,7 @@ export function buildOpenApiDocument(opts: OpenApiOptions = {}): Json {
       tag: 'Rerank',
       requestBody: jsonBody(RerankRequestSchema),
       ok: ok('Results sorted by descending relevance.', jsonContent(res(RerankResponseSchema))),
-      errors: [400, 401, 429],
+      errors: MODEL_ERRORS,
     },
     '/v2/rerank': {
       id: 'rerankV2',
@@ -243,7 +250,7 @@ export function buildOpenApiDocument(opts: OpenApiOptions = {}): Json {
       tag: 'Rerank',
       requestBody: jsonBody(RerankRequestSchema),
       ok: ok('Results sorted by descending relevance.', jsonContent(res(RerankResponseSchema))),
-      errors: [400, 401, 429],
+      errors: MODEL_ERRORS,
     },
     '/v1/audio/speech': {
       id: 'createSpeech',
@@ -254,7 +261,7 @@ export function buildOpenApiDocument(opts: OpenApiOptions = {}): Json {
         'The raw audio file in the requested `response_format`, with no JSON wrapper.',
         Object.fromEntries(Object.values(AUDIO_CONTENT_TYPES).map((ct) => [ct, { schema: binary(ct) }])),
       ),
-      errors: [400, 401, 429],
+      errors: MODEL_ERRORS,
     },
     '/v1/audio/transcriptions': {
       id: 'createTranscription',
@@ -266,7 +273,7 @@ export function buildOpenApiDocument(opts: OpenApiOptions = {}): Json {
         ['file'],
       ),
       ok: ok('The transcript.', jsonContent(res(TranscriptionResponseSchema))),
-      errors: [400, 401, 524],
+      errors: [...MODEL_ERRORS, 524],
     },
     '/v1/images/generations': {
       id: 'createImage',
@@ -274,7 +281,7 @@ export function buildOpenApiDocument(opts: OpenApiOptions = {}): Json {
       tag: 'Images',
       requestBody: jsonBody(ImageGenerationRequestSchema),
       ok: ok('The generated images.', jsonContent(res(ImageResponseSchema))),
-      errors: [400, 401, 403, 404, 429],
+      errors: [...MODEL_ERRORS, 403],
     },
     '/v1/images/edits': {
       id: 'createImageEdit',
@@ -292,7 +299,7 @@ export function buildOpenApiDocument(opts: OpenApiOptions = {}): Json {
         ['image'],
       ),
       ok: ok('The edited images.', jsonContent(res(ImageResponseSchema))),
-      errors: [400, 401, 403, 429],
+      errors: [...MODEL_ERRORS, 403],
     },
     '/v1/search': {
       id: 'search',
@@ -348,7 +355,7 @@ export function buildOpenApiDocument(opts: OpenApiOptions = {}): Json {
     if (path === '/mcp') responses[202] = { description: 'A notification was accepted (no body).' };
     for (const status of op.errors) {
       const r: Json = { description: STATUS_TEXT[status], content: jsonContent(errorRef) };
-      if (status === 429 && op.retryAfter) {
+      if (status === 429 && (op.retryAfter ?? true)) {
         r.headers = {
           'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer' } },
         };

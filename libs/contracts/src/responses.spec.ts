@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ResponseCompletedEventSchema, ResponseObjectSchema, ResponseRequestSchema } from './responses.js';
-import { rejectParam } from './testing/reject.js';
+import { reject400, rejectParam } from './testing/reject.js';
 import { parseOrThrow } from './validate.js';
 
 describe('ResponseRequestSchema', () => {
@@ -63,6 +63,10 @@ describe('ResponseRequestSchema', () => {
         model: m,
         input: [{ type: 'function_call', role: 'user', content: 'x' }],
       }),
+      'input[0].call_id',
+    );
+    assert.equal(
+      rejectParam(ResponseRequestSchema, { model: m, input: [{ type: 'computer_call', role: 'user' }] }),
       'input[0].type',
     );
     assert.equal(
@@ -91,9 +95,42 @@ describe('ResponseRequestSchema', () => {
     assert.equal(rejectParam(ResponseRequestSchema, { model: m, input: 'x', top_p: 2 }), 'top_p');
   });
 
-  it('strips Responses options it does not support', () => {
-    const r = parseOrThrow(ResponseRequestSchema, { model: 'chat-E', input: 'x', store: false, tools: [] });
-    assert.deepEqual(Object.keys(r).sort(), ['input', 'model']);
+  it('accepts function tools, tool_choice, text.format, metadata, store: false and function call items', () => {
+    const r = parseOrThrow(ResponseRequestSchema, {
+      model: 'chat-E',
+      input: [
+        { role: 'user', content: 'weather?' },
+        { type: 'reasoning', id: 'rs_1', summary: [], content: [{ type: 'reasoning_text', text: 'hm' }] },
+        { type: 'function_call', id: 'fc_1', call_id: 'call_1', name: 'get_weather', arguments: '{}' },
+        { type: 'function_call_output', call_id: 'call_1', output: '{"temp":3}' },
+      ],
+      tools: [{ type: 'function', name: 'get_weather', parameters: { type: 'object' }, strict: true }],
+      tool_choice: { type: 'function', name: 'get_weather' },
+      parallel_tool_calls: false,
+      text: { format: { type: 'json_schema', name: 'w', schema: { type: 'object' }, strict: true } },
+      metadata: { run: '1' },
+      store: false,
+    });
+    assert.equal(r.tools?.[0]?.name, 'get_weather');
+    assert.equal(r.text?.format?.type, 'json_schema');
+    assert.equal(Array.isArray(r.input) && r.input.length, 4);
+  });
+
+  it('400s naming every field it does not support instead of dropping it', () => {
+    const m = 'chat-E';
+    const bad = (extra: Record<string, unknown>) =>
+      rejectParam(ResponseRequestSchema, { model: m, input: 'x', ...extra });
+    assert.equal(bad({ previous_response_id: 'resp_1' }), 'previous_response_id');
+    assert.equal(bad({ reasoning: { effort: 'low' } }), 'reasoning');
+    assert.equal(bad({ store: 'yes' }), 'store');
+    assert.equal(bad({ input: [{ type: 'item_reference' }] }), 'input[0].id');
+    assert.equal(bad({ text: { verbosity: 'low' } }), 'text.verbosity');
+    assert.equal(bad({ tools: [{ type: 'web_search' }] }), 'tools[0].type');
+    assert.equal(bad({ tools: [{ type: 'function', name: 'f', extra: 1 }] }), 'tools[0].extra');
+    assert.equal(bad({ tool_choice: { type: 'file_search' } }), 'tool_choice.type');
+    assert.equal(bad({ text: { format: { type: 'grammar' } } }), 'text.format.type');
+    const e = reject400(ResponseRequestSchema, { model: m, input: 'x', include: [], truncation: 'auto' });
+    assert.match(e.message, /'include', 'truncation'/);
   });
 });
 

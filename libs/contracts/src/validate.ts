@@ -16,7 +16,18 @@ export function parseOrThrow<S extends z.ZodType>(schema: S, input: unknown): z.
 export function issueToError(first: Issue | undefined): ApiError {
   if (!first) return ApiError.invalid('Invalid request body.');
   const { issue, path } = deepest(first, [...first.path]);
-  const param = paramFromPath(path);
+  // An unknown field is named itself (`param: 'previous_response_id'`), not its parent object.
+  const param = paramFromPath(
+    issue.code === 'unrecognized_keys' && issue.keys[0] ? [...path, issue.keys[0]] : path,
+  );
+  if (issue.code === 'unrecognized_keys') {
+    const names = issue.keys.map((k) => `'${paramFromPath([...path, k])}'`).join(', ');
+    const them = issue.keys.length > 1 ? 'them' : 'it';
+    return ApiError.invalid(
+      `Unsupported parameter(s): ${names}. This platform does not support ${them}; remove ${them} from the request.`,
+      param,
+    );
+  }
   return ApiError.invalid(describe(issue, param), param);
 }
 
@@ -26,10 +37,14 @@ export function issueToError(first: Issue | undefined): ApiError {
  */
 function deepest(issue: Issue, path: PropertyKey[]): { issue: Issue; path: PropertyKey[] } {
   if (issue.code !== 'invalid_union' || !issue.errors?.length) return { issue, path };
+  // Deepest first; on a tie, a branch whose `type` matched (its failure is elsewhere) wins over one
+  // that failed on `type` itself, so `{type: 'item_reference'}` without `id` names `id`.
+  const score = (i: Issue) =>
+    2 * i.path.length + (i.path.at(-1) === 'type' && i.code === 'invalid_value' ? 0 : 1);
   let best: Issue | undefined;
   for (const branch of issue.errors) {
     const inner = branch[0];
-    if (inner && (!best || inner.path.length > best.path.length)) best = inner;
+    if (inner && (!best || score(inner) > score(best))) best = inner;
   }
   if (!best) return { issue, path };
   if (best.path.length === 0) {
@@ -44,7 +59,5 @@ function describe(issue: Issue, param: string | null): string {
   if (issue.code === 'invalid_type' && / received undefined$/.test(issue.message)) {
     return `Missing required parameter: ${where}.`;
   }
-  if (issue.code === 'unrecognized_keys')
-    return `Unrecognized parameter(s) in ${where}: ${issue.keys.join(', ')}.`;
   return `Invalid value for ${where}: ${issue.message}.`;
 }

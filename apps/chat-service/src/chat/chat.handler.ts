@@ -127,6 +127,7 @@ export function chatCompletionsHandler(
         message: {
           role: 'assistant',
           content: r.toolCalls.length && !r.content ? null : r.content,
+          refusal: null,
           ...(r.reasoning ? { reasoning_content: r.reasoning } : {}),
           ...(r.toolCalls.length ? { tool_calls: r.toolCalls } : {}),
         },

@@ -1,41 +1,35 @@
-import {
-  ApiError,
-  type ContentPart,
-  type ResponseCompletedEvent,
-  type ResponseInputMessage,
-  type ResponseObject,
-  type ResponseOutputItem,
-  type ResponseRequest,
-  SAMPLING_DEFAULTS,
-  ZERO_USAGE,
-} from '@infer/contracts';
+import { ApiError, type ResponseRequest, SAMPLING_DEFAULTS, ZERO_USAGE } from '@infer/contracts';
 import type { RpcHandler } from '@infer/service-kit';
 import { decideReasoning } from '../chat/engine-input.js';
 import { abortedEnd, fitContext, randomId, runChoices, sumReasoning, sumUsage } from '../chat/generation.js';
 import { DEFAULT_MEDIA_OPTIONS, type MediaOptions, resolveMedia } from '../chat/media.js';
-import type { EngineInput, EngineMessage } from '../engines/engine.js';
+import type { EngineInput } from '../engines/engine.js';
 import type { EngineRegistry } from '../engines/registry.js';
+import { ResponseAssembler } from './responses-events.js';
+import { responsesEngineFields } from './responses-request.js';
 
 export interface ResponsesHandlerOptions {
   media?: MediaOptions;
 }
 
 /**
- * `infer.chat.responses` (`POST /v1/responses`, the Responses API subset of the spec). Only models
- * whose catalog capabilities list `responses` (chat-E, chat-F) take it; others get a 400 naming
- * `model`.
+ * `infer.chat.responses` (`POST /v1/responses`, the Responses API). Only models whose catalog
+ * capabilities list `responses` (chat-E, chat-F) take it; others get a 400 naming `model`.
  *
  * - `instructions` becomes a system message before `input`; `input` is a string (one user message) or
- *   Responses-format messages (`input_text`, `output_text`, `input_image` parts; images only in user
- *   messages, on models with vision).
+ *   Responses-format items: messages (`input_text`, `output_text`, `input_image` parts; images only in
+ *   user messages, on models with vision), `function_call` / `function_call_output` items, replayed
+ *   `reasoning` items (responses-request.ts).
+ * - `tools` (function tools), `tool_choice`, `parallel_tool_calls` and `text.format` (json_object,
+ *   json_schema) with the rules and 400s of chat completions; unknown fields are 400s (the schema).
  * - Reasoning follows the model's catalog default (chat-E reasons, chat-F does not).
  * - `max_output_tokens` defaults to the catalog's `default_max_output_tokens` (65536 on chat-E), lowered
  *   to what the context window leaves; an explicit value that does not fit is a 400.
- * - `output`: a `reasoning` item when the model reasoned, then the assistant `message` item; `status`
- *   `completed`, or `incomplete` (with `incomplete_details.reason: max_output_tokens`) when the cap cut
- *   the answer, as OpenAI does. `usage`: input/output/total tokens (+ OpenAI's details).
- * - `stream: true`: no incremental events; the whole response arrives as ONE terminal event
- *   `response.completed` (the gateway writes it as `event: response.completed` + `data:`).
+ * - `output`: a `reasoning` item when the model reasons, then the assistant `message` item and/or
+ *   `function_call` items; `status` `completed`, or `incomplete` (with `incomplete_details.reason:
+ *   max_output_tokens`) when the cap cut the answer, as OpenAI does.
+ * - `stream: true`: the Responses event sequence (responses-events.ts), ending with
+ *   `response.completed` carrying the whole response.
  */
 export function responsesHandler(
   engines: EngineRegistry,
@@ -52,15 +46,11 @@ export function responsesHandler(
       );
     }
     const engine = engines.get(m);
-    const offset = body.instructions ? 1 : 0;
-    const messages: EngineMessage[] = [];
-    if (body.instructions) messages.push({ role: 'system', content: body.instructions });
-    if (typeof body.input === 'string') messages.push({ role: 'user', content: body.input });
-    else for (const [i, item] of body.input.entries()) messages.push(toEngineMessage(item, i));
+    const fields = responsesEngineFields(body, m);
     const reasoning = decideReasoning(m, {});
     let base: EngineInput = {
       model: m.id,
-      messages,
+      messages: fields.messages,
       sampling: {
         temperature: body.temperature ?? SAMPLING_DEFAULTS.temperature,
         top_p: body.top_p ?? SAMPLING_DEFAULTS.top_p,
@@ -70,22 +60,22 @@ export function responsesHandler(
       },
       max_tokens: body.max_output_tokens ?? null,
       stop: [],
-      tools: [],
-      tool_choice: 'none',
-      parallel_tool_calls: false,
-      response_format: null,
+      tools: fields.tools,
+      tool_choice: fields.tool_choice,
+      parallel_tool_calls: fields.parallel_tool_calls,
+      response_format: fields.response_format,
       reasoning,
       choice: 0,
     };
     try {
       base.messages = await resolveMedia(
-        messages,
+        base.messages,
         m,
         engine,
         media,
         ctx.signal,
         (mi, pi) => (typeof body.input === 'string' ? 'input' : `input[${mi}].content[${pi}]`),
-        (i) => i - offset,
+        (i) => fields.inputIndex[i] ?? i,
         '.image_url',
       );
       base = await fitContext(
@@ -100,84 +90,41 @@ export function responsesHandler(
       if (ctx.signal.aborted) return abortedEnd(ctx.signal, req.stream, ZERO_USAGE);
       throw e;
     }
-    const createdAt = Math.floor(Date.now() / 1000);
-    const [result] = await runChoices(engine, base, 1, ctx.signal);
+    const assembler = new ResponseAssembler(
+      {
+        id: `resp_${randomId()}`,
+        object: 'response',
+        created_at: Math.floor(Date.now() / 1000),
+        model: m.id,
+        instructions: body.instructions ?? null,
+        max_output_tokens: base.max_tokens,
+        temperature: base.sampling.temperature,
+        top_p: base.sampling.top_p,
+        error: null,
+        tools: body.tools ?? [],
+        tool_choice: fields.echo.tool_choice,
+        parallel_tool_calls: fields.parallel_tool_calls,
+        metadata: body.metadata ?? {},
+        text: fields.echo.text,
+        store: body.store !== false,
+      },
+      req.stream ? (e) => ctx.signal.aborted || ctx.emit(e) : null,
+    );
+    assembler.start(reasoning !== null);
+    const [result] = await runChoices(engine, base, 1, ctx.signal, () => ({
+      delta: (d) => assembler.delta(d),
+      finish: () => undefined,
+    }));
     const usage = sumUsage(result ? [result] : []);
     if (ctx.signal.aborted || !result) return abortedEnd(ctx.signal, req.stream, usage);
-    const cut = result.finish === 'length';
-    const output: ResponseOutputItem[] = [];
-    if (reasoning !== null || result.reasoning) {
-      output.push({
-        id: `rs_${randomId()}`,
-        type: 'reasoning',
-        summary: [],
-        content: [{ type: 'reasoning_text', text: result.reasoning }],
-      });
-    }
-    output.push({
-      id: `msg_${randomId()}`,
-      type: 'message',
-      role: 'assistant',
-      status: cut ? 'incomplete' : 'completed',
-      content: [{ type: 'output_text', text: result.content, annotations: [] }],
+    const response = assembler.finish(result.finish === 'length', {
+      input_tokens: usage.prompt_tokens,
+      output_tokens: usage.completion_tokens,
+      total_tokens: usage.total_tokens,
+      input_tokens_details: { cached_tokens: 0 },
+      output_tokens_details: { reasoning_tokens: sumReasoning([result]) },
     });
-    const response: ResponseObject = {
-      id: `resp_${randomId()}`,
-      object: 'response',
-      created_at: createdAt,
-      model: m.id,
-      status: cut ? 'incomplete' : 'completed',
-      output,
-      usage: {
-        input_tokens: usage.prompt_tokens,
-        output_tokens: usage.completion_tokens,
-        total_tokens: usage.total_tokens,
-        input_tokens_details: { cached_tokens: 0 },
-        output_tokens_details: { reasoning_tokens: sumReasoning([result]) },
-      },
-      instructions: body.instructions ?? null,
-      max_output_tokens: base.max_tokens,
-      temperature: base.sampling.temperature,
-      top_p: base.sampling.top_p,
-      error: null,
-      incomplete_details: cut ? { reason: 'max_output_tokens' } : null,
-    };
-    if (req.stream) {
-      const event: ResponseCompletedEvent = { type: 'response.completed', response, sequence_number: 0 };
-      ctx.emit(event);
-      return { usage };
-    }
+    if (req.stream) return { usage };
     return { data: response, usage };
   };
-}
-
-/** A Responses-format input message as an engine message; `i` is its index in `input` (for `param`). */
-function toEngineMessage(item: ResponseInputMessage, i: number): EngineMessage {
-  const parts =
-    typeof item.content === 'string' ? [{ type: 'input_text' as const, text: item.content }] : item.content;
-  const text = () =>
-    parts
-      .map((p, j) => {
-        if (p.type === 'input_image') {
-          throw ApiError.invalid('Images are accepted in user messages only.', `input[${i}].content[${j}]`);
-        }
-        return p.text;
-      })
-      .join('\n');
-  switch (item.role) {
-    case 'system':
-    case 'developer':
-      return { role: 'system', content: text() };
-    case 'assistant':
-      return { role: 'assistant', content: text() };
-    case 'user': {
-      if (parts.every((p) => p.type !== 'input_image')) return { role: 'user', content: text() };
-      const content: ContentPart[] = parts.map((p) =>
-        p.type === 'input_image'
-          ? { type: 'image_url', image_url: { url: p.image_url, ...(p.detail ? { detail: p.detail } : {}) } }
-          : { type: 'text', text: p.text },
-      );
-      return { role: 'user', content };
-    }
-  }
 }

@@ -12,6 +12,7 @@ import type { EmbeddingEngine, EmbeddingEngineInfo } from '../engines/engine.js'
 import type { EngineRegistry } from '../engines/registry.js';
 import { EngineConfigError } from '../engines/settings.js';
 import { abortedError, emitInFrames } from '../frames.js';
+import { detokenizeInputs, tokenLists } from './token-input.js';
 import { encodedSize, encodeVector, truncateVector } from './vectors.js';
 
 interface TextItem {
@@ -83,8 +84,8 @@ export function embeddingsHandler(
 ): RpcHandler<EmbeddingRequest> {
   return async (req, ctx) => {
     const body = parseOrThrow(EmbeddingRequestSchema, req.body);
-    const single = typeof body.input === 'string';
-    const texts = typeof body.input === 'string' ? [body.input] : body.input;
+    const lists = tokenLists(body.input);
+    const single = typeof body.input === 'string' || (lists !== null && typeof body.input[0] === 'number');
     const modelId = req.model.id;
     let engine: EmbeddingEngine;
     let info: EmbeddingEngineInfo;
@@ -101,7 +102,13 @@ export function embeddingsHandler(
         'dimensions',
       );
     }
-    const counts = engine.countTokens(texts);
+    // Token ids (token-input.ts) are read in the model's tokenizer: their count is the usage.
+    const texts = lists
+      ? detokenizeInputs(engine, modelId, lists, single)
+      : typeof body.input === 'string'
+        ? [body.input]
+        : (body.input as string[]);
+    const counts = lists ? lists.map((ids) => ids.length) : engine.countTokens(texts);
     counts.forEach((n, i) => {
       if (n > info.maxInputTokens) {
         const param = single ? 'input' : `input[${i}]`;

@@ -44,6 +44,11 @@ export interface EmbeddingEngine {
   /** Tokens of each text as this engine counts them (usage and the per-input limit). After ready(). */
   countTokens(texts: readonly string[]): number[];
   embed(texts: readonly string[], signal: AbortSignal): Promise<EmbedResult>;
+  /**
+   * Token-id input: the text `ids` spell in the model's tokenizer (throws, with a message for the
+   * client, on an id outside the vocabulary). Engines without it refuse token ids (400). After ready().
+   */
+  detokenize?(ids: readonly number[]): string;
   /** Releases weights and connections (service stop, or the catalog changed the model's settings). */
   close?(): Promise<void>;
 }

@@ -61,6 +61,15 @@ describe('embedded llama.cpp engines on tiny random-weight GGUFs', () => {
     assert.ok(cosine(a, c) < 0.9999);
   });
 
+  it("reads token ids in the model's own vocabulary; an id outside it is refused", async () => {
+    const e = embedder();
+    await e.ready();
+    // The tiny vocabulary: <unk> <s> </s>, then the 256 byte tokens (id 3 + byte).
+    const bytes = [...Buffer.from('hi cat')].map((b) => 3 + b);
+    assert.equal(e.detokenize?.(bytes), 'hi cat');
+    assert.throws(() => e.detokenize?.([3 + 104, 1_000_000]), /outside the model's vocabulary/);
+  });
+
   it("counts tokens with the model's tokenizer, BOS included", async () => {
     const e = embedder();
     await e.ready();

@@ -8,6 +8,7 @@ import {
   LlamaLogLevel,
   type LlamaModel,
   type LlamaRankingContext,
+  type Token,
 } from 'node-llama-cpp';
 import { z } from 'zod';
 import {
@@ -176,6 +177,21 @@ export class LlamaCppEmbeddingEngine implements EmbeddingEngine {
     const l = this.loaded;
     if (!l) throw new Error('countTokens before ready()');
     return texts.map((t) => l.context.calculateInputLength(t));
+  }
+
+  /**
+   * Token-id input: ids of the model's own tokenizer (the GGUF's vocabulary), turned back into the text
+   * they spell, which is then embedded (with the BOS/EOS the model adds). An id outside the vocabulary
+   * is refused before it reaches llama.cpp.
+   */
+  detokenize(ids: readonly number[]): string {
+    const l = this.loaded;
+    if (!l) throw new Error('detokenize before ready()');
+    const size = l.model.fileInfo.metadata.tokenizer?.ggml?.tokens?.length ?? 0;
+    for (const id of ids) {
+      if (id >= size) throw new Error(`token id ${id} is outside the model's vocabulary (${size} tokens)`);
+    }
+    return l.model.detokenize(ids as Token[]);
   }
 
   async embed(texts: readonly string[], signal: AbortSignal): Promise<EmbedResult> {

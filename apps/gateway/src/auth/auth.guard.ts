@@ -1,9 +1,9 @@
-import { ApiError } from '@infer/contracts';
 import { type CanActivate, type ExecutionContext, Inject, Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { FastifyRequest } from 'fastify';
 import { KeyCache } from './key-cache.js';
 import { IS_PUBLIC } from './public.decorator.js';
+import { unauthorized } from './www-authenticate.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -35,12 +35,25 @@ export class AuthGuard implements CanActivate {
 }
 
 export async function authenticate(req: FastifyRequest, keys: KeyCache) {
+  // Every 401 here carries a WWW-Authenticate Bearer challenge (RFC 6750): keys are bearer tokens.
   const header = req.headers.authorization;
-  if (!header) throw ApiError.invalidKey('Missing API key. Pass it as "Authorization: Bearer <key>".');
+  if (!header) {
+    throw unauthorized(
+      'Missing API key. Pass it as "Authorization: Bearer <key>".',
+      'An API key is required; send it as Authorization: Bearer <key>.',
+    );
+  }
   const m = BEARER.exec(header);
-  if (!m?.[1])
-    throw ApiError.invalidKey('Malformed Authorization header. Use "Authorization: Bearer <key>".');
+  if (!m?.[1]) {
+    throw unauthorized(
+      'Malformed Authorization header. Use "Authorization: Bearer <key>".',
+      'The Authorization header must be Bearer <key>.',
+      'invalid_request',
+    );
+  }
   const found = await keys.lookup(m[1], req.ip);
-  if (!found) throw ApiError.invalidKey('Incorrect API key provided.');
+  if (!found) {
+    throw unauthorized('Incorrect API key provided.', 'The API key is unknown or revoked.', 'invalid_token');
+  }
   return found;
 }

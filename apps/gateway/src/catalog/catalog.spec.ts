@@ -34,10 +34,14 @@ describe('CatalogSnapshot', () => {
     );
     assert.deepEqual(Object.keys(snap.listFor('community').data[0] ?? {}).sort(), [
       'created',
+      'endpoints',
       'id',
       'object',
       'owned_by',
     ]);
+    const byId = new Map(snap.listFor('premium').data.map((m) => [m.id, m.endpoints]));
+    assert.deepEqual(byId.get('image-model'), ['/v1/images/generations', '/v1/images/edits']);
+    assert.ok(byId.get('chat-A')?.includes('/v1/chat/completions'));
   });
 
   it('resolves in the spec order: 404, wrong endpoint 400, tier 401 auth_error', () => {

@@ -3,6 +3,7 @@ import {
   type CatalogEntry,
   type Model,
   type ModelKind,
+  modelEndpoints,
   type Tier,
   tierReaches,
 } from '@infer/contracts';
@@ -28,7 +29,13 @@ export class CatalogSnapshot {
         object: 'list',
         data: sorted
           .filter((e) => tierReaches(tier, e))
-          .map((e) => ({ id: e.id, object: 'model' as const, created: e.created, owned_by: e.owned_by })),
+          .map((e) => ({
+            id: e.id,
+            object: 'model' as const,
+            created: e.created,
+            owned_by: e.owned_by,
+            endpoints: modelEndpoints(e),
+          })),
       });
     }
   }

@@ -44,4 +44,9 @@ describe('prompt token estimate', () => {
     assert.equal(estimatePromptTokens({}), 3);
     assert.equal(estimatePromptTokens(null), 1);
   });
+
+  it('counts token ids (embeddings token input) one token each', () => {
+    assert.equal(estimatePromptTokens({ input: [791, 9282, 374] }), 3 + 3);
+    assert.equal(estimatePromptTokens({ input: [[1, 2], [3]] }), 3 + 3);
+  });
 });

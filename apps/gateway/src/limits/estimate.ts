@@ -10,7 +10,7 @@ import type { CatalogEntry } from '@infer/contracts';
  *     `tools`, `query` and `documents`, rounded up;
  *   - plus 4 tokens per message (role and template markers) and 3 to prime the reply;
  *   - an image part counts 85 tokens and an audio part 100, whatever their size (their base64
- *     payload is not text);
+ *     payload is not text); token ids (embeddings token input) count one token each;
  *   - never less than 1.
  */
 export const CHARS_PER_TOKEN = 4;
@@ -50,7 +50,11 @@ function walk(v: unknown, acc: { chars: number; fixed: number }, depth: number):
     return;
   }
   if (Array.isArray(v)) {
-    for (const x of v) walk(x, acc, depth + 1);
+    // A number in an array is a token id (embeddings token input): one token each.
+    for (const x of v) {
+      if (typeof x === 'number') acc.fixed += 1;
+      else walk(x, acc, depth + 1);
+    }
     return;
   }
   if (!v || typeof v !== 'object') return;

@@ -155,6 +155,9 @@ describe('LimitsEngine (real Redis, injected clock)', () => {
     assert.equal(err.status, 429);
     assert.equal(err.code, 'rate_limit_exceeded');
     assert.equal(err.headers['retry-after'], '1');
+    assert.equal(err.headers['x-ratelimit-limit-concurrent-requests'], '2');
+    assert.equal(err.headers['x-ratelimit-remaining-concurrent-requests'], '0');
+    assert.match(err.headers['x-ratelimit-reset-concurrent-requests'] ?? '', /^\d+(ms|s)/);
     await first.settle();
     await first.settle(); // twice is harmless
     const third = await b.admitModel(subject, embed, { input: 'a' });

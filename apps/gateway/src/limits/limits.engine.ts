@@ -297,6 +297,8 @@ export class LimitsEngine {
     if (c.status === 429) headers['retry-after'] = String(retryAfterSeconds(retryMs));
     if (c.header)
       setRateHeaders(headers, c.header, c.limit, used, c.kind === 'W' ? c.win.end - now : retryMs);
+    // Concurrency has its own x-ratelimit-*-concurrent-requests (slots, slots free, when to retry).
+    else if (c.kind === 'L') setRateHeaders(headers, 'concurrent-requests', c.limit, used, retryMs);
     return new ApiError(c.status, c.message(retryMs, now), { type: c.type, code: c.code, headers });
   }
 
@@ -461,7 +463,7 @@ function ttl(ms: number): number {
 
 function setRateHeaders(
   h: Record<string, string>,
-  unit: 'requests' | 'tokens',
+  unit: 'requests' | 'tokens' | 'concurrent-requests',
   limit: number,
   used: number,
   resetMs: number,

@@ -57,6 +57,8 @@ export class ModelGateway {
    * from the form, e.g. /v1/audio/transcriptions).
    * `present`: turns the service's unary JSON result into the reply body (e.g. /v1/images/*: stored
    * image ids into signed URLs or base64); a failure there is settled with its own status.
+   * `observe`: sees each stream item before it is written (awaited when it returns a promise), e.g.
+   * /v1/responses keeping the output items of `response.completed`.
    */
   async handle(
     route: ModelRoute,
@@ -64,6 +66,7 @@ export class ModelGateway {
     reply: FastifyReply,
     input: unknown = req.body,
     present?: (data: unknown) => unknown | Promise<unknown>,
+    observe?: (payload: Uint8Array) => Promise<void> | undefined,
   ): Promise<void> {
     const auth = routeCaller(route, req);
     const body = parseOrThrow(route.schema, input ?? {});
@@ -150,7 +153,7 @@ export class ModelGateway {
       }
       return;
     }
-    await this.relayStream(route, envelope, req, reply, started);
+    await this.relayStream(route, envelope, req, reply, started, observe);
   }
 
   /** A unary JSON reply whose list field arrives in frames (collect.ts): embeddings, rerank. */
@@ -203,12 +206,11 @@ export class ModelGateway {
     req: FastifyRequest,
     reply: FastifyReply,
     started: number,
+    observe?: (payload: Uint8Array) => Promise<void> | undefined,
   ): Promise<void> {
     const st = this.rpc.stream(this.subjectOf(route), envelope, {
-      // A typed stream (the Responses API) sends its one event when the whole answer is done: only the
-      // request deadline bounds the wait (a little past it, so the service's own 524 wins the race).
-      idleTimeoutMs:
-        route.sse === 'typed' ? this.config.REQUEST_TIMEOUT_MS + 5_000 : this.config.IDLE_TIMEOUT_MS,
+      // Chat, completions and the Responses event sequence all send as the engine produces.
+      idleTimeoutMs: this.config.IDLE_TIMEOUT_MS,
     });
     const it = st[Symbol.asyncIterator]();
     // Wait for the first chunk before committing to a 200: an early failure still gets its real status.
@@ -222,6 +224,8 @@ export class ModelGateway {
     const raw = reply.raw;
     reply.hijack();
     raw.writeHead(200, {
+      // What the hooks set (CORS, security headers) goes out with the hijacked head too.
+      ...(reply.getHeaders() as Record<string, string>),
       'content-type': 'text/event-stream; charset=utf-8',
       'cache-control': 'no-cache',
       connection: 'keep-alive',
@@ -247,9 +251,12 @@ export class ModelGateway {
     let relayed = 0;
     try {
       if (!first.done) {
+        await observe?.(first.value);
         write(raw, first.value);
         relayed++;
         for (let n = await it.next(); !n.done; n = await it.next()) {
+          const seen = observe?.(n.value);
+          if (seen) await seen;
           write(raw, n.value);
           relayed++;
         }

@@ -61,7 +61,7 @@ export const Routes = {
     kinds: ['chat'],
     streamable: true,
   },
-  /** Responses API; one terminal `response.completed` event when streamed (`responses` capability). */
+  /** Responses API; streamed as OpenAI's typed event sequence (`responses` capability). */
   responses: {
     endpoint: '/v1/responses',
     subject: Subjects.responses,

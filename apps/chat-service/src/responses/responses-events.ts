@@ -1,0 +1,218 @@
+import type {
+  ResponseFunctionCallItem,
+  ResponseMessageItem,
+  ResponseObject,
+  ResponseOutputItem,
+  ResponseReasoningItem,
+  ResponseUsage,
+} from '@infer/contracts';
+import type { ChoiceDelta } from '../chat/generation.js';
+import { randomId } from '../chat/generation.js';
+
+/** One event of a streamed /v1/responses call (OpenAI's shapes), numbered in order. */
+export type ResponseStreamEvent = { type: string; sequence_number: number } & Record<string, unknown>;
+
+/** The fields of the response object that do not depend on the generation. */
+export type ResponseHead = Omit<ResponseObject, 'status' | 'output' | 'usage' | 'incomplete_details'>;
+
+type Open =
+  | { kind: 'reasoning'; index: number; item: ResponseReasoningItem }
+  | { kind: 'message'; index: number; item: ResponseMessageItem };
+
+/**
+ * Builds the Responses API output from a choice's deltas, and (when given `emit`) streams it as the
+ * Responses event sequence, as OpenAI does:
+ *
+ *   response.created, response.in_progress (status in_progress, no output yet), then per output item
+ *   response.output_item.added, for reasoning and message items response.content_part.added, the
+ *   deltas (response.reasoning_text.delta, response.output_text.delta,
+ *   response.function_call_arguments.delta), their .done events, response.content_part.done,
+ *   response.output_item.done; last response.completed carrying the whole response (also when the
+ *   cap cut it: status `incomplete`, see docs/api-decisions.md).
+ *
+ * Every event has a `sequence_number` from 0. An item is opened by its first delta; a delta of
+ * another kind closes the open reasoning or message item (function calls stay open until the end,
+ * since parallel calls interleave). On models that reason the reasoning item comes first even when
+ * empty; a response without text and without calls still gets one (empty) message item. The unary
+ * reply is built by the same code without emitting, so both carry the same output.
+ */
+export class ResponseAssembler {
+  private seq = 0;
+  private readonly output: ResponseOutputItem[] = [];
+  private open: Open | null = null;
+  /** Function calls by the engine's call index: their output index and item. */
+  private readonly calls = new Map<number, { index: number; item: ResponseFunctionCallItem }>();
+
+  constructor(
+    private readonly head: ResponseHead,
+    private readonly emit: ((e: ResponseStreamEvent) => void) | null,
+  ) {}
+
+  private send(type: string, fields: Record<string, unknown>): void {
+    if (!this.emit) return;
+    this.emit({ type, sequence_number: this.seq++, ...fields });
+  }
+
+  /** response.created and response.in_progress; opens the reasoning item on models that reason. */
+  start(reasons: boolean): void {
+    const snapshot = {
+      ...this.head,
+      status: 'in_progress',
+      output: [],
+      usage: null,
+      incomplete_details: null,
+    };
+    this.send('response.created', { response: snapshot });
+    this.send('response.in_progress', { response: snapshot });
+    if (reasons) this.openReasoning();
+  }
+
+  delta(d: ChoiceDelta): void {
+    if (d.reasoning_content) {
+      const r = this.open?.kind === 'reasoning' ? this.open : this.openReasoning();
+      const part = r.item.content[0];
+      if (part) part.text += d.reasoning_content;
+      this.send('response.reasoning_text.delta', {
+        item_id: r.item.id,
+        output_index: r.index,
+        content_index: 0,
+        delta: d.reasoning_content,
+      });
+    }
+    if (d.content) {
+      const m = this.open?.kind === 'message' ? this.open : this.openMessage();
+      const part = m.item.content[0];
+      if (part) part.text += d.content;
+      this.send('response.output_text.delta', {
+        item_id: m.item.id,
+        output_index: m.index,
+        content_index: 0,
+        delta: d.content,
+        logprobs: [],
+      });
+    }
+    for (const tc of d.tool_calls ?? []) {
+      let call = this.calls.get(tc.index);
+      if (!call) {
+        this.closeOpen('completed');
+        const item: ResponseFunctionCallItem = {
+          id: `fc_${randomId()}`,
+          type: 'function_call',
+          call_id: tc.id ?? `call_${randomId()}`,
+          name: tc.function.name ?? '',
+          arguments: '',
+          status: 'in_progress',
+        };
+        call = { index: this.output.length, item };
+        this.calls.set(tc.index, call);
+        this.output.push(item);
+        this.send('response.output_item.added', { output_index: call.index, item: { ...item } });
+      } else if (tc.function.name) {
+        call.item.name += tc.function.name;
+      }
+      const args = tc.function.arguments;
+      if (args) {
+        call.item.arguments += args;
+        this.send('response.function_call_arguments.delta', {
+          item_id: call.item.id,
+          output_index: call.index,
+          delta: args,
+        });
+      }
+    }
+  }
+
+  /**
+   * Closes every item and returns the whole response; with `emit`, sends the closing events and
+   * response.completed. `cut`: the output cap ended the answer (status incomplete).
+   */
+  finish(cut: boolean, usage: ResponseUsage): ResponseObject {
+    const itemStatus = cut ? 'incomplete' : 'completed';
+    // Without text and without calls, the answer is still one (empty) message item.
+    if (this.calls.size === 0 && !this.output.some((o) => o.type === 'message')) this.openMessage();
+    this.closeOpen(itemStatus);
+    for (const { index, item } of [...this.calls.values()].sort((a, b) => a.index - b.index)) {
+      item.status = itemStatus;
+      this.send('response.function_call_arguments.done', {
+        item_id: item.id,
+        output_index: index,
+        name: item.name,
+        arguments: item.arguments,
+      });
+      this.send('response.output_item.done', { output_index: index, item: { ...item } });
+    }
+    const response: ResponseObject = {
+      ...this.head,
+      status: cut ? 'incomplete' : 'completed',
+      output: this.output,
+      usage,
+      incomplete_details: cut ? { reason: 'max_output_tokens' } : null,
+    };
+    this.send('response.completed', { response });
+    return response;
+  }
+
+  private openReasoning(): Extract<Open, { kind: 'reasoning' }> {
+    this.closeOpen('completed');
+    const item: ResponseReasoningItem = {
+      id: `rs_${randomId()}`,
+      type: 'reasoning',
+      summary: [],
+      content: [{ type: 'reasoning_text', text: '' }],
+    };
+    const open = { kind: 'reasoning' as const, index: this.output.length, item };
+    this.output.push(item);
+    this.open = open;
+    this.send('response.output_item.added', { output_index: open.index, item: { ...item, content: [] } });
+    this.send('response.content_part.added', {
+      item_id: item.id,
+      output_index: open.index,
+      content_index: 0,
+      part: { type: 'reasoning_text', text: '' },
+    });
+    return open;
+  }
+
+  private openMessage(): Extract<Open, { kind: 'message' }> {
+    this.closeOpen('completed');
+    const item: ResponseMessageItem = {
+      id: `msg_${randomId()}`,
+      type: 'message',
+      role: 'assistant',
+      status: 'in_progress',
+      content: [{ type: 'output_text', text: '', annotations: [] }],
+    };
+    const open = { kind: 'message' as const, index: this.output.length, item };
+    this.output.push(item);
+    this.open = open;
+    this.send('response.output_item.added', { output_index: open.index, item: { ...item, content: [] } });
+    this.send('response.content_part.added', {
+      item_id: item.id,
+      output_index: open.index,
+      content_index: 0,
+      part: { type: 'output_text', text: '', annotations: [] },
+    });
+    return open;
+  }
+
+  private closeOpen(status: 'completed' | 'incomplete'): void {
+    const open = this.open;
+    if (!open) return;
+    this.open = null;
+    const at = { item_id: open.item.id, output_index: open.index, content_index: 0 };
+    if (open.kind === 'reasoning') {
+      const part = open.item.content[0] ?? { type: 'reasoning_text' as const, text: '' };
+      this.send('response.reasoning_text.done', { ...at, text: part.text });
+      this.send('response.content_part.done', { ...at, part: { ...part } });
+    } else {
+      open.item.status = status;
+      const part = open.item.content[0] ?? { type: 'output_text' as const, text: '', annotations: [] };
+      this.send('response.output_text.done', { ...at, text: part.text, logprobs: [] });
+      this.send('response.content_part.done', { ...at, part: { ...part } });
+    }
+    this.send('response.output_item.done', {
+      output_index: open.index,
+      item: structuredClone(open.item),
+    });
+  }
+}
