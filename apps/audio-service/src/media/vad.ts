@@ -16,8 +16,9 @@ import { quietestPoint } from './wav.js';
  * `minSpeechMs` are dropped, each is padded by `padMs` on both sides). `planChunks` groups regions into
  * the pieces sent to the recogniser: a piece ends at a pause, never inside a region, holds at most
  * `maxSeconds` of audio, and a pause longer than `maxGapSeconds` always ends it, so long silences are
- * never sent. Only a single region longer than `maxSeconds` (speech without any pause) is cut inside,
- * at its quietest 100 ms.
+ * never sent; each edge then moves out into its pause to the quietest 20 ms within 0.3 s. Only a
+ * single region longer than `maxSeconds` (speech without any pause) is cut inside, at its quietest
+ * 100 ms.
  */
 export const VAD_SAMPLE_RATE = 16_000;
 const FRAME = 512;
@@ -185,9 +186,47 @@ export function planChunks(
     if (last && from - last.to <= maxGap && r.end - last.from <= max && last.to <= from) last.to = r.end;
     else pieces.push({ from, to: r.end });
   }
+  // Move each edge outwards into its pause, to the quietest 20 ms within 0.3 s (VAD frames are 32 ms
+  // and a soft onset like "a" can start before the first frame it calls speech).
+  const reach = Math.floor(0.3 * p.sampleRate);
+  const total = p.data.length / (2 * p.channels);
+  for (let i = 0; i < pieces.length; i++) {
+    const c = pieces[i] as { from: number; to: number };
+    const prevEnd = i > 0 ? (pieces[i - 1] as { to: number }).to : 0;
+    c.from = quietAt(p, Math.max(prevEnd, c.from - reach, c.to - max), c.from, c.from);
+    const nextFrom = i + 1 < pieces.length ? (pieces[i + 1] as { from: number }).from : total;
+    c.to = quietAt(p, c.to, Math.min(nextFrom, c.to + reach, c.from + max), c.to);
+  }
   return pieces.map((c, index) => ({ index, from: c.from, to: c.to }));
 }
 
+/**
+ * The center of the quietest 20 ms window in [lo, hi]; `near` itself unless a window is strictly
+ * quieter than the one around it (or when the range is shorter than a window).
+ */
+export function quietAt(p: Pcm16, lo: number, hi: number, near: number): number {
+  const win = Math.floor(p.sampleRate / 50);
+  const half = win >> 1;
+  const step = Math.max(1, win >> 2);
+  const stride = 2 * p.channels;
+  const total = p.data.length / stride;
+  const energy = (start: number) => {
+    let e = 0;
+    for (let i = Math.max(0, start); i < Math.min(total, start + win); i++)
+      e += p.data.readInt16LE(i * stride) ** 2;
+    return e;
+  };
+  let best = near;
+  let bestEnergy = energy(near - half);
+  for (let start = lo; start + win <= hi; start += step) {
+    const e = energy(start);
+    if (e < bestEnergy) {
+      bestEnergy = e;
+      best = start + half;
+    }
+  }
+  return best;
+}
 /** VAD and planning in one: the pieces of mono 16 kHz audio to transcribe. */
 export async function planSpeechChunks(
   p: Pcm16,
