@@ -6,6 +6,7 @@ import { createLogger, type RunningService, startService } from '@infer/service-
 import { Redis } from 'ioredis';
 import { loadSearchConfig, type SearchConfig } from './config.js';
 import type { SearchEngine } from './engines/engine.js';
+import { startHybrid } from './engines/hybrid-wiring.js';
 import { createEngine } from './engines/registry.js';
 import { SearchCache } from './search/cache.js';
 import { searchHandler } from './search/search.handler.js';
@@ -25,6 +26,8 @@ export interface SearchServiceOptions {
   clock?: () => number;
   /** An engine to use instead of the configured one (tests). */
   engine?: SearchEngine;
+  /** For tests only: prefix of the embedding service's subject (as the gateway's MODEL_SUBJECT_PREFIX). */
+  embeddingSubjectPrefix?: string;
 }
 
 export interface SearchService extends RunningService {
@@ -102,10 +105,12 @@ export async function startSearchService(opts: SearchServiceOptions = {}): Promi
     await closeStores();
     throw e;
   }
+  const backfill = startHybrid(engine, svc.nc, repo, prisma, config, log, opts.embeddingSubjectPrefix);
   log.info({ engine: engine.name, cacheTtlS: config.SEARCH_CACHE_TTL_S }, 'search engine ready');
   let stopping: Promise<void> | undefined;
   const stop = () => {
     stopping ??= (async () => {
+      await backfill?.stop();
       await svc.stop();
       await engine.close?.();
       await closeStores();
