@@ -108,7 +108,9 @@ export async function speechProbabilities(
       sr,
     });
     state = res.stateN as typeof state;
-    out[f] = (res.output?.data as Float32Array)[0] as number;
+    const p = res.output?.data as Float32Array | undefined;
+    if (!p) throw new Error('the VAD model gave no output');
+    out[f] = p[0] as number;
   }
   return out;
 }

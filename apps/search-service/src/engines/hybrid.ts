@@ -54,7 +54,7 @@ export class EmbeddingServiceClient implements TextEmbedder {
   private async catalogEntry(): Promise<CatalogEntry> {
     if (this.entry && Date.now() - this.entry.at < 60_000) return this.entry.value;
     const value = await this.catalog();
-    if (!value || value.kind !== 'embedding')
+    if (value?.kind !== 'embedding')
       throw ApiError.internal(`the search embedding model '${this.model}' is not an enabled embedding model`);
     this.entry = { value, at: Date.now() };
     return value;
