@@ -28,10 +28,12 @@ import { Redis } from 'ioredis';
 import { toFile } from 'openai';
 import { parse, stringify } from 'yaml';
 import { type AudioService, startAudioService } from '../../apps/audio-service/src/app.js';
+import { encodeWav } from '../../apps/audio-service/src/media/wav.js';
 import {
   type FakeAudioUpstream,
   startFakeAudioUpstream,
 } from '../../apps/audio-service/src/testing/fake-audio-upstream.js';
+import { spokenWithPauses } from '../../apps/audio-service/src/testing/spoken.js';
 import { apiError, type Stack, startStack } from './harness.js';
 
 const run = promisify(execFile);
@@ -446,6 +448,38 @@ describe('audio through the gateway (openai SDK)', () => {
       const after = await api.queue.getJobCounts('completed');
       // One parent and at least two segment children completed.
       assert.ok((after.completed ?? 0) - (before.completed ?? 0) >= 3, JSON.stringify({ before, after }));
+    });
+
+    it('long speech with pauses: VAD pieces, every segment starts and ends within its passage (no cut mid-sentence)', async () => {
+      const texts = [
+        'The quick brown fox jumps over the lazy dog.',
+        'Please call Stella and ask her to bring these things from the store.',
+        'Six spoons of fresh snow peas and five thick slabs of blue cheese.',
+        'We also need a small plastic snake and a big toy frog for the kids.',
+      ];
+      const { pcm, passages } = await spokenWithPauses(texts, [1, 2.5, 3, 2.5], { tail: 1.5 });
+      const before = await api.queue.getJobCounts('completed');
+      const v = TranscriptionSchema.parse(
+        await stack.client('community').audio.transcriptions.create({
+          file: await toFile(encodeWav(pcm), 'pauses.wav'),
+          model: 'stt-model',
+          response_format: 'verbose_json',
+          timestamp_granularities: ['segment', 'word'],
+        }),
+      );
+      assert.ok(wer(texts.join(' '), v.text) <= 0.4, v.text);
+      assert.ok(v.segments.length >= texts.length, `${v.segments.length} segments`);
+      for (const s of v.segments) {
+        const home = passages.find((p) => s.start >= p.start - 0.3 && s.end <= p.end + 0.3);
+        assert.ok(home, `segment ${s.start}-${s.end} "${s.text}" lies within one passage`);
+      }
+      for (const p of passages) assert.ok(v.segments.some((s) => s.start < p.end && s.end > p.start));
+      const after = await api.queue.getJobCounts('completed');
+      // Pauses over 1.5 s end a piece: one parent and a child per passage.
+      assert.ok(
+        (after.completed ?? 0) - (before.completed ?? 0) >= 1 + texts.length,
+        JSON.stringify({ before, after }),
+      );
     });
 
     it('refuses a non-English language on pocketsphinx, and a code that is not ISO-639-1 (400 language)', async () => {

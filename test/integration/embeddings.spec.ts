@@ -1,7 +1,7 @@
 /**
  * Embeddings and rerank through the gateway: the official `openai` SDK for /v1/embeddings, raw fetch
  * for /v1/rerank and /v2/rerank (the SDK has no rerank). The default catalog serves embed-model with
- * lexical-hash and rerank with bm25; extra catalog entries put the other engines behind the gateway:
+ * glove-sif (GloVe-SIF semantic vectors) and rerank with hybrid (BM25 + GloVe-SIF); extra catalog entries put the other engines behind the gateway:
  * embedded llama.cpp on tiny GGUFs the test writes, and TEI / OpenAI-compatible upstreams played by a
  * fake upstream server (a test double) on 127.0.0.1.
  */
@@ -160,6 +160,33 @@ describe('embeddings and rerank through the gateway', () => {
       assert.ok(cos(a, c) > cos(a, b) + 0.2, `${cos(a, c)} vs ${cos(a, b)}`);
     });
 
+    it('the default model is semantic: synonyms without a shared letter are close; odd input gets a unit vector', async () => {
+      const input = [
+        'car',
+        'automobile',
+        'banana',
+        '\u{1F642}',
+        '\u65e5\u672c\u8a9e',
+        ' ',
+        'word '.repeat(8000),
+      ];
+      const res = await stack
+        .client('community')
+        .embeddings.create({ model: 'embed-model', input, encoding_format: 'float' });
+      const [car, automobile, banana, ...odd] = res.data.map((x) => x.embedding) as number[][];
+      assert.ok(
+        cos(car as number[], automobile as number[]) > cos(car as number[], banana as number[]) + 0.4,
+        `${cos(car as number[], automobile as number[])} vs ${cos(car as number[], banana as number[])}`,
+      );
+      for (const v of odd) {
+        assert.equal(v.length, 4096);
+        assert.ok(v.every(Number.isFinite));
+        assert.ok(Math.abs(cos(v, v) - 1) < 1e-4);
+      }
+      const tokens = input.reduce((n, t) => n + countTokens(t), 0);
+      assert.deepEqual(res.usage, { prompt_tokens: tokens, total_tokens: tokens });
+    });
+
     it('answers the largest request (2048 inputs) whose reply is far larger than one NATS message', async () => {
       const input = Array.from({ length: 2048 }, (_, i) => `text number ${i}`);
       const res = await stack.client('community').embeddings.create({ model: 'embed-model', input });
@@ -254,6 +281,21 @@ describe('embeddings and rerank through the gateway', () => {
         billed_units: { total_tokens: tokens },
         tokens: { input_tokens: tokens },
       });
+    });
+
+    it('the default rerank also finds a paraphrase that shares no word with the query', async () => {
+      const docs = [
+        'Bananas are rich in potassium.',
+        'An automobile dealer sells new and used vehicles.',
+        'The stock market fell on Monday.',
+      ];
+      const { status, json } = await rerank({
+        model: 'rerank',
+        query: 'where can I buy a car',
+        documents: docs,
+      });
+      assert.equal(status, 200);
+      assert.equal(RerankResponseSchema.parse(json).results[0]?.index, 1);
     });
 
     it('honours top_n (all when larger than the list) and return_documents', async () => {

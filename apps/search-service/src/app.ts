@@ -6,6 +6,7 @@ import { createLogger, type RunningService, startMicroservice, watchRedis } from
 import { Redis } from 'ioredis';
 import { loadSearchConfig, type SearchConfig } from './config.js';
 import type { SearchEngine } from './engines/engine.js';
+import { startHybrid } from './engines/hybrid-wiring.js';
 import { createEngine } from './engines/registry.js';
 import { SearchCache } from './search/cache.js';
 import type { SearchHandlerDeps } from './search/search.handler.js';
@@ -26,6 +27,8 @@ export interface SearchServiceOptions {
   clock?: () => number;
   /** An engine to use instead of the configured one (tests). */
   engine?: SearchEngine;
+  /** For tests only: prefix of the embedding service's subject (as the gateway's MODEL_SUBJECT_PREFIX). */
+  embeddingSubjectPrefix?: string;
 }
 
 export interface SearchService extends RunningService {
@@ -94,7 +97,10 @@ export async function startSearchService(opts: SearchServiceOptions = {}): Promi
       totalTimeoutMs: config.FETCH_TOTAL_TIMEOUT_MS,
     },
   };
+  // Closed by the Nest app after the transport drained: the vector backfill, the engine, the stores.
+  let backfill: ReturnType<typeof startHybrid> | undefined;
   const closeAll = async () => {
+    await backfill?.stop();
     await engine.close?.();
     await closeStores();
   };
@@ -114,6 +120,7 @@ export async function startSearchService(opts: SearchServiceOptions = {}): Promi
     await closeAll();
     throw e;
   }
+  backfill = startHybrid(engine, svc.nc, repo, prisma, config, log, opts.embeddingSubjectPrefix);
   log.info({ engine: engine.name, cacheTtlS: config.SEARCH_CACHE_TTL_S }, 'search engine ready');
   return { ...svc, config, engine, repo, subjects, seeded };
 }

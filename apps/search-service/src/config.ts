@@ -43,6 +43,15 @@ export const SearchEnvSchema = z
     /** Brave's safesearch: off, moderate (Brave's default) or strict. */
     BRAVE_SAFESEARCH: z.enum(['off', 'moderate', 'strict']).optional(),
 
+    /**
+     * Local engine: order the full-text candidates by the hybrid of full-text rank and vector similarity
+     * (vectors from the embedding service, stored with the documents; engines/hybrid.ts).
+     */
+    SEARCH_HYBRID: envBool(true),
+    /** The embedding model (catalog id) of the hybrid ranking. */
+    SEARCH_EMBED_MODEL: z.string().min(1).default('embed-model'),
+    /** How often newly ingested documents are embedded (ms). */
+    SEARCH_EMBED_INTERVAL_MS: envInt(10_000, 100),
     /** Seed the local index with the project's documentation at start when it is empty. */
     SEARCH_SEED_ON_START: envBool(true),
     /** Where the project documentation lives (the repository root). Default: the working directory. */

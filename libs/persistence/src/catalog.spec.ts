@@ -100,8 +100,8 @@ describe('config/models.yaml', () => {
       models.filter((m) => m.kind !== 'chat').map((m) => [m.id, m.engine.type]),
     );
     assert.deepEqual(engines, {
-      'embed-model': 'lexical-hash',
-      rerank: 'bm25',
+      'embed-model': 'glove-sif',
+      rerank: 'hybrid',
       'tts-model': 'embedded-tts',
       'stt-model': 'pocketsphinx',
       'image-model': 'simulator',

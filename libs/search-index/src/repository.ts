@@ -85,6 +85,8 @@ export class SearchDocumentsRepository {
           "body" = EXCLUDED."body",
           "source" = EXCLUDED."source",
           "fetchedAt" = EXCLUDED."fetchedAt",
+          "embedding" = NULL,
+          "embeddingModel" = NULL,
           "updatedAt" = now()
         WHERE ("SearchDocument"."title", "SearchDocument"."body", "SearchDocument"."source",
                "SearchDocument"."fetchedAt")
@@ -168,4 +170,102 @@ export class SearchDocumentsRepository {
       ...(r.body !== null && q.withBody ? { body: r.body } : {}),
     }));
   }
+
+  /**
+   * Candidates for the hybrid ranking: documents matching the query as `search` does, plus (unless the
+   * query excludes words with `-`) those matching ANY of its words, so that the vectors can reorder a
+   * wider set; at most `limit`, best full-text rank first. Each comes with its text and stored vector.
+   * The rank is ts_rank_cd without length normalisation (cover density of the query's words): the
+   * vectors judge the topic, the rank how many of the words occur and how close together.
+   */
+  async candidates(q: IndexQuery & { model: string }): Promise<CandidateHit[]> {
+    const since = q.since ? q.since.toISOString() : null;
+    const until = q.until ? q.until.toISOString() : null;
+    const anyWord = !/(^|\s)-\S/.test(q.query);
+    const rows = await this.db.$queryRaw<
+      (Omit<CandidateHit, 'embedding'> & { embedding: string | null; embeddingModel: string | null })[]
+    >`
+      WITH q AS (
+        SELECT websearch_to_tsquery(${TEXT_SEARCH_CONFIG}::regconfig, ${q.query}) AS query,
+               CASE WHEN ${anyWord}
+                 THEN nullif(replace(plainto_tsquery(${TEXT_SEARCH_CONFIG}::regconfig, ${q.query})::text, ' & ', ' | '), '')::tsquery
+               END AS anyq
+      ),
+      top AS (
+        SELECT d."url", d."title", d."source", d."fetchedAt", d."body",
+               CASE WHEN d."embeddingModel" = ${q.model} THEN encode(d."embedding", 'base64') END AS embedding,
+               d."embeddingModel",
+               ts_rank_cd(d."searchVector", coalesce(q.anyq, q.query), 0) AS rank
+        FROM "SearchDocument" d, q
+        WHERE (d."searchVector" @@ q.query OR (q.anyq IS NOT NULL AND d."searchVector" @@ q.anyq))
+          AND (${since}::timestamptz IS NULL OR d."fetchedAt" >= ${since}::timestamptz)
+          AND (${until}::timestamptz IS NULL OR d."fetchedAt" < ${until}::timestamptz)
+        ORDER BY rank DESC, d."fetchedAt" DESC, d."url"
+        LIMIT ${q.limit}
+      )
+      SELECT top."url", top."title", top."source", top."fetchedAt", top."body", top."embedding",
+             top."embeddingModel", top.rank::float8 AS rank,
+             ts_headline(${TEXT_SEARCH_CONFIG}::regconfig, top."body", coalesce(q.anyq, q.query), ${HEADLINE_OPTIONS}) AS snippet
+      FROM top, q
+      ORDER BY top.rank DESC, top."fetchedAt" DESC, top."url"`;
+    return rows.map((r) => ({
+      url: r.url,
+      title: r.title,
+      source: r.source,
+      fetchedAt: r.fetchedAt,
+      rank: Number(r.rank),
+      snippet: r.snippet.replace(/\s+/g, ' ').trim(),
+      body: r.body,
+      embedding: r.embedding ? decodeVector(Buffer.from(r.embedding, 'base64')) : null,
+    }));
+  }
+
+  /** Documents without a vector of `model` (never embedded, text changed, or another model). */
+  async missingEmbeddings(
+    model: string,
+    limit: number,
+  ): Promise<{ url: string; title: string; body: string }[]> {
+    return this.db.$queryRaw<{ url: string; title: string; body: string }[]>`
+      SELECT "url", "title", "body" FROM "SearchDocument"
+      WHERE "embedding" IS NULL OR "embeddingModel" IS DISTINCT FROM ${model}
+      ORDER BY "updatedAt" DESC, "url" LIMIT ${limit}`;
+  }
+
+  /**
+   * Stores vectors made from the document text as it was read (`body`): a document whose text changed
+   * meanwhile keeps NULL and is embedded again later.
+   */
+  async setEmbeddings(
+    model: string,
+    items: { url: string; body: string; vector: Float32Array }[],
+  ): Promise<number> {
+    if (!items.length) return 0;
+    return this.db.$executeRaw`
+      UPDATE "SearchDocument" d SET "embedding" = decode(v.embedding, 'base64'), "embeddingModel" = ${model}
+      FROM unnest(${items.map((i) => i.url)}::text[], ${items.map((i) => i.body)}::text[],
+                  ${items.map((i) => Buffer.from(encodeVector(i.vector)).toString('base64'))}::text[])
+           AS v(url, body, embedding)
+      WHERE d."url" = v.url AND d."body" = v.body`;
+  }
+}
+
+export interface CandidateHit extends IndexHit {
+  body: string;
+  /** The stored vector of the asked model, or null. */
+  embedding: Float32Array | null;
+}
+
+/** float32 little endian. */
+export function encodeVector(v: Float32Array): Uint8Array {
+  const out = new Uint8Array(v.length * 4);
+  const view = new DataView(out.buffer);
+  for (let i = 0; i < v.length; i++) view.setFloat32(i * 4, v[i] as number, true);
+  return out;
+}
+
+export function decodeVector(b: Uint8Array): Float32Array {
+  const view = new DataView(b.buffer, b.byteOffset, b.byteLength);
+  const out = new Float32Array(Math.floor(b.byteLength / 4));
+  for (let i = 0; i < out.length; i++) out[i] = view.getFloat32(i * 4, true);
+  return out;
 }

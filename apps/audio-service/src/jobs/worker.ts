@@ -9,7 +9,7 @@ import type { AudioConfig, Tools } from '../config.js';
 import type { EngineRegistry } from '../engines.js';
 import { decodeForStt } from '../media/ffmpeg.js';
 import { withTempDir } from '../media/process.js';
-import { encodeWav, planSegments, slice, wavDuration } from '../media/wav.js';
+import { encodeWav, type Segment, slice, wavDuration } from '../media/wav.js';
 import type { AudioMetrics } from '../metrics/metrics.js';
 import type { TranscriptionEngine } from '../transcription/engine.js';
 import { mergePieces } from '../transcription/format.js';
@@ -22,6 +22,7 @@ import {
   type TranscribeJobData,
   type TranscribeResult,
 } from './jobs.js';
+import { planPieces } from './split.js';
 
 export interface WorkerDeps {
   config: AudioConfig;
@@ -42,9 +43,9 @@ type AnyJob = Job<TranscribeJobData | SegmentJobData, TranscribeResult | Segment
  * The worker role: takes jobs from the `audio-transcriptions` queue.
  *
  * `transcribe` (one per request) runs in two steps. prepare: read the upload from Redis, decode it
- * with ffmpeg to 16 kHz mono (a corrupt or non-audio file fails the job with a 400 `file`), and either
- * transcribe it at once (at most AUDIO_SEGMENT_SECONDS, <= 2 min) or cut it at quiet moments into
- * segments of at most that, park each in Redis and add one `segment` child job per segment, then wait
+ * with ffmpeg to 16 kHz mono (a corrupt or non-audio file fails the job with a 400 `file`), find its
+ * speech (split.ts: Silero VAD, pieces ending at pauses, silence left out), and either transcribe it at
+ * once (one piece of at most AUDIO_SEGMENT_SECONDS, <= 2 min) or make segments of the pieces, park each in Redis and add one `segment` child job per segment, then wait
  * for the children (BullMQ's waiting-children state holds no worker). merge: collect the children's
  * transcripts and merge them with their offsets.
  *
@@ -206,14 +207,28 @@ export class TranscriptionWorker {
           signal,
         });
         const duration = wavDuration(pcm);
-        const plan = planSegments(pcm, config.AUDIO_SEGMENT_SECONDS);
+        const plan = await planPieces(pcm, config, signal, this.deps.log);
+        if (plan.length === 0) {
+          // No speech found: nothing to recognise (the audio's duration is still what is billed).
+          metrics.transcribedAudio.inc(duration);
+          return mergePieces([], duration, data.language);
+        }
         if (plan.length === 1) {
+          const [s] = plan as [Segment];
+          const whole = s.from === 0 && s.to * 2 * pcm.channels >= pcm.data.length;
+          const wav = whole ? await readFile(path) : encodeWav(slice(pcm, s.from, s.to));
+          const wavPath = whole ? path : join(dir, 'speech.wav');
+          if (!whole) await writeFile(wavPath, wav);
           const transcript = await engine.transcribe(
-            { wavPath: path, wav: await readFile(path), duration, ...hints(data) },
+            { wavPath, wav, duration: (s.to - s.from) / pcm.sampleRate, ...hints(data) },
             signal,
           );
           metrics.transcribedAudio.inc(duration);
-          return mergePieces([{ index: 0, offset: 0, transcript }], duration, data.language);
+          return mergePieces(
+            [{ index: 0, offset: s.from / pcm.sampleRate, transcript }],
+            duration,
+            data.language,
+          );
         }
         // Long audio: park each segment in Redis and hand it to a child job (any worker may take it).
         const ttl = Math.max(60_000, data.deadline - Date.now() + 60_000);

@@ -1,0 +1,3 @@
+-- AlterTable
+ALTER TABLE "SearchDocument" ADD COLUMN     "embedding" BYTEA,
+ADD COLUMN     "embeddingModel" TEXT;
