@@ -37,7 +37,7 @@ RUN if [ -n "${RUNTIME_PACKAGES}" ]; then \
       && rm -rf /var/lib/apt/lists/*; \
     fi
 WORKDIR /app
-ENV NODE_ENV=production
+ENV NODE_ENV=production INFER_CACHE_DIR=/tmp/infer-cache
 # Files stay owned by root (read-only for the app); the process runs as `node` (uid 1000).
 COPY --from=build /out /app
 USER node

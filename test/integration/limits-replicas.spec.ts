@@ -73,6 +73,7 @@ describe('limits across three gateway replicas sharing one Redis', () => {
     k: TestKey,
     name: string,
     ok: (used: number) => boolean,
+    overrides: Record<string, unknown> | null = null,
   ): Promise<number | undefined> => {
     const limits = stack.gateway.app.get(LimitsService);
     const chatF = stack.gateway.app.get(CatalogService).current.get('chat-F')!;
@@ -81,7 +82,7 @@ describe('limits across three gateway replicas sharing one Redis', () => {
       memberId: k.memberId,
       tier: 'inference' as const,
       billingAnchor: new Date(),
-      overrides: null,
+      overrides,
     };
     const deadline = Date.now() + 2000;
     for (;;) {
@@ -162,10 +163,11 @@ describe('limits across three gateway replicas sharing one Redis', () => {
   });
 
   it('token allowance: 300 requests against a 3,000-token monthly allowance, each holding its max_tokens; at most one request over', async () => {
-    const k = await newKey(stack, 'inference', {
+    const overrides = {
       key: { requests_per_minute: null, concurrent: null },
       models: { 'chat-F': { tokens_per_minute: null, allowance_tokens: 3000 } },
-    });
+    };
+    const k = await newKey(stack, 'inference', overrides);
     const body = { model: 'chat-F', messages: [{ role: 'user', content: 'x'.repeat(140) }], max_tokens: 4 };
     const estimate = estimatePromptTokens(body);
     // Admission checks the prompt estimate against what is left, and takes estimate + max_tokens.
@@ -183,7 +185,7 @@ describe('limits across three gateway replicas sharing one Redis', () => {
       );
     const perRequest = real / allowed;
     assert.ok(real <= 3000 + perRequest, `spent ${real} of 3,000: at most one request over`);
-    const used = await stateOf(k, 'models.chat-F.allowance_tokens', (u) => u === real);
+    const used = await stateOf(k, 'models.chat-F.allowance_tokens', (u) => u === real, overrides);
     assert.equal(used, real, 'the holds were replaced by the real usage');
   });
 });

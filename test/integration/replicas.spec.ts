@@ -110,8 +110,13 @@ describe('replicas sharing one NATS and one Redis (what the Kubernetes scaling r
     await ensureDatabase(databaseUrl);
     await migrateDeploy(databaseUrl);
     const catalog = parseYaml(readFileSync(join(REPO, 'config/models.yaml'), 'utf8'));
-    for (const m of catalog.models)
+    for (const m of catalog.models) {
       if (m.id === 'image-model') m.engine = { type: 'simulator', ttft_ms: 400 };
+      // The embedding replicas run in this process: the lexical engines load instantly, where the
+      // default GloVe vectors would hold this process's event loop for a second or more while they load.
+      if (m.id === 'embed-model') m.engine = { type: 'lexical-hash' };
+      if (m.id === 'rerank') m.engine = { type: 'bm25' };
+    }
     const catalogFile = join(dir, 'catalog.yaml');
     writeFileSync(catalogFile, stringify(catalog));
     const prisma = createPrisma(databaseUrl);

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { countTokens } from '../tokens.js';
+import { decodeCl100k } from './cl100k.js';
 import {
   type EmbeddingEngine,
   type EmbeddingEngineInfo,
@@ -104,6 +105,11 @@ export class GloveSifEngine implements EmbeddingEngine {
 
   countTokens(texts: readonly string[]): number[] {
     return texts.map(countTokens);
+  }
+
+  /** Token ids: in cl100k_base (see decodeCl100k), embedded as the text they spell. */
+  detokenize(ids: readonly number[]): string {
+    return decodeCl100k(ids);
   }
 
   async embed(texts: readonly string[], signal: AbortSignal): Promise<EmbedResult> {

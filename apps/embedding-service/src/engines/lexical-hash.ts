@@ -1,7 +1,6 @@
-import { Tiktoken } from 'js-tiktoken/lite';
-import cl100kBase from 'js-tiktoken/ranks/cl100k_base';
 import { z } from 'zod';
 import { countTokens, terms } from '../tokens.js';
+import { decodeCl100k } from './cl100k.js';
 import {
   type EmbeddingEngine,
   type EmbeddingEngineInfo,
@@ -84,19 +83,9 @@ export class LexicalHashEngine implements EmbeddingEngine {
     return texts.map(countTokens);
   }
 
-  /**
-   * Token ids: lexical-hash has no vocabulary of its own, so its tokenizer is cl100k_base, the one of
-   * OpenAI's embedding models, which is what clients that tokenize for OpenAI send (Python LangChain
-   * by default, with tiktoken). The ids are decoded to text and embedded as that text. An id outside
-   * cl100k_base is refused.
-   */
+  /** Token ids: in cl100k_base (see decodeCl100k), embedded as the text they spell. */
   detokenize(ids: readonly number[]): string {
-    const enc = cl100k();
-    for (const id of new Set(ids)) {
-      if (enc.decode([id]) === '')
-        throw new Error(`token id ${id} is not in the model's tokenizer (cl100k_base)`);
-    }
-    return enc.decode([...ids]);
+    return decodeCl100k(ids);
   }
 
   async embed(texts: readonly string[], signal: AbortSignal): Promise<EmbedResult> {
@@ -188,11 +177,4 @@ function fmix32(x: number): number {
   h = Math.imul(h, 0xc2b2ae35);
   h ^= h >>> 16;
   return h >>> 0;
-}
-
-let encoder: Tiktoken | null = null;
-/** cl100k_base, built on first use (its ranks take a few MB). */
-function cl100k(): Tiktoken {
-  encoder ??= new Tiktoken(cl100kBase);
-  return encoder;
 }
