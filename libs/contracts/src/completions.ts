@@ -1,12 +1,13 @@
 import { z } from 'zod';
 import { GenerationFields, ModelIdSchema, UsageSchema } from './common.js';
+import { boundedText, TextLimits } from './text-limits.js';
 
 // ---- request: POST /v1/completions (legacy) ----
 export const CompletionRequestSchema = z
   .object({
     model: ModelIdSchema,
     /** The spec's prompt is one string (arrays of prompts and token arrays are not supported). */
-    prompt: z.string(),
+    prompt: boundedText(TextLimits.prompt),
     ...GenerationFields,
   })
   .meta({ id: 'CompletionRequest' });

@@ -1,10 +1,11 @@
 import { z } from 'zod';
 import { ModelIdSchema } from './common.js';
+import { boundedText, TextLimits } from './text-limits.js';
 
 /** Most inputs one embeddings request may carry (as the OpenAI API). */
 export const EMBEDDINGS_MAX_INPUTS = 2048;
 
-const NonEmptyText = z.string().min(1, 'must not be an empty string');
+const NonEmptyText = boundedText(TextLimits.embeddingInput).min(1, 'must not be an empty string');
 
 export const EmbeddingInputSchema = z.union(
   [NonEmptyText, z.array(NonEmptyText).min(1, 'must not be an empty array').max(EMBEDDINGS_MAX_INPUTS)],
@@ -27,7 +28,7 @@ export const EmbeddingRequestSchema = z
     encoding_format: EncodingFormatSchema.default('float'),
     /** Truncate vectors to this many dimensions (the model's size when omitted). */
     dimensions: z.number().int().min(1).optional(),
-    user: z.string().optional(),
+    user: boundedText(TextLimits.user).optional(),
   })
   .meta({ id: 'EmbeddingRequest' });
 export type EmbeddingRequest = z.infer<typeof EmbeddingRequestSchema>;

@@ -1,11 +1,15 @@
 import { z } from 'zod';
 import { MaxTokensSchema, ModelIdSchema, TemperatureSchema, TopPSchema } from './common.js';
+import { boundedText, TextLimits } from './text-limits.js';
 
 // ---- input items (Responses format) ----
-export const ResponseInputTextPartSchema = z.object({ type: z.literal('input_text'), text: z.string() });
+export const ResponseInputTextPartSchema = z.object({
+  type: z.literal('input_text'),
+  text: boundedText(TextLimits.prompt),
+});
 export const ResponseOutputTextPartSchema = z.object({
   type: z.literal('output_text'),
-  text: z.string(),
+  text: boundedText(TextLimits.prompt),
   annotations: z.array(z.unknown()).optional(),
 });
 export const ResponseInputImagePartSchema = z.object({
@@ -30,7 +34,7 @@ export const ResponseInputMessageSchema = z
   .object({
     type: z.literal('message').optional(),
     role: z.enum(['user', 'assistant', 'system', 'developer']),
-    content: z.union([z.string(), z.array(ResponseInputContentPartSchema).min(1)]),
+    content: z.union([boundedText(TextLimits.prompt), z.array(ResponseInputContentPartSchema).min(1)]),
   })
   .meta({ id: 'ResponseInputMessage' });
 export type ResponseInputMessage = z.infer<typeof ResponseInputMessageSchema>;
@@ -39,18 +43,25 @@ export type ResponseInputMessage = z.infer<typeof ResponseInputMessageSchema>;
 export const ResponseRequestSchema = z
   .object({
     model: ModelIdSchema,
-    input: z.union([z.string(), z.array(ResponseInputMessageSchema).min(1, 'must not be an empty array')], {
-      error: (iss) => (iss.input === undefined ? undefined : 'must be a string or an array of message items'),
-    }),
+    input: z.union(
+      [
+        boundedText(TextLimits.prompt),
+        z.array(ResponseInputMessageSchema).min(1, 'must not be an empty array'),
+      ],
+      {
+        error: (iss) =>
+          iss.input === undefined ? undefined : 'must be a string or an array of message items',
+      },
+    ),
     /** System-level instructions, placed before `input`. */
-    instructions: z.string().nullable().optional(),
+    instructions: boundedText(TextLimits.prompt).nullable().optional(),
     /** Default from the catalog entry (65536 on chat-E). */
     max_output_tokens: MaxTokensSchema.nullable().optional(),
     temperature: TemperatureSchema.nullable().optional(),
     top_p: TopPSchema.nullable().optional(),
     /** The service does not stream incrementally: with `true` it emits one `response.completed` event. */
     stream: z.boolean().nullable().optional(),
-    user: z.string().optional(),
+    user: boundedText(TextLimits.user).optional(),
   })
   .meta({ id: 'ResponseRequest' });
 export type ResponseRequest = z.infer<typeof ResponseRequestSchema>;
