@@ -198,8 +198,11 @@ describe('ComfyUI engine (workflow template over the HTTP API)', () => {
     runStatus = 'never';
     const ac = new AbortController();
     const run = engine().generate(input, ac.signal);
-    // Cancel once the prompt is queued (not after a fixed time, which a busy machine may not reach).
-    await waitFor('the prompt to be queued', () => server.received.some((r) => r.path === '/prompt'));
+    // Cancel once the engine holds the prompt id, i.e. polls its history (not after a fixed time,
+    // which a busy machine may not reach, nor as /prompt arrives, before its answer reached the engine).
+    await waitFor('the engine to poll the queued prompt', () =>
+      server.received.some((r) => r.path.startsWith('/history/')),
+    );
     ac.abort(new ApiError(499, 'cancelled'));
     await assert.rejects(run, { status: 499 });
     const del = await waitFor('the queue delete', () => server.received.find((r) => r.path === '/queue'));
