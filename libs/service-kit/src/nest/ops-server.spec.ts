@@ -42,7 +42,7 @@ describe('OpsServer (/healthz, /readyz, /metrics)', () => {
     ready = false;
     const r = await fetch(`${url}/readyz`);
     assert.equal(r.status, 503);
-    assert.deepEqual((await r.json()).checks, { engine: false, flaky: false });
+    assert.deepEqual(((await r.json()) as { checks: unknown }).checks, { engine: false, flaky: false });
     assert.equal((await fetch(`${url}/healthz`)).status, 200, 'still alive');
     ready = true;
     assert.equal((await fetch(`${url}/readyz`)).status, 200);
