@@ -13,6 +13,7 @@ import { randomUUID } from 'node:crypto';
 import { connect } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { ErrorBodySchema } from '@infer/contracts';
+import { Redis } from 'ioredis';
 import { PNG } from 'pngjs';
 import { type AudioService, startAudioService } from '../../apps/audio-service/src/app.js';
 import { startEmbeddingService } from '../../apps/embedding-service/src/app.js';
@@ -619,6 +620,14 @@ describe('fuzz: malformed requests across every endpoint', { timeout: 600_000 },
     await image?.queue.obliterate({ force: true }).catch(() => undefined);
     await audio?.queue.obliterate({ force: true }).catch(() => undefined);
     await stack?.close();
+    // This run's images, search cache and queues (its own key prefixes).
+    const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
+    for (const match of [`fuzz:${id}:*`, `fuzz${id}:*`]) {
+      for await (const keys of redis.scanStream({ match, count: 500 }) as AsyncIterable<string[]>) {
+        if (keys.length) await redis.del(...keys);
+      }
+    }
+    redis.disconnect();
   });
 
   it("answers the issue's cases with the right 4xx and param", async () => {
