@@ -1,7 +1,8 @@
 // Runs the *.spec.ts files below the given folders with Node's test runner and the TS loader.
 //   node tools/test.js                 -> every spec in apps/, libs/ and test/
 //   node tools/test.js apps/gateway    -> one project's specs
-// Unit specs run in parallel; integration specs (test/integration) share ports and run one at a time.
+// Unit specs run in parallel; the specs under test/ (test/integration, test/faults) share ports and
+// servers and run one at a time.
 import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';

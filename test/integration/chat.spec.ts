@@ -130,7 +130,7 @@ describe('chat completions through the gateway (openai SDK)', () => {
 
   it('records when a key was last used, off the request path', async () => {
     await stack.client('community').models.list();
-    const deadline = Date.now() + 2000;
+    const deadline = Date.now() + 10_000;
     let used: Array<{ name: string; lastUsedAt: Date | null }> = [];
     while (Date.now() < deadline) {
       used = await stack.prisma.apiKey.findMany({ select: { name: true, lastUsedAt: true } });

@@ -18,6 +18,7 @@ import { stringify } from 'yaml';
 import { CLOCK, type Clock } from '../../apps/gateway/src/images/clock.js';
 import { ImageDelivery } from '../../apps/gateway/src/images/image-delivery.service.js';
 import { type ImageService, startImageService } from '../../apps/image-service/src/app.js';
+import { waitFor } from '../support/wait-for.js';
 import { apiError, type Stack, startStack } from './harness.js';
 
 const run = randomBytes(4).toString('hex');
@@ -378,8 +379,11 @@ describe('images through the gateway (openai SDK, image-service on the simulator
       try {
         await edit({ image: await toFile(pngFile(8, 8), 'in.png'), prompt: 'p', size: '256x256' as never });
         const prefix = stack.gateway.config.IMAGE_STORE_REDIS_PREFIX;
-        await new Promise((r) => setTimeout(r, 100));
-        assert.deepEqual(await redis.keys(`${prefix}upl_*`), []);
+        // The deletion runs as the request ends: poll for it under a deadline rather than sleeping.
+        await waitFor(
+          'the uploads to be removed',
+          async () => (await redis.keys(`${prefix}upl_*`)).length === 0,
+        );
       } finally {
         redis.disconnect();
       }

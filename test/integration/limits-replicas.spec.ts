@@ -84,7 +84,7 @@ describe('limits across three gateway replicas sharing one Redis', () => {
       billingAnchor: new Date(),
       overrides,
     };
-    const deadline = Date.now() + 2000;
+    const deadline = Date.now() + 10_000;
     for (;;) {
       const used = (await limits.state(subject, [chatF])).find((s) => s.name === name)?.used;
       if ((used !== undefined && ok(used)) || Date.now() > deadline) return used;

@@ -174,8 +174,8 @@ describe('streams and cancellation', () => {
     await reader.read();
     assert.equal(stack.chat.rpc.inflightCount, 1, 'the generation is running');
     ac.abort();
-    // 400 tokens at 20 ms would take 8 s; the service must let go within a second.
-    const deadline = Date.now() + 1000;
+    // 400 tokens at 20 ms would take 8 s; the service must let go well before (5 s: slack for a busy machine).
+    const deadline = Date.now() + 5000;
     while (stack.chat.rpc.inflightCount > 0 && Date.now() < deadline)
       await new Promise((r) => setTimeout(r, 20));
     assert.equal(stack.chat.rpc.inflightCount, 0);
@@ -190,13 +190,13 @@ describe('streams and cancellation', () => {
       body: JSON.stringify({ model: 'chat-F', messages: [{ role: 'user', content: 'long' }] }),
     }).catch(() => null);
     const start = Date.now();
-    while (stack.chat.rpc.inflightCount === 0 && Date.now() - start < 2000)
+    while (stack.chat.rpc.inflightCount === 0 && Date.now() - start < 10_000)
       await new Promise((r) => setTimeout(r, 10));
     assert.equal(stack.chat.rpc.inflightCount, 1, 'the generation is running');
     ac.abort();
     await pending;
-    // 400 tokens at 20 ms would take 8 s; the service must let go within a second.
-    const deadline = Date.now() + 1000;
+    // 400 tokens at 20 ms would take 8 s; the service must let go well before (5 s: slack for a busy machine).
+    const deadline = Date.now() + 5000;
     while (stack.chat.rpc.inflightCount > 0 && Date.now() < deadline)
       await new Promise((r) => setTimeout(r, 20));
     assert.equal(stack.chat.rpc.inflightCount, 0);

@@ -12,12 +12,13 @@ import {
 } from '@infer/service-kit';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
-import { type FastifyInstance, LogController } from 'fastify';
+import { type FastifyInstance, type FastifyReply, type FastifyRequest, LogController } from 'fastify';
 import { Redis } from 'ioredis';
 import { AppModule, type GatewayDeps } from './app.module.js';
 import { newRequestId } from './common/request-id.js';
 import { sendError } from './common/send-error.js';
 import { type GatewayConfig, loadGatewayConfig } from './config.js';
+import { handleClientError } from './http/client-error.js';
 import { corsOptions } from './http/cors.js';
 import { checkHttps } from './http/https-policy.js';
 import { securityHeaders } from './http/security-headers.js';
@@ -78,6 +79,11 @@ export async function startGateway(env: NodeJS.ProcessEnv = process.env): Promis
     bodyLimit: config.BODY_LIMIT_BYTES,
     loggerInstance: log,
     logController: new LogController({ disableRequestLogging: true }),
+    // Requests Node's parser refuses (headers over 16 KiB, bad framing) get the error envelope too.
+    clientErrorHandler: handleClientError,
+    // A path parameter over 100 characters or with a broken %-escape, refused by the router before
+    // any hook: the envelope too (414 / 400).
+    frameworkErrors: (err: unknown, req: FastifyRequest, reply: FastifyReply) => sendError(req, reply, err),
     // close() ends idle keep-alive sockets instead of waiting out their timeout.
     forceCloseConnections: 'idle',
     genReqId: (req: IncomingMessage) => {

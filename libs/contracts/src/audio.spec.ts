@@ -123,6 +123,15 @@ describe('TranscriptionRequestSchema', () => {
     ]);
     const r = parseOrThrow(TranscriptionRequestSchema, fields);
     assert.deepEqual(r.timestamp_granularities, ['word', 'segment']);
+    // A part without a name (the gateway's form readers refuse it with a 400) is skipped, not a TypeError.
+    assert.deepEqual(
+      normalizeFormFields([
+        [undefined as unknown as string, 'x'],
+        ['', 'y'],
+        ['model', 'm'],
+      ]),
+      { model: 'm' },
+    );
     assert.deepEqual(normalizeFormFields({ 'timestamp_granularities[]': 'word', model: 'm' }), {
       timestamp_granularities: ['word'],
       model: 'm',

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { ModelIdSchema } from './common.js';
 import { BlobRefSchema } from './envelope.js';
+import { boundedText, TextLimits } from './text-limits.js';
 
 // ---- speech: POST /v1/audio/speech ----
 export const SPEECH_MAX_INPUT_CHARS = 4096;
@@ -26,7 +27,7 @@ export const SpeechRequestSchema = z
       .string()
       .min(1, 'must not be empty')
       .max(SPEECH_MAX_INPUT_CHARS, `must be at most ${SPEECH_MAX_INPUT_CHARS} characters`),
-    voice: z.string().min(1, 'must not be empty'),
+    voice: boundedText(TextLimits.voice).min(1, 'must not be empty'),
     response_format: SpeechFormatSchema.default('mp3'),
     speed: z.number().min(0.25, 'must be between 0.25 and 4').max(4, 'must be between 0.25 and 4').default(1),
   })
@@ -74,7 +75,7 @@ export const TranscriptionRequestSchema = z
       .min(0, 'must be between 0 and 1')
       .max(1, 'must be between 0 and 1')
       .optional(),
-    prompt: z.string().optional(),
+    prompt: boundedText(TextLimits.transcriptionPrompt).optional(),
   })
   .meta({ id: 'TranscriptionRequest' });
 export type TranscriptionRequest = z.infer<typeof TranscriptionRequestSchema>;

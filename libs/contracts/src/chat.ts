@@ -1,8 +1,9 @@
 import { z } from 'zod';
 import { GenerationFields, MaxTokensSchema, ModelIdSchema, UsageSchema } from './common.js';
+import { boundedText, TextLimits } from './text-limits.js';
 
 // ---- content parts ----
-export const TextPartSchema = z.object({ type: z.literal('text'), text: z.string() });
+export const TextPartSchema = z.object({ type: z.literal('text'), text: boundedText(TextLimits.prompt) });
 export const ImageUrlPartSchema = z.object({
   type: z.literal('image_url'),
   image_url: z.object({ url: z.string().min(1), detail: z.enum(['auto', 'low', 'high']).optional() }),
@@ -30,7 +31,7 @@ export const ToolSchema = z
     type: z.literal('function'),
     function: z.object({
       name: FunctionNameSchema,
-      description: z.string().optional(),
+      description: boundedText(TextLimits.description).optional(),
       parameters: z.record(z.string(), z.unknown()).optional(),
       strict: z.boolean().nullable().optional(),
     }),
@@ -48,16 +49,16 @@ export type ToolChoice = z.infer<typeof ToolChoiceSchema>;
 
 export const ToolCallSchema = z
   .object({
-    id: z.string(),
+    id: boundedText(TextLimits.toolCallId),
     type: z.literal('function'),
-    function: z.object({ name: z.string(), arguments: z.string() }),
+    function: z.object({ name: boundedText(TextLimits.name), arguments: boundedText(TextLimits.prompt) }),
   })
   .meta({ id: 'ToolCall' });
 export type ToolCall = z.infer<typeof ToolCallSchema>;
 
 // ---- messages ----
-const TextContent = z.union([z.string(), z.array(TextPartSchema).min(1)]);
-const name = z.string().optional();
+const TextContent = z.union([boundedText(TextLimits.prompt), z.array(TextPartSchema).min(1)]);
+const name = boundedText(TextLimits.name).optional();
 
 export const SystemMessageSchema = z.object({
   role: z.enum(['system', 'developer']),
@@ -66,7 +67,7 @@ export const SystemMessageSchema = z.object({
 });
 export const UserMessageSchema = z.object({
   role: z.literal('user'),
-  content: z.union([z.string(), z.array(ContentPartSchema).min(1)]),
+  content: z.union([boundedText(TextLimits.prompt), z.array(ContentPartSchema).min(1)]),
   name,
 });
 export const AssistantMessageSchema = z
@@ -75,7 +76,7 @@ export const AssistantMessageSchema = z
     content: TextContent.nullable().optional(),
     name,
     tool_calls: z.array(ToolCallSchema).optional(),
-    reasoning_content: z.string().nullable().optional(),
+    reasoning_content: boundedText(TextLimits.prompt).nullable().optional(),
   })
   .refine((m) => m.content != null || (m.tool_calls?.length ?? 0) > 0, {
     message: 'an assistant message needs content unless it carries tool_calls',
@@ -84,7 +85,7 @@ export const AssistantMessageSchema = z
 export const ToolMessageSchema = z.object({
   role: z.literal('tool'),
   content: TextContent,
-  tool_call_id: z.string().min(1),
+  tool_call_id: boundedText(TextLimits.toolCallId).min(1),
 });
 
 export const MessageSchema = z
@@ -106,7 +107,7 @@ export const ResponseFormatSchema = z
       type: z.literal('json_schema'),
       json_schema: z.object({
         name: z.string().min(1).max(64),
-        description: z.string().optional(),
+        description: boundedText(TextLimits.description).optional(),
         strict: z.boolean().nullable().optional(),
         schema: z.record(z.string(), z.unknown()),
       }),

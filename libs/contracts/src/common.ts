@@ -1,6 +1,7 @@
 import { z } from 'zod';
+import { boundedText, TextLimits } from './text-limits.js';
 
-export const ModelIdSchema = z.string().min(1, 'model must not be empty');
+export const ModelIdSchema = boundedText(TextLimits.model).min(1, 'model must not be empty');
 export const TemperatureSchema = z.number().min(0).max(2);
 export const TopPSchema = z.number().min(0).max(1);
 export const MaxTokensSchema = z.number().int().min(1);
@@ -17,11 +18,11 @@ export const GenerationFields = {
   stream: z.boolean().nullable().optional(),
   stream_options: z.object({ include_usage: z.boolean().optional() }).nullable().optional(),
   stop: z
-    .union([z.string(), z.array(z.string()).max(4)])
+    .union([boundedText(TextLimits.stop), z.array(boundedText(TextLimits.stop)).max(4)])
     .nullable()
     .optional(),
   seed: z.number().int().nullable().optional(),
-  user: z.string().optional(),
+  user: boundedText(TextLimits.user).optional(),
 };
 
 /** Spec defaults for sampling. */
@@ -67,6 +68,7 @@ export function normalizeFormFields(
       : Object.entries(fields as Record<string, unknown>);
   const out: Record<string, unknown> = {};
   for (const [rawKey, value] of entries) {
+    if (typeof rawKey !== 'string' || !rawKey) continue; // a part without a name (the reader refuses it)
     const key = rawKey.endsWith('[]') ? rawKey.slice(0, -2) : rawKey;
     if (key === '__proto__') continue;
     const values = Array.isArray(value) ? value : [value];

@@ -1,13 +1,14 @@
 import { z } from 'zod';
 import { NO_LOGPROBS } from './chat.js';
 import { GenerationFields, ModelIdSchema, UsageSchema } from './common.js';
+import { boundedText, TextLimits } from './text-limits.js';
 
 // ---- request: POST /v1/completions (legacy) ----
 export const CompletionRequestSchema = z
   .object({
     model: ModelIdSchema,
     /** The spec's prompt is one string (arrays of prompts and token arrays are not supported). */
-    prompt: z.string(),
+    prompt: boundedText(TextLimits.prompt),
     ...GenerationFields,
     /** Legacy: the number of top log-probabilities; none are available here (400 naming it). */
     logprobs: z

@@ -1,10 +1,11 @@
 import { z } from 'zod';
 import { ModelIdSchema } from './common.js';
+import { boundedText, TextLimits } from './text-limits.js';
 
 /** Most inputs one embeddings request may carry (as the OpenAI API). */
 export const EMBEDDINGS_MAX_INPUTS = 2048;
 
-const NonEmptyText = z.string().min(1, 'must not be an empty string');
+const NonEmptyText = boundedText(TextLimits.embeddingInput).min(1, 'must not be an empty string');
 
 const TokenId = z.number().int().min(0, 'token ids are integers >= 0');
 /** Token ids (in the model's own tokenizer, see apps/embedding-service/README.md). */
@@ -54,7 +55,7 @@ export const EmbeddingRequestSchema = z
     encoding_format: EncodingFormatSchema.default('float'),
     /** Truncate vectors to this many dimensions (the model's size when omitted). */
     dimensions: z.number().int().min(1).optional(),
-    user: z.string().optional(),
+    user: boundedText(TextLimits.user).optional(),
   })
   .meta({ id: 'EmbeddingRequest' });
 export type EmbeddingRequest = z.infer<typeof EmbeddingRequestSchema>;

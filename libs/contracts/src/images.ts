@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ApiError } from './errors.js';
+import { boundedText, TextLimits } from './text-limits.js';
 
 export const IMAGE_SIZE_MIN = 256;
 export const IMAGE_SIZE_MAX = 1536;
@@ -73,9 +74,9 @@ const ignored = (what: string) => z.unknown().optional().describe(`Accepted and 
 // ---- request: POST /v1/images/generations ----
 export const ImageGenerationRequestSchema = z
   .object({
-    prompt: z.string().min(1, 'must not be empty'),
+    prompt: boundedText(TextLimits.imagePrompt).min(1, 'must not be empty'),
     /** The gateway uses image-model when omitted. */
-    model: z.string().min(1, 'must not be empty').optional(),
+    model: boundedText(TextLimits.model).min(1, 'must not be empty').optional(),
     n: z.number().int(N_MESSAGE).min(1, N_MESSAGE).max(IMAGE_MAX_N, N_MESSAGE).default(1),
     /** `auto` or omitted gives 1024x1024. */
     size: ImageSizeSchema.optional(),
@@ -114,8 +115,8 @@ export type ImageGenerationRequestInput = z.input<typeof ImageGenerationRequestS
  */
 export const ImageEditRequestSchema = z
   .object({
-    prompt: z.string().min(1, 'must not be empty'),
-    model: z.string().min(1, 'must not be empty').optional(),
+    prompt: boundedText(TextLimits.imagePrompt).min(1, 'must not be empty'),
+    model: boundedText(TextLimits.model).min(1, 'must not be empty').optional(),
     // Multipart values are strings: numeric fields are coerced ('abc' -> NaN -> 400).
     n: z.coerce.number().int(N_MESSAGE).min(1, N_MESSAGE).max(IMAGE_MAX_N, N_MESSAGE).default(1),
     size: ImageSizeSchema.optional(),

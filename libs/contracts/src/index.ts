@@ -15,5 +15,6 @@ export * from './rerank.js';
 export * from './responses.js';
 export * from './search.js';
 export * from './subjects.js';
+export * from './text-limits.js';
 export * from './usage.js';
 export * from './validate.js';

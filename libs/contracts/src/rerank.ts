@@ -1,13 +1,17 @@
 import { z } from 'zod';
 import { ModelIdSchema } from './common.js';
+import { boundedText, TextLimits } from './text-limits.js';
 
 /**
  * A document to rerank: a string, or `{text}` as Cohere clients send it. Turning objects into strings
  * is the service's job; `rerankDocumentText` does it.
  */
-export const RerankDocumentSchema = z.union([z.string(), z.object({ text: z.string() })], {
-  error: (iss) => (iss.input === undefined ? undefined : 'must be a string or an object {text: string}'),
-});
+export const RerankDocumentSchema = z.union(
+  [boundedText(TextLimits.rerankText), z.object({ text: boundedText(TextLimits.rerankText) })],
+  {
+    error: (iss) => (iss.input === undefined ? undefined : 'must be a string or an object {text: string}'),
+  },
+);
 export type RerankDocument = z.infer<typeof RerankDocumentSchema>;
 
 export function rerankDocumentText(doc: RerankDocument): string {
@@ -21,7 +25,7 @@ export const RERANK_MAX_DOCUMENTS = 1000;
 export const RerankRequestSchema = z
   .object({
     model: ModelIdSchema,
-    query: z.string().min(1, 'must not be empty'),
+    query: boundedText(TextLimits.rerankText).min(1, 'must not be empty'),
     documents: z
       .array(RerankDocumentSchema)
       .min(1, 'must contain at least one document')

@@ -1,12 +1,16 @@
 import { z } from 'zod';
 import { FunctionNameSchema } from './chat.js';
 import { MaxTokensSchema, ModelIdSchema, TemperatureSchema, TopPSchema } from './common.js';
+import { boundedText, TextLimits } from './text-limits.js';
 
 // ---- input items (Responses format) ----
-export const ResponseInputTextPartSchema = z.object({ type: z.literal('input_text'), text: z.string() });
+export const ResponseInputTextPartSchema = z.object({
+  type: z.literal('input_text'),
+  text: boundedText(TextLimits.prompt),
+});
 export const ResponseOutputTextPartSchema = z.object({
   type: z.literal('output_text'),
-  text: z.string(),
+  text: boundedText(TextLimits.prompt),
   annotations: z.array(z.unknown()).optional(),
 });
 export const ResponseInputImagePartSchema = z.object({
@@ -31,7 +35,7 @@ export const ResponseInputMessageSchema = z
   .object({
     type: z.literal('message').optional(),
     role: z.enum(['user', 'assistant', 'system', 'developer']),
-    content: z.union([z.string(), z.array(ResponseInputContentPartSchema).min(1)]),
+    content: z.union([boundedText(TextLimits.prompt), z.array(ResponseInputContentPartSchema).min(1)]),
   })
   .meta({ id: 'ResponseInputMessage' });
 export type ResponseInputMessage = z.infer<typeof ResponseInputMessageSchema>;
@@ -42,7 +46,7 @@ export const ResponseFunctionCallInputSchema = z.object({
   type: z.literal('function_call'),
   call_id: z.string().min(1),
   name: FunctionNameSchema,
-  arguments: z.string(),
+  arguments: boundedText(TextLimits.prompt),
   id: z.string().optional(),
   status: z.enum(['in_progress', 'completed', 'incomplete']).optional(),
 });
@@ -50,7 +54,7 @@ export const ResponseFunctionCallInputSchema = z.object({
 export const ResponseFunctionCallOutputSchema = z.object({
   type: z.literal('function_call_output'),
   call_id: z.string().min(1),
-  output: z.union([z.string(), z.array(ResponseInputTextPartSchema).min(1)]),
+  output: z.union([boundedText(TextLimits.prompt), z.array(ResponseInputTextPartSchema).min(1)]),
   id: z.string().optional(),
   status: z.enum(['in_progress', 'completed', 'incomplete']).optional(),
 });
@@ -58,9 +62,11 @@ export const ResponseFunctionCallOutputSchema = z.object({
 export const ResponseReasoningInputSchema = z.object({
   type: z.literal('reasoning'),
   id: z.string().optional(),
-  summary: z.array(z.object({ type: z.literal('summary_text'), text: z.string() })).optional(),
+  summary: z
+    .array(z.object({ type: z.literal('summary_text'), text: boundedText(TextLimits.prompt) }))
+    .optional(),
   content: z
-    .array(z.object({ type: z.literal('reasoning_text'), text: z.string() }))
+    .array(z.object({ type: z.literal('reasoning_text'), text: boundedText(TextLimits.prompt) }))
     .nullable()
     .optional(),
   encrypted_content: z.null().optional(),
@@ -132,11 +138,14 @@ export const ResponseTextConfigSchema = z.strictObject({ format: ResponseTextFor
 export const ResponseRequestSchema = z
   .strictObject({
     model: ModelIdSchema,
-    input: z.union([z.string(), z.array(ResponseInputItemSchema).min(1, 'must not be an empty array')], {
-      error: (iss) => (iss.input === undefined ? undefined : 'must be a string or an array of input items'),
-    }),
+    input: z.union(
+      [boundedText(TextLimits.prompt), z.array(ResponseInputItemSchema).min(1, 'must not be an empty array')],
+      {
+        error: (iss) => (iss.input === undefined ? undefined : 'must be a string or an array of input items'),
+      },
+    ),
     /** System-level instructions, placed before `input`. */
-    instructions: z.string().nullable().optional(),
+    instructions: boundedText(TextLimits.prompt).nullable().optional(),
     /** Default from the catalog entry (65536 on chat-E). */
     max_output_tokens: MaxTokensSchema.nullable().optional(),
     temperature: TemperatureSchema.nullable().optional(),
@@ -146,7 +155,7 @@ export const ResponseRequestSchema = z
      * carrying the whole response), see docs/api-decisions.md.
      */
     stream: z.boolean().nullable().optional(),
-    user: z.string().optional(),
+    user: boundedText(TextLimits.user).optional(),
     /** Function tools (the models whose capabilities list `tools`). */
     tools: z.array(ResponseFunctionToolSchema).max(128).optional(),
     tool_choice: ResponseToolChoiceSchema.optional(),

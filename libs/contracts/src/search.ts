@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { TextLimits } from './text-limits.js';
 
 export const SEARCH_COUNT_MIN = 1;
 export const SEARCH_COUNT_MAX = 20;
@@ -35,7 +36,14 @@ export function clampSearchCount(n: number): number {
 // ---- request: POST /v1/search (and the arguments of the web_search tool) ----
 export const SearchRequestSchema = z
   .object({
-    query: z.string().trim().min(1, 'must not be empty').describe('What to search the web for.'),
+    query: z
+      .string()
+      .trim()
+      .min(1, 'must not be empty')
+      .max(TextLimits.searchQuery, `must be at most ${TextLimits.searchQuery} characters`)
+      // The local index and the cache live in PostgreSQL, whose text cannot hold a NUL character.
+      .refine((q) => !q.includes('\u0000'), 'must not contain NUL (\\u0000) characters')
+      .describe(`What to search the web for (at most ${TextLimits.searchQuery} characters).`),
     // Clamped, not refused. `overwrite` (not `transform`) keeps the schema a plain integer, so its JSON
     // Schema (OpenAPI, tool parameters) still shows the type, range and default.
     count: z

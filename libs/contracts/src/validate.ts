@@ -49,7 +49,12 @@ function deepest(issue: Issue, path: PropertyKey[]): { issue: Issue; path: Prope
   if (!best) return { issue, path };
   if (best.path.length === 0) {
     // Every branch failed at the root: a missing value reads better than "Invalid input".
-    return / received undefined$/.test(best.message) ? { issue: best, path } : { issue, path };
+    if (/ received undefined$/.test(best.message)) return { issue: best, path };
+    // A branch whose type matched but whose check failed (e.g. a string over its maximum length)
+    // says what is wrong; the other branches only say the type differs.
+    const checked = issue.errors.map((b) => b[0]).filter((i) => i && i.code !== 'invalid_type');
+    if (checked.length === 1 && checked[0]) return { issue: checked[0], path };
+    return { issue, path };
   }
   return deepest(best, [...path, ...best.path]);
 }

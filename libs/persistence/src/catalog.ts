@@ -100,6 +100,14 @@ export interface CatalogModel {
   updatedAt: Date;
 }
 
+/**
+ * Time limits of the sync's interactive transaction. Prisma's defaults (2 s to get a connection, 5 s
+ * for the whole transaction) are too tight for one upsert round trip per model on a busy machine: a
+ * start then failed with "Transaction already closed". The sync runs once at start (and on an admin
+ * reload), so waiting longer is harmless; a real outage still fails it, after these limits.
+ */
+export const SYNC_TRANSACTION = { maxWait: 30_000, timeout: 120_000 } as const;
+
 export class CatalogRepository {
   constructor(private readonly db: Db) {}
 
@@ -125,7 +133,7 @@ export class CatalogRepository {
       if (gone.length)
         await tx.model.updateMany({ where: { id: { in: gone.map((g) => g.id) } }, data: { enabled: false } });
       return { upserted: ids, disabled: gone.map((g) => g.id) };
-    });
+    }, SYNC_TRANSACTION);
   }
 
   /** Enabled models, most capable first (rank, then id). */

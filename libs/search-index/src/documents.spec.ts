@@ -103,6 +103,26 @@ describe('JSON documents', () => {
     );
   });
 
+  it('drops NUL characters from the text (PostgreSQL cannot store them) and refuses them in a url', async () => {
+    const d = await prepareDocument(
+      DocumentJsonSchema.parse({
+        url: 'https://a.example/n',
+        title: 'ti\u0000tle',
+        body: 'bo\u0000dy',
+        source: 's\u0000',
+      }),
+    );
+    assert.deepEqual([d.title, d.body, d.source], ['title', 'body', 's']);
+    const h = await prepareDocument(
+      DocumentJsonSchema.parse({
+        url: 'https://a.example/h',
+        html: '<html><title>T\u0000</title><body><p>x\u0000y</p></body></html>',
+      }),
+    );
+    assert.ok(!h.body.includes('\u0000') && !h.title.includes('\u0000'), JSON.stringify(h));
+    assert.equal(DocumentJsonSchema.safeParse({ url: 'https://a.example/\u0000', body: 'b' }).success, false);
+  });
+
   it('prepares HTML documents into readable text with the page title', async () => {
     const d = await prepareDocument(
       DocumentJsonSchema.parse({

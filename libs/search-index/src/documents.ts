@@ -34,7 +34,12 @@ const absoluteUrl = z
     } catch {
       return false;
     }
-  }, 'must be an absolute URL');
+  }, 'must be an absolute URL')
+  // PostgreSQL text cannot hold NUL; a URL never needs one (it would be %00).
+  .refine((u) => !u.includes('\u0000'), 'must not contain NUL (\\u0000) characters');
+
+/** Text without NUL characters, which PostgreSQL text cannot hold (pages and files may carry them). */
+const withoutNul = (s: string) => (s.includes('\u0000') ? s.replaceAll('\u0000', '') : s);
 
 /**
  * A document as the admin API and JSON files take it: `body` (plain text) or `html` (reduced to its
@@ -79,10 +84,10 @@ export async function prepareDocument(
   d: DocumentJson,
   defaults: { source?: string; now?: Date } = {},
 ): Promise<SearchDocumentInput> {
-  let body = d.body ?? '';
-  let title = d.title ?? '';
+  let body = withoutNul(d.body ?? '');
+  let title = withoutNul(d.title ?? '');
   if (d.body === undefined && d.html !== undefined) {
-    const r = await extractReadableText(d.html, d.url.startsWith('http') ? d.url : undefined);
+    const r = await extractReadableText(withoutNul(d.html), d.url.startsWith('http') ? d.url : undefined);
     body = r.text;
     title ||= r.title;
   } else {
@@ -92,7 +97,7 @@ export async function prepareDocument(
     url: d.url,
     title: cap(title.trim() || d.url, MAX_TITLE_CHARS),
     body: cap(body, MAX_BODY_CHARS),
-    source: d.source ?? defaults.source ?? sourceOfUrl(d.url),
+    source: withoutNul(d.source ?? defaults.source ?? sourceOfUrl(d.url)),
     fetchedAt: d.fetched_at ? new Date(d.fetched_at) : (defaults.now ?? new Date()),
   };
 }

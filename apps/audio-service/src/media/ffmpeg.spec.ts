@@ -58,6 +58,9 @@ describe('ffmpeg', () => {
     const p = run('sleep', ['5'], { signal: ac.signal });
     setTimeout(() => ac.abort(new Error('stop')), 50);
     await assert.rejects(p, /stop/);
-    assert.ok(performance.now() - started < 2000);
+    assert.ok(
+      performance.now() - started < 4000,
+      'killed well before the 5 s sleep ends (slack for a busy machine)',
+    );
   });
 });

@@ -259,29 +259,44 @@ describe('simulator engine (test double)', () => {
     const r = await run(m, ask('timing'));
     const first = r.times[0] ?? 0;
     const last = r.times[10] ?? 0;
-    assert.ok(first >= 115 && first < 400, `first token after ~120 ms, got ${first}`);
-    assert.ok(last - first >= 90 && last - first < 600, `10 gaps of ~15 ms, got ${last - first}`);
+    // Timers never fire early, so the lower bounds hold on any machine; the upper bounds only say
+    // "not wildly late" (a busy machine delays timers, so they are loose).
+    assert.ok(first >= 115 && first < 5_000, `first token after ~120 ms, got ${first}`);
+    assert.ok(last - first >= 90 && last - first < 10_000, `10 gaps of ~15 ms, got ${last - first}`);
   });
 
   it('stops at once when the signal aborts, reporting the tokens produced', async () => {
     const m = model({ ttft_ms: 0, itl_ms: 50, default_output_tokens: 1000 });
     const ac = new AbortController();
-    setTimeout(() => ac.abort(new Error('client gone')), 180);
-    const t0 = performance.now();
-    const r = await run(m, ask('long'), ac.signal);
-    const took = performance.now() - t0;
-    assert.ok(took < 300, `stopped promptly, took ${took}`);
-    assert.equal(r.finish.reason, 'cancelled');
-    const produced = r.finish.usage.completion_tokens;
-    assert.ok(produced >= 2 && produced <= 6, `about 4 tokens, got ${produced}`);
-    assert.equal(countTokens(r.content), produced);
+    const deltas: EngineDelta[] = [];
+    let atAbort = 0;
+    // Abort after the 4th token arrived (not after a fixed time, which a busy machine stretches).
+    for await (const d of engineOf(m).generate(toEngineInput(ask('long'), m, 0), ac.signal)) {
+      deltas.push(d);
+      const tokens = deltas.filter((x) => x.type === 'content').length;
+      if (tokens === 4 && !ac.signal.aborted) {
+        atAbort = tokens;
+        ac.abort(new Error('client gone'));
+      }
+    }
+    const finish = deltas.at(-1) as EngineFinish;
+    assert.equal(finish.type, 'finish');
+    assert.equal(finish.reason, 'cancelled');
+    const produced = finish.usage.completion_tokens;
+    const content = deltas.map((d) => (d.type === 'content' ? d.text : '')).join('');
+    assert.ok(
+      produced >= atAbort && produced <= atAbort + 1,
+      `${atAbort} tokens at the abort, got ${produced}`,
+    );
+    assert.equal(countTokens(content), produced);
 
     const slowStart = model({ ttft_ms: 10_000 });
     const ac2 = new AbortController();
-    setTimeout(() => ac2.abort(), 30);
     const t1 = performance.now();
-    const r2 = await run(slowStart, ask('never'), ac2.signal);
-    assert.ok(performance.now() - t1 < 500, 'the ttft wait is cancellable');
+    const pending = run(slowStart, ask('never'), ac2.signal);
+    ac2.abort();
+    const r2 = await pending;
+    assert.ok(performance.now() - t1 < 5_000, 'the 10 s ttft wait is cancellable');
     assert.equal(r2.finish.usage.completion_tokens, 0);
   });
 

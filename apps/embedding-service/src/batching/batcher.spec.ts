@@ -88,10 +88,11 @@ describe('dynamic batcher', () => {
 
   it('starts at once on an idle engine; under load waits at most max_wait_ms for company', async () => {
     const e = recorder();
-    const b = new DynamicBatcher(e.run, settings({ max_items: 3, max_wait_ms: 60, max_concurrent: 2 }));
+    // A 1 s budget (the most allowed): long enough that "at once" and "waited the budget" stay apart on a busy machine.
+    const b = new DynamicBatcher(e.run, settings({ max_items: 3, max_wait_ms: 1_000, max_concurrent: 2 }));
     const t0 = performance.now();
     await b.submit(items('solo'), live());
-    assert.ok(performance.now() - t0 < 40, 'a lone request on an idle engine does not wait');
+    assert.ok(performance.now() - t0 < 500, 'a lone request on an idle engine does not wait');
 
     e.hold();
     const busy = b.submit(items('busy'), live());
@@ -103,7 +104,7 @@ describe('dynamic batcher', () => {
     assert.equal(e.calls.length, 2, 'still waiting for company');
     while (e.calls.length < 3) await new Promise((r) => setTimeout(r, 2));
     const waited = performance.now() - t1;
-    assert.ok(waited >= 55 && waited < 1000, `waited the time budget: ${waited} ms`);
+    assert.ok(waited >= 990 && waited < 30_000, `waited the time budget: ${waited} ms`);
     e.release();
     await Promise.all([waiting, busy]);
 
@@ -113,7 +114,7 @@ describe('dynamic batcher', () => {
     const t2 = performance.now();
     const full = [b.submit(items('x'), live()), b.submit(items('y'), live()), b.submit(items('z'), live())];
     await tick();
-    assert.ok(performance.now() - t2 < 50, 'a full batch leaves at once');
+    assert.ok(performance.now() - t2 < 500, 'a full batch leaves at once');
     assert.deepEqual(e.calls.at(-1), ['x', 'y', 'z']);
     e.release();
     await Promise.all([...full, busy2]);

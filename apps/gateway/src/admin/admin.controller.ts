@@ -87,7 +87,8 @@ export class AdminController {
   @Get('keys/:key/limits')
   async keyLimits(@Req() req: FastifyRequest, @Param('key') keyRef: string): Promise<KeyLimitsState> {
     checkAdmin(this.config.ADMIN_TOKEN, req.headers.authorization);
-    const key = await this.keys.find(keyRef);
+    // No key id or prefix holds a NUL (PostgreSQL text cannot): not found, without asking.
+    const key = keyRef.includes('\u0000') ? null : await this.keys.find(keyRef);
     if (!key) {
       throw new ApiError(404, `No API key with id or prefix '${keyRef}'.`, {
         type: 'invalid_request_error',
@@ -124,6 +125,7 @@ export class AdminController {
 function str(v: unknown, param: string): string | undefined {
   if (v === undefined || v === '') return undefined;
   if (typeof v !== 'string') throw ApiError.invalid(`\`${param}\` must be given once.`, param);
+  if (v.includes('\u0000')) throw ApiError.invalid(`\`${param}\` must not contain NUL characters.`, param);
   return v;
 }
 

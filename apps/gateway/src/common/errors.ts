@@ -52,6 +52,13 @@ function fromFastify(status: number, code: string): ApiError {
           code: 'unsupported_media_type',
         },
       );
+    case 'FST_ERR_MAX_PARAM_LENGTH':
+      return new ApiError(414, 'A path parameter of the URL is too long (at most 100 characters).', {
+        type: ErrorType.invalidRequest,
+        code: 'uri_too_long',
+      });
+    case 'FST_ERR_BAD_URL':
+      return ApiError.invalid('The URL is malformed: a %-escape in its path is not valid.');
     default:
       return new ApiError(status, 'The request could not be read.', { type: ErrorType.invalidRequest });
   }

@@ -1,6 +1,7 @@
 import { ApiError, ErrorType, IMAGE_EDIT_MAX_IMAGES, IMAGE_MAX_BYTES } from '@infer/contracts';
 import { type ImageMime, sniffImageType } from '@infer/image-store';
 import type { FastifyRequest } from 'fastify';
+import { multipartError, partName } from '../common/multipart-errors.js';
 
 /** `image`, `image[]` (the openai SDKs) or `image[0]`...: the input image file parts of an edit. */
 const IMAGE_FIELD = /^image(\[\d*\])?$/;
@@ -56,13 +57,21 @@ export async function readEditForm(req: FastifyRequest): Promise<EditForm> {
   let problem: ApiError | null = null;
   try {
     for await (const part of req.parts()) {
+      let name: string;
+      try {
+        name = partName(part.fieldname);
+      } catch (e) {
+        problem ??= e as ApiError;
+        if (part.type === 'file') await drain(part.file);
+        continue;
+      }
       if (part.type === 'file') {
-        if (part.fieldname === 'mask') {
+        if (name === 'mask') {
           problem ??= maskError();
           await drain(part.file);
           continue;
         }
-        if (!IMAGE_FIELD.test(part.fieldname)) {
+        if (!IMAGE_FIELD.test(name)) {
           await drain(part.file);
           continue;
         }
@@ -90,25 +99,23 @@ export async function readEditForm(req: FastifyRequest): Promise<EditForm> {
         }
         images.push({ bytes, contentType });
       } else {
-        if (part.fieldname === 'mask') {
+        if (name === 'mask') {
           problem ??= maskError();
-        } else if (IMAGE_FIELD.test(part.fieldname)) {
+        } else if (IMAGE_FIELD.test(name)) {
           problem ??= ApiError.invalid(
             "'image' must be a file (PNG, JPEG or WebP), not a text field.",
             'image',
           );
-        } else if (!(part.fieldname in fields)) {
-          fields[part.fieldname] = typeof part.value === 'string' ? part.value : JSON.stringify(part.value);
+        } else if (part.valueTruncated) {
+          // Over the form's 1 MiB per field: never pass a silently cut value on.
+          problem ??= ApiError.invalid(`The form field '${name}' is too long.`, name);
+        } else if (!(name in fields)) {
+          fields[name] = typeof part.value === 'string' ? part.value : JSON.stringify(part.value);
         }
       }
     }
   } catch (e) {
-    const code = (e as { code?: string }).code;
-    if (code === 'FST_FILES_LIMIT' || code === 'FST_PARTS_LIMIT') {
-      throw ApiError.invalid('Too many files in the form: send at most 4 images.', 'image');
-    }
-    if (code === 'FST_FIELDS_LIMIT') throw ApiError.invalid('Too many fields in the form.');
-    throw e;
+    throw multipartError(e, { filesParam: 'image', maxFiles: IMAGE_EDIT_MAX_IMAGES });
   }
   if (problem) throw problem;
   if (!images.length) throw ApiError.invalid("Missing required parameter: 'image'.", 'image');

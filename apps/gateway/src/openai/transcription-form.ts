@@ -1,6 +1,7 @@
 import type { Multipart } from '@fastify/multipart';
 import { ApiError, TRANSCRIPTION_MAX_BYTES } from '@infer/contracts';
 import type { FastifyRequest } from 'fastify';
+import { multipartError, partName } from '../common/multipart-errors.js';
 
 export interface UploadedFile {
   data: Buffer;
@@ -34,13 +35,20 @@ export async function readTranscriptionForm(req: FastifyRequest): Promise<Transc
   let failure: ApiError | null = null;
   try {
     for await (const part of req.parts() as AsyncIterable<Multipart>) {
-      if (part.type === 'field') {
-        if (part.valueTruncated)
-          failure ??= ApiError.invalid(`The form field '${part.fieldname}' is too long.`, part.fieldname);
-        fields.push([part.fieldname, typeof part.value === 'string' ? part.value : String(part.value)]);
+      let name: string;
+      try {
+        name = partName(part.fieldname);
+      } catch (e) {
+        failure ??= e as ApiError;
+        if (part.type === 'file') part.file.resume();
         continue;
       }
-      if (part.fieldname !== 'file') {
+      if (part.type === 'field') {
+        if (part.valueTruncated) failure ??= ApiError.invalid(`The form field '${name}' is too long.`, name);
+        fields.push([name, typeof part.value === 'string' ? part.value : String(part.value)]);
+        continue;
+      }
+      if (name !== 'file') {
         part.file.resume();
         await new Promise<void>((resolve) =>
           part.file.once('end', () => resolve()).once('error', () => resolve()),
@@ -65,11 +73,7 @@ export async function readTranscriptionForm(req: FastifyRequest): Promise<Transc
       };
     }
   } catch (e) {
-    const fe = e as { code?: string; statusCode?: number; message?: string };
-    if (typeof fe?.code === 'string' && fe.code.startsWith('FST_') && (fe.statusCode ?? 500) < 500) {
-      throw ApiError.invalid(`The multipart/form-data body could not be read: ${fe.message ?? 'malformed'}.`);
-    }
-    throw e;
+    throw multipartError(e, { filesParam: 'file', maxFiles: 1 });
   }
   if (failure) throw failure;
   return { fields, file };

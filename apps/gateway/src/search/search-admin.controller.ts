@@ -14,7 +14,18 @@ import { Public } from '../auth/public.decorator.js';
 import { GATEWAY_CONFIG, type GatewayConfig } from '../config.js';
 import { PRISMA } from '../infra/tokens.js';
 
-const DeleteBodySchema = z.object({ urls: z.array(z.string().min(1)).min(1).max(5_000) });
+const DeleteBodySchema = z.object({
+  urls: z
+    .array(
+      z
+        .string()
+        .min(1)
+        // No stored URL holds one (PostgreSQL text cannot): a 400, not a failed query.
+        .refine((u) => !u.includes('\u0000'), 'must not contain NUL (\\u0000) characters'),
+    )
+    .min(1)
+    .max(5_000),
+});
 
 /**
  * The local search index through the admin API (`Authorization: Bearer <ADMIN_TOKEN>`, like the rest of

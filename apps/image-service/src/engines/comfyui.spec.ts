@@ -6,6 +6,7 @@ import { after, before, beforeEach, describe, it } from 'node:test';
 import { ApiError, type CatalogEntry } from '@infer/contracts';
 import { createLogger } from '@infer/service-kit';
 import { PNG } from 'pngjs';
+import { waitFor } from '../../../../test/support/wait-for.js';
 import { type FakeHttp, startFakeHttp } from '../testing/fake-http.js';
 import { comfyuiEngineFactory, fillWorkflow } from './comfyui.js';
 import type { ImageEngineInput } from './engine.js';
@@ -196,12 +197,17 @@ describe('ComfyUI engine (workflow template over the HTTP API)', () => {
   it('drops the queued prompt (queue delete + interrupt) when cancelled', async () => {
     runStatus = 'never';
     const ac = new AbortController();
-    setTimeout(() => ac.abort(new ApiError(499, 'cancelled')), 100);
-    await assert.rejects(engine().generate(input, ac.signal), { status: 499 });
-    await new Promise((r) => setTimeout(r, 100));
-    const del = server.received.find((r) => r.path === '/queue');
-    assert.deepEqual(del?.json(), { delete: ['p1'] });
-    assert.ok(server.received.some((r) => r.path === '/interrupt'));
+    const run = engine().generate(input, ac.signal);
+    // Cancel once the engine holds the prompt id, i.e. polls its history (not after a fixed time,
+    // which a busy machine may not reach, nor as /prompt arrives, before its answer reached the engine).
+    await waitFor('the engine to poll the queued prompt', () =>
+      server.received.some((r) => r.path.startsWith('/history/')),
+    );
+    ac.abort(new ApiError(499, 'cancelled'));
+    await assert.rejects(run, { status: 499 });
+    const del = await waitFor('the queue delete', () => server.received.find((r) => r.path === '/queue'));
+    assert.deepEqual(del.json(), { delete: ['p1'] });
+    await waitFor('the interrupt', () => server.received.some((r) => r.path === '/interrupt'));
   });
 
   it('times out with 524', async () => {

@@ -168,7 +168,7 @@ describe('openai images engine (LocalAI-style upstream)', () => {
     const t = performance.now();
     setTimeout(() => ac.abort(new ApiError(499, 'cancelled')), 50);
     await assert.rejects(engine().generate(input, ac.signal), { status: 499 });
-    assert.ok(performance.now() - t < 1_500);
+    assert.ok(performance.now() - t < 2_500, 'before the 3 s upstream answer (slack for a busy machine)');
   });
 
   it('refuses invalid settings with a 500 naming the model', () => {

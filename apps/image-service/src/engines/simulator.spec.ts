@@ -78,6 +78,6 @@ describe('simulator image engine (a test double)', () => {
     const p = engine.generate(base, ac.signal);
     setTimeout(() => ac.abort(new Error('stop')), 20);
     await assert.rejects(p, /stop/);
-    assert.ok(performance.now() - t < 2_000);
+    assert.ok(performance.now() - t < 4_000, 'well before the 5 s render (slack for a busy machine)');
   });
 });
