@@ -43,7 +43,9 @@ export function corsOptions(origins: string[]): FastifyCorsOptions | null {
     maxAge: 600,
     // Answered with 204 before any route, guard or body parser runs.
     preflight: true,
-    strictPreflight: true,
+    // An OPTIONS without the preflight headers gets the same 204, never a plain-text 400 outside the
+    // error envelope (what strict preflight checking answers).
+    strictPreflight: false,
     hook: 'onRequest',
   };
 }
