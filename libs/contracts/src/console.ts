@@ -1,0 +1,101 @@
+import { z } from 'zod';
+
+/**
+ * The operator console's admin API (sign-in, operators, audit log). The same schemas validate the
+ * console's forms and the gateway's request bodies.
+ */
+export const OPERATOR_ROLES = ['owner', 'admin', 'viewer'] as const;
+export const OperatorRoleSchema = z.enum(OPERATOR_ROLES);
+export type OperatorRoleName = z.infer<typeof OperatorRoleSchema>;
+
+const Email = z.string().trim().toLowerCase().max(320).email();
+/** Bounds mirror PASSWORD_MIN_LENGTH / PASSWORD_MAX_LENGTH of @infer/persistence. */
+export const OperatorPasswordSchema = z.string().min(12).max(1024);
+
+export const LoginRequestSchema = z
+  .object({ email: Email, password: z.string().min(1).max(1024) })
+  .strict()
+  .meta({ id: 'LoginRequest' });
+export type LoginRequest = z.infer<typeof LoginRequestSchema>;
+
+export const OperatorSchema = z
+  .object({
+    object: z.literal('operator'),
+    id: z.string(),
+    email: z.string(),
+    role: OperatorRoleSchema,
+    disabled: z.boolean(),
+    sso_only: z.boolean(),
+    created_at: z.number().int(),
+    last_login_at: z.number().int().nullable(),
+  })
+  .meta({ id: 'Operator' });
+export type OperatorView = z.infer<typeof OperatorSchema>;
+
+export const SessionSchema = z
+  .object({
+    object: z.literal('session'),
+    operator: OperatorSchema,
+    /** Send back as `X-CSRF-Token` on every POST/PATCH/PUT/DELETE made with the session cookie. */
+    csrf_token: z.string(),
+    idle_timeout_s: z.number().int(),
+  })
+  .meta({ id: 'Session' });
+export type SessionView = z.infer<typeof SessionSchema>;
+
+export const CreateOperatorRequestSchema = z
+  .object({ email: Email, role: OperatorRoleSchema, password: OperatorPasswordSchema.optional() })
+  .strict()
+  .meta({ id: 'CreateOperatorRequest' });
+export type CreateOperatorRequest = z.infer<typeof CreateOperatorRequestSchema>;
+
+export const UpdateOperatorRequestSchema = z
+  .object({ role: OperatorRoleSchema.optional(), disabled: z.boolean().optional() })
+  .strict()
+  .refine((v) => v.role !== undefined || v.disabled !== undefined, {
+    message: 'give `role` and/or `disabled`',
+    path: ['role'],
+  })
+  .meta({ id: 'UpdateOperatorRequest' });
+export type UpdateOperatorRequest = z.infer<typeof UpdateOperatorRequestSchema>;
+
+export const AuditQuerySchema = z
+  .object({
+    actor: z.string().min(1).max(200).optional(),
+    /** Exact action (`operator.create`) or a prefix ending in `.` (`operator.`). */
+    action: z
+      .string()
+      .regex(/^[a-z_]+(\.[a-z_]*)*$/)
+      .max(100)
+      .optional(),
+    target_type: z.string().min(1).max(50).optional(),
+    target_id: z.string().min(1).max(200).optional(),
+    from: z.coerce.date().optional(),
+    to: z.coerce.date().optional(),
+    /** Cursor: the `next_before` of the previous page. */
+    before: z
+      .string()
+      .regex(/^\d{1,19}$/)
+      .optional(),
+    limit: z.coerce.number().int().min(1).max(200).default(50),
+  })
+  .strict();
+export type AuditQueryParams = z.infer<typeof AuditQuerySchema>;
+
+export const AuditEventSchema = z
+  .object({
+    id: z.string(),
+    at: z.number().int().describe('Unix milliseconds'),
+    actor: z.object({ type: z.string(), id: z.string().nullable(), label: z.string() }),
+    action: z.string(),
+    target: z.object({ type: z.string(), id: z.string().nullable() }),
+    before: z.unknown().nullable(),
+    after: z.unknown().nullable(),
+    ip: z.string().nullable(),
+  })
+  .meta({ id: 'AuditEvent' });
+
+export const AuditListSchema = z
+  .object({ object: z.literal('list'), data: z.array(AuditEventSchema), next_before: z.string().nullable() })
+  .meta({ id: 'AuditList' });
+export type AuditList = z.infer<typeof AuditListSchema>;
