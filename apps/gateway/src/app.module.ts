@@ -31,6 +31,7 @@ import { ResponsesController } from './openai/responses.controller.js';
 import { SpeechController } from './openai/speech.controller.js';
 import { TranscriptionsController } from './openai/transcriptions.controller.js';
 import { AdminAccess } from './operators/admin-access.js';
+import { MembersAdminController } from './operators/members.controller.js';
 import { OperatorsController } from './operators/operators.controller.js';
 import { SessionController } from './operators/session.controller.js';
 import { SearchController } from './search/search.controller.js';
@@ -74,6 +75,7 @@ export class AppModule {
         ImagesController,
         SessionController,
         OperatorsController,
+        MembersAdminController,
       ],
       providers: [
         { provide: GATEWAY_CONFIG, useValue: deps.config },

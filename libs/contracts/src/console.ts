@@ -1,4 +1,6 @@
 import { z } from 'zod';
+import { TierSchema } from './catalog.js';
+import { LimitsOverrideSchema } from './limits.js';
 
 /**
  * The operator console's admin API (sign-in, operators, audit log). The same schemas validate the
@@ -99,3 +101,96 @@ export const AuditListSchema = z
   .object({ object: z.literal('list'), data: z.array(AuditEventSchema), next_before: z.string().nullable() })
   .meta({ id: 'AuditList' });
 export type AuditList = z.infer<typeof AuditListSchema>;
+
+// ---- members, keys, models (console pages 2 to 4) ----
+
+const Anchor = z.coerce.date().refine((d) => !Number.isNaN(+d), 'must be a date');
+
+export const MemberQuerySchema = z
+  .object({
+    /** Matches the name or email (case-insensitive substring), or the exact member id. */
+    q: z.string().trim().max(200).optional(),
+    tier: TierSchema.optional(),
+    status: z.enum(['active', 'suspended']).optional(),
+    /** Cursor: the `next_after` of the previous page. */
+    after: z.string().min(1).max(100).optional(),
+    limit: z.coerce.number().int().min(1).max(200).default(50),
+  })
+  .strict();
+export type MemberQuery = z.infer<typeof MemberQuerySchema>;
+
+export const CreateMemberRequestSchema = z
+  .object({
+    name: z.string().trim().min(1).max(200),
+    email: z.string().trim().toLowerCase().max(320).email().optional(),
+    tier: TierSchema,
+    billing_anchor: Anchor.optional(),
+  })
+  .strict()
+  .meta({ id: 'CreateMemberRequest' });
+export type CreateMemberRequest = z.infer<typeof CreateMemberRequestSchema>;
+
+export const UpdateMemberRequestSchema = z
+  .object({
+    tier: TierSchema.optional(),
+    billing_anchor: Anchor.optional(),
+    suspended: z.boolean().optional(),
+  })
+  .strict()
+  .refine((v) => v.tier !== undefined || v.billing_anchor !== undefined || v.suspended !== undefined, {
+    message: 'give `tier`, `billing_anchor` and/or `suspended`',
+    path: ['tier'],
+  })
+  .meta({ id: 'UpdateMemberRequest' });
+export type UpdateMemberRequest = z.infer<typeof UpdateMemberRequestSchema>;
+
+export const AdminMemberSchema = z
+  .object({
+    object: z.literal('member'),
+    id: z.string(),
+    name: z.string(),
+    email: z.string().nullable(),
+    tier: TierSchema,
+    billing_anchor: z.number().int(),
+    suspended: z.boolean(),
+    created_at: z.number().int(),
+    keys: z.number().int().optional(),
+  })
+  .meta({ id: 'AdminMember' });
+export type AdminMember = z.infer<typeof AdminMemberSchema>;
+
+export const AdminKeySchema = z
+  .object({
+    object: z.literal('api_key'),
+    id: z.string(),
+    member_id: z.string(),
+    name: z.string(),
+    prefix: z.string(),
+    created_at: z.number().int(),
+    last_used_at: z.number().int().nullable(),
+    revoked_at: z.number().int().nullable(),
+    limits: LimitsOverrideSchema.nullable(),
+  })
+  .meta({ id: 'AdminKey' });
+export type AdminKey = z.infer<typeof AdminKeySchema>;
+
+export const MintKeyRequestSchema = z
+  .object({ name: z.string().trim().min(1).max(100).default('default') })
+  .strict()
+  .meta({ id: 'MintKeyRequest' });
+
+export const MintedKeySchema = z
+  .object({ object: z.literal('api_key.secret'), key: z.string(), record: AdminKeySchema })
+  .meta({ id: 'MintedKey' });
+export type MintedKey = z.infer<typeof MintedKeySchema>;
+
+/** `limits: null` clears the key's overrides (back to the tier's limits). */
+export const SetKeyLimitsRequestSchema = z
+  .object({ limits: LimitsOverrideSchema.nullable() })
+  .strict()
+  .meta({ id: 'SetKeyLimitsRequest' });
+
+export const UpdateModelRequestSchema = z
+  .object({ enabled: z.boolean() })
+  .strict()
+  .meta({ id: 'UpdateModelRequest' });

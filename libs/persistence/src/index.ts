@@ -36,7 +36,12 @@ export {
   PersistenceUserError,
   prismaErrorCode,
 } from './errors.js';
-export { type CreateMemberInput, MembersRepository } from './members.js';
+export {
+  type CreateMemberInput,
+  type MemberSearch,
+  MembersRepository,
+  type MemberWithKeyCount,
+} from './members.js';
 export * from './migrate/index.js';
 export {
   type CreateOperatorInput,
