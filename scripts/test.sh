@@ -12,6 +12,14 @@ require_node
 bash "$REPO_ROOT/scripts/services.sh"
 install_deps auto
 
+# The operator console's browser tests drive Debian's Chromium through playwright-core (never a
+# browser download): install the package when it is missing.
+if ! command -v chromium >/dev/null 2>&1 && _node_can_apt; then
+  info "apt-get install chromium (operator console browser tests)"
+  _node_as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq || warn "apt-get update failed"
+  _node_apt_install chromium fonts-dejavu-core || warn "apt-get install chromium failed: the console browser tests will be skipped"
+fi
+
 failed=()
 step() {
   local name="$1"
@@ -28,6 +36,7 @@ if persistence_ready; then
   step db:generate npm run -s db:generate
 fi
 step typecheck npx --no-install tsc -p tsconfig.json --noEmit
+step typecheck:console npx --no-install tsc -p apps/console/tsconfig.json --noEmit
 step lint npx --no-install biome check .
 # The tests run last so that the test runner's summary closes the output.
 step tests node tools/test.js "$@"

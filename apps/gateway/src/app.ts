@@ -11,6 +11,7 @@ import { AppModule, type GatewayDeps } from './app.module.js';
 import { newRequestId } from './common/request-id.js';
 import { sendError } from './common/send-error.js';
 import { type GatewayConfig, loadGatewayConfig } from './config.js';
+import { serveConsole } from './console/serve-console.js';
 import { checkHttps } from './http/https-policy.js';
 import { openPersistence } from './infra/persistence.js';
 import { loadLimitsFile } from './limits/limits-file.js';
@@ -81,6 +82,8 @@ export async function startGateway(env: NodeJS.ProcessEnv = process.env): Promis
     limits: { fileSize: 25 * 1024 * 1024 + 1, files: 8, fields: 32, fieldSize: 1024 * 1024 },
     throwFileSizeLimit: false,
   });
+  // The operator console's build at /console/ (apps/console; same origin as /admin).
+  await serveConsole(app, config.CONSOLE_DIR);
   installHooks(app.getHttpAdapter().getInstance(), config, metrics, log);
   app.enableShutdownHooks();
   await app.init();

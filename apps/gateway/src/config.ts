@@ -28,6 +28,8 @@ export const GatewayEnvSchema = z
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
     /** Credential for /admin (not an API key). Admin routes are off when unset. */
     ADMIN_TOKEN: z.string().min(16).optional(),
+    /** The operator console's build, served at /console/ (default: apps/console/dist of this checkout). */
+    CONSOLE_DIR: z.string().optional(),
     /** Operator console sessions end after this long without a request (idle expiry). */
     CONSOLE_SESSION_IDLE_MS: envInt(30 * 60_000, 1_000),
     /** Failed sign-ins allowed per account, and per client IP, within CONSOLE_LOGIN_WINDOW_S. */
