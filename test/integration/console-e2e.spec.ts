@@ -12,6 +12,7 @@ import { join, resolve } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { OperatorsRepository } from '@infer/persistence';
+import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import OpenAI from 'openai';
 import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
@@ -111,6 +112,7 @@ describe('operator console in Chromium', {
       LIMITS_ENABLED: '1',
       LIMITS_REDIS_PREFIX: limitsPrefix,
       CONSOLE_REDIS_PREFIX: `${limitsPrefix}console:`,
+      BULLMQ_PREFIX: `${limitsPrefix}bull`,
     };
     stack = await startStack({ env });
     ledger = await startLedgerWriter({
@@ -306,6 +308,54 @@ describe('operator console in Chromium', {
     await page.context().close();
   });
 
+  it('shows a failed job with its error and retries it from the queues page', async () => {
+    const connection = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', {
+      maxRetriesPerRequest: null,
+    });
+    const prefix = `${limitsPrefix}bull`;
+    const queue = new Queue('image-jobs', { connection, prefix });
+    let calls = 0;
+    const worker = new Worker(
+      'image-jobs',
+      async () => {
+        calls++;
+        if (calls === 1) throw new Error('engine exploded (test)');
+        return 'ok';
+      },
+      { connection, prefix },
+    );
+    try {
+      const job = await queue.add('generate', { prompt: 'a fox' });
+      await until('the job to fail', async () => (await job.getState()) === 'failed');
+      const page = await newPage(1280);
+      await signIn(page, OWNER);
+      await page.goto(`${stack.url}/console/queues?queue=image-jobs&state=failed`);
+      await page.getByRole('cell', { name: 'engine exploded (test)' }).waitFor();
+      await capture(page, '06-queues-failed-job');
+      await page.getByRole('button', { name: `Retry job ${job.id}` }).click();
+      await until('the retried job to complete', async () => (await job.getState()) === 'completed');
+      assert.equal(calls, 2);
+      const audit = await page.evaluate(
+        async () =>
+          (await (await fetch('/admin/audit?action=queue.')).json()) as {
+            data: Array<{ action: string; target: { id: string } }>;
+          },
+      );
+      assert.deepEqual(
+        audit.data.map((e) => [e.action, e.target.id]),
+        [['queue.retry', `image-jobs/${job.id}`]],
+      );
+      const unknown = await page.evaluate(async () => (await fetch('/admin/queues/nope/jobs')).status);
+      assert.equal(unknown, 404);
+      await page.context().close();
+    } finally {
+      await worker.close();
+      await queue.obliterate({ force: true }).catch(() => undefined);
+      await queue.close();
+      connection.disconnect();
+    }
+  });
+
   it('lets a viewer read but not change: controls disabled with a reason, the server refuses too', async () => {
     const page = await newPage(1280);
     await signIn(page, VIEWER);
@@ -324,6 +374,9 @@ describe('operator console in Chromium', {
       return r.status;
     });
     assert.equal(refused, 403);
+    await page.goto(`${stack.url}/console/queues`);
+    await page.getByRole('heading', { name: 'Jobs' }).waitFor();
+    await capture(page, '09-viewer-queues');
     await page.context().close();
     assert.deepEqual(cspErrors, [], 'no Content-Security-Policy violations');
   });

@@ -164,7 +164,7 @@ function Page(props: { path: string; params: URLSearchParams }) {
     case 'usage':
       return <UsagePage params={props.params} />;
     case 'queues':
-      return <QueuesPage />;
+      return <QueuesPage params={props.params} />;
     case 'audit':
       return <AuditPage params={props.params} />;
     case 'operators':

@@ -33,6 +33,7 @@ import { TranscriptionsController } from './openai/transcriptions.controller.js'
 import { AdminAccess } from './operators/admin-access.js';
 import { MembersAdminController } from './operators/members.controller.js';
 import { OperatorsController } from './operators/operators.controller.js';
+import { QueueJobsController } from './operators/queue-jobs.controller.js';
 import { SessionController } from './operators/session.controller.js';
 import { SearchController } from './search/search.controller.js';
 import { SearchGateway } from './search/search.service.js';
@@ -76,6 +77,7 @@ export class AppModule {
         SessionController,
         OperatorsController,
         MembersAdminController,
+        QueueJobsController,
       ],
       providers: [
         { provide: GATEWAY_CONFIG, useValue: deps.config },

@@ -194,3 +194,29 @@ export const UpdateModelRequestSchema = z
   .object({ enabled: z.boolean() })
   .strict()
   .meta({ id: 'UpdateModelRequest' });
+
+// ---- queues (console page 5) ----
+
+export const QueueJobStateSchema = z.enum(['failed', 'waiting', 'active', 'delayed', 'completed']);
+export const QueueJobsQuerySchema = z
+  .object({
+    state: QueueJobStateSchema.default('failed'),
+    start: z.coerce.number().int().min(0).max(1_000_000).default(0),
+    limit: z.coerce.number().int().min(1).max(100).default(20),
+  })
+  .strict();
+
+export const QueueJobSchema = z
+  .object({
+    object: z.literal('queue.job'),
+    id: z.string(),
+    name: z.string(),
+    queue: z.string(),
+    state: z.string(),
+    attempts_made: z.number().int(),
+    failed_reason: z.string().nullable(),
+    created_at: z.number().int().describe('Unix milliseconds'),
+    finished_at: z.number().int().nullable(),
+  })
+  .meta({ id: 'QueueJob' });
+export type QueueJobView = z.infer<typeof QueueJobSchema>;
