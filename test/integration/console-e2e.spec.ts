@@ -286,11 +286,11 @@ describe('operator console in Chromium', {
     const download = page.waitForEvent('download');
     await page.getByRole('button', { name: 'Export CSV' }).click();
     const csv = readFileSync((await (await download).path()) ?? '', 'utf8');
-    assert.match(csv, /^member_id,key_id,model,requests/);
-    assert.match(csv, /chat-A,\d+/);
+    assert.match(csv, /^day,model,requests,errors/);
+    assert.match(csv, /\d{4}-\d{2}-\d{2},chat-A,\d+/);
     await page.getByRole('navigation').getByRole('link', { name: 'Overview' }).click();
     await page
-      .getByRole('figure', { name: 'Requests per model today (UTC)' })
+      .getByRole('figure', { name: 'Requests per model, last 24 hours' })
       .getByText('chat-A')
       .first()
       .waitFor();

@@ -201,6 +201,22 @@ describe('operator console: members, keys, models', () => {
     assert.equal((await call('PATCH', '/admin/models/nope', admin, { enabled: true })).status, 404);
   });
 
+  it('reads usage charts from the rollups, with a server-enforced range', async () => {
+    const long = await call('GET', '/admin/usage/daily?from=2024-01-01&to=2026-01-01', viewer);
+    assert.equal(long.status, 400);
+    assert.equal(ErrorBodySchema.parse(long.body).error.param, 'from');
+    const bad = await call('GET', '/admin/usage/daily?from=yesterday', viewer);
+    assert.equal(bad.status, 400);
+    assert.equal(ErrorBodySchema.parse(bad.body).error.param, 'from');
+    const reversed = await call('GET', '/admin/usage/daily?from=2026-02-02&to=2026-02-01', viewer);
+    assert.equal(reversed.status, 400);
+    const ok = await call('GET', '/admin/usage/daily?group_by=member', viewer);
+    assert.equal(ok.status, 200);
+    assert.equal(ok.body.object, 'usage.daily');
+    assert.equal((await call('GET', '/admin/usage/hourly?hours=0', viewer)).status, 400);
+    assert.equal((await call('GET', '/admin/usage/hourly', viewer)).status, 200);
+  });
+
   it('refuses every change from a viewer and validates input', async () => {
     const m = AdminMemberSchema.parse(
       (await call('POST', '/admin/members', admin, { name: 'Di', tier: 'community' })).body,
@@ -218,6 +234,12 @@ describe('operator console: members, keys, models', () => {
     const noTier = await call('POST', '/admin/members', admin, { name: 'x' });
     assert.equal(noTier.status, 400);
     assert.equal(ErrorBodySchema.parse(noTier.body).error.param, 'tier');
+    const anchor = await call('PATCH', `/admin/members/${m.id}`, admin, { billing_anchor: '2026-01-15' });
+    assert.equal(anchor.status, 200);
+    assert.equal(anchor.body.billing_anchor, Date.parse('2026-01-15T00:00:00Z') / 1000);
+    const badAnchor = await call('PATCH', `/admin/members/${m.id}`, admin, { billing_anchor: 'soon' });
+    assert.equal(badAnchor.status, 400);
+    assert.equal(ErrorBodySchema.parse(badAnchor.body).error.param, 'billing_anchor');
     const empty = await call('PATCH', `/admin/members/${m.id}`, admin, {});
     assert.equal(empty.status, 400);
     assert.equal((await call('GET', '/admin/members/not-a-member', viewer)).status, 404);

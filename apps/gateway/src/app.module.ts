@@ -35,6 +35,7 @@ import { MembersAdminController } from './operators/members.controller.js';
 import { OperatorsController } from './operators/operators.controller.js';
 import { QueueJobsController } from './operators/queue-jobs.controller.js';
 import { SessionController } from './operators/session.controller.js';
+import { UsageRollupsController } from './operators/usage-rollups.controller.js';
 import { SearchController } from './search/search.controller.js';
 import { SearchGateway } from './search/search.service.js';
 import { SearchAdminController } from './search/search-admin.controller.js';
@@ -78,6 +79,7 @@ export class AppModule {
         OperatorsController,
         MembersAdminController,
         QueueJobsController,
+        UsageRollupsController,
       ],
       providers: [
         { provide: GATEWAY_CONFIG, useValue: deps.config },

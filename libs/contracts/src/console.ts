@@ -104,7 +104,11 @@ export type AuditList = z.infer<typeof AuditListSchema>;
 
 // ---- members, keys, models (console pages 2 to 4) ----
 
-const Anchor = z.coerce.date().refine((d) => !Number.isNaN(+d), 'must be a date');
+/** An ISO 8601 date or date-time (the start of the member's billing periods). */
+const Anchor = z
+  .string()
+  .max(40)
+  .refine((s) => /^\d{4}-\d{2}-\d{2}/.test(s) && !Number.isNaN(Date.parse(s)), 'must be an ISO 8601 date');
 
 export const MemberQuerySchema = z
   .object({
@@ -220,3 +224,66 @@ export const QueueJobSchema = z
   })
   .meta({ id: 'QueueJob' });
 export type QueueJobView = z.infer<typeof QueueJobSchema>;
+
+// ---- usage rollups (console pages 1, 2 and 6) ----
+
+const Day = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'must be a day, YYYY-MM-DD');
+export const DailyUsageQuerySchema = z
+  .object({
+    /** First UTC day (inclusive); default 29 days before `to`. */
+    from: Day.optional(),
+    /** Last UTC day (inclusive); default today. */
+    to: Day.optional(),
+    member: z.string().min(1).max(100).optional(),
+    key: z.string().min(1).max(100).optional(),
+    model: z.string().min(1).max(200).optional(),
+    /** What each row is per, besides the day: `model` (default), `member`, `key` or `none`. */
+    group_by: z.enum(['model', 'member', 'key', 'none']).default('model'),
+  })
+  .strict();
+
+export const DailyUsageRowSchema = z.object({
+  day: z.string(),
+  model: z.string().optional(),
+  member_id: z.string().optional(),
+  key_id: z.string().optional(),
+  requests: z.number().int(),
+  errors: z.number().int(),
+  prompt_tokens: z.number().int(),
+  completion_tokens: z.number().int(),
+  total_tokens: z.number().int(),
+});
+export type DailyUsageRow = z.infer<typeof DailyUsageRowSchema>;
+export const DailyUsageSchema = z
+  .object({
+    object: z.literal('usage.daily'),
+    from: z.string(),
+    to: z.string(),
+    data: z.array(DailyUsageRowSchema),
+  })
+  .meta({ id: 'DailyUsage' });
+export type DailyUsage = z.infer<typeof DailyUsageSchema>;
+
+export const HourlyUsageQuerySchema = z
+  .object({
+    hours: z.coerce
+      .number()
+      .int()
+      .min(1)
+      .max(24 * 31)
+      .default(24),
+  })
+  .strict();
+export const HourlyUsageRowSchema = z.object({
+  hour: z.number().int().describe('Unix seconds of the hour start'),
+  model: z.string(),
+  requests: z.number().int(),
+  errors: z.number().int(),
+  total_tokens: z.number().int(),
+  avg_latency_ms: z.number(),
+});
+export type HourlyUsageRow = z.infer<typeof HourlyUsageRowSchema>;
+export const HourlyUsageSchema = z
+  .object({ object: z.literal('usage.hourly'), data: z.array(HourlyUsageRowSchema) })
+  .meta({ id: 'HourlyUsage' });
+export type HourlyUsage = z.infer<typeof HourlyUsageSchema>;

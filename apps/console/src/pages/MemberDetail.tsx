@@ -1,7 +1,7 @@
 import {
   type AdminKey,
   type AdminMember,
-  type AdminUsageReport,
+  type DailyUsage,
   type MintedKey,
   SetKeyLimitsRequestSchema,
   TIERS,
@@ -24,7 +24,7 @@ export function MemberDetailPage(props: { id: string }) {
     props.id,
   );
   const usage = useLoad(
-    () => api<AdminUsageReport>('GET', `/admin/usage${query({ member: props.id, group_by: 'model' })}`),
+    () => api<DailyUsage>('GET', `/admin/usage/daily${query({ member: props.id, group_by: 'model' })}`),
     props.id,
   );
   const [failure, setFailure] = useState<unknown>(null);
@@ -138,12 +138,15 @@ export function MemberDetailPage(props: { id: string }) {
       </table>
       {m.api_keys.length === 0 ? <p>No keys yet.</p> : null}
 
-      <h2>Usage this month</h2>
+      <h2>Usage, last 30 days</h2>
       <ErrorNote error={usage.error} />
       <BarChart
-        title="Tokens per model, this calendar month (UTC)"
+        title="Tokens per model per day (UTC)"
         unit="Tokens"
-        bars={(usage.data?.rows ?? []).map((r) => ({ label: r.model ?? '-', value: r.total_tokens }))}
+        bars={(usage.data?.data ?? []).map((r) => ({
+          label: `${r.day.slice(5)} ${r.model ?? '-'}`,
+          value: r.total_tokens,
+        }))}
       />
 
       <MintDialog

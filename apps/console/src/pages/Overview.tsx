@@ -1,20 +1,17 @@
-import type { AdminUsageReport } from '@infer/contracts';
-import { api, query } from '../api.js';
+import type { HourlyUsage } from '@infer/contracts';
+import { api } from '../api.js';
 import { ago } from '../format.js';
 import { useLoad, useNow } from '../hooks.js';
 import { BarChart, Button, ErrorNote } from '../ui.js';
 import type { QueueReport } from './Queues.js';
 
-/** Today's traffic per model from the ledger and the queue depths; polled every 15 s while visible. */
+/**
+ * Platform traffic of the last 24 hours per model and per hour (from the hourly rollup) and the queue
+ * depths; polled every 15 s while the tab is visible.
+ */
 export function OverviewPage() {
-  const today = new Date();
-  const from = new Date(Date.UTC(today.getUTCFullYear(), today.getUTCMonth(), today.getUTCDate()));
   const usage = useLoad(
-    () =>
-      api<AdminUsageReport>(
-        'GET',
-        `/admin/usage${query({ from: from.toISOString(), to: new Date(+from + 86_400_000).toISOString(), group_by: 'model' })}`,
-      ),
+    () => api<HourlyUsage>('GET', '/admin/usage/hourly?hours=24'),
     'overview-usage',
     15_000,
   );
@@ -24,7 +21,26 @@ export function OverviewPage() {
     15_000,
   );
   const now = useNow();
-  const rows = usage.data?.rows ?? [];
+  const rows = usage.data?.data ?? [];
+  const perModel = new Map<string, { requests: number; tokens: number; errors: number; latency: number }>();
+  const perHour = new Map<number, number>();
+  for (const r of rows) {
+    const m = perModel.get(r.model) ?? { requests: 0, tokens: 0, errors: 0, latency: 0 };
+    m.requests += r.requests;
+    m.tokens += r.total_tokens;
+    m.errors += r.errors;
+    m.latency += r.avg_latency_ms * r.requests;
+    perModel.set(r.model, m);
+    perHour.set(r.hour, (perHour.get(r.hour) ?? 0) + r.requests);
+  }
+  const total = [...perModel.values()].reduce(
+    (a, m) => ({
+      requests: a.requests + m.requests,
+      errors: a.errors + m.errors,
+      latency: a.latency + m.latency,
+    }),
+    { requests: 0, errors: 0, latency: 0 },
+  );
   return (
     <section>
       <div className="titlebar">
@@ -42,12 +58,18 @@ export function OverviewPage() {
       <ErrorNote error={usage.error ?? queues.error} />
       <div className="cards">
         <div className="card">
-          <h2>Requests today</h2>
-          <p className="big">{(usage.data?.totals.requests ?? 0).toLocaleString('en')}</p>
+          <h2>Requests, 24 h</h2>
+          <p className="big">{total.requests.toLocaleString('en')}</p>
         </div>
         <div className="card">
-          <h2>Tokens today</h2>
-          <p className="big">{(usage.data?.totals.total_tokens ?? 0).toLocaleString('en')}</p>
+          <h2>Error rate</h2>
+          <p className="big">
+            {total.requests ? `${((100 * total.errors) / total.requests).toFixed(1)} %` : '-'}
+          </p>
+        </div>
+        <div className="card">
+          <h2>Mean latency</h2>
+          <p className="big">{total.requests ? `${Math.round(total.latency / total.requests)} ms` : '-'}</p>
         </div>
         <div className="card">
           <h2>Jobs waiting</h2>
@@ -55,14 +77,22 @@ export function OverviewPage() {
         </div>
       </div>
       <BarChart
-        title="Requests per model today (UTC)"
+        title="Requests per model, last 24 hours"
         unit="Requests"
-        bars={rows.map((r) => ({ label: r.model ?? '-', value: r.requests }))}
+        bars={[...perModel].map(([model, m]) => ({ label: model, value: m.requests }))}
       />
       <BarChart
-        title="Tokens per model today (UTC)"
+        title="Tokens per model, last 24 hours"
         unit="Tokens"
-        bars={rows.map((r) => ({ label: r.model ?? '-', value: r.total_tokens }))}
+        bars={[...perModel].map(([model, m]) => ({ label: model, value: m.tokens }))}
+      />
+      <BarChart
+        title="Requests per hour (UTC)"
+        unit="Requests"
+        bars={[...perHour].map(([hour, n]) => ({
+          label: `${new Date(hour * 1000).toISOString().slice(11, 13)}:00`,
+          value: n,
+        }))}
       />
     </section>
   );

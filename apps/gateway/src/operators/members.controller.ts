@@ -134,7 +134,7 @@ export class MembersAdminController {
         name: input.name,
         email: input.email ?? null,
         tier: input.tier,
-        ...(input.billing_anchor ? { billingPeriodAnchor: input.billing_anchor } : {}),
+        ...(input.billing_anchor ? { billingPeriodAnchor: new Date(input.billing_anchor) } : {}),
       })
       .catch(userError);
     await this.access.audit(actor, {
@@ -168,7 +168,7 @@ export class MembersAdminController {
     const after = await this.members
       .update(id, {
         ...(change.tier ? { tier: change.tier } : {}),
-        ...(change.billing_anchor ? { billingPeriodAnchor: change.billing_anchor } : {}),
+        ...(change.billing_anchor ? { billingPeriodAnchor: new Date(change.billing_anchor) } : {}),
         ...(change.suspended === undefined ? {} : { suspended: change.suspended }),
       })
       .catch(userError);
