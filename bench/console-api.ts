@@ -52,7 +52,7 @@ async function main() {
         SELECT 'br-' || i, 'bm-' || lpad((1 + (k - 1) % ${MEMBERS})::text, 6, '0'), 'bk-' || lpad(k::text, 6, '0'),
                (${models})[1 + (i % 8)], '/v1/chat/completions', 100, 20, 120,
                CASE WHEN i % 50 = 0 THEN 429 ELSE 200 END, 50 + i % 400,
-               now() - make_interval(secs => (i::float8 * 7919) % (60 * 86400))
+               now() - make_interval(secs => ((i::bigint * 7919) % (60 * 86400))::float8 + random())
           FROM (SELECT i, 1 + floor(${KEYS} * power(random(), 3))::int AS k
                   FROM generate_series(${start}, ${end}) i) s`);
       log(`usage rows ${end}`);

@@ -239,6 +239,8 @@ export const DailyUsageQuerySchema = z
     model: z.string().min(1).max(200).optional(),
     /** What each row is per, besides the day: `model` (default), `member`, `key` or `none`. */
     group_by: z.enum(['model', 'member', 'key', 'none']).default('model'),
+    /** Only the `top` groups with the most tokens over the range (default 50). */
+    top: z.coerce.number().int().min(1).max(500).default(50),
   })
   .strict();
 

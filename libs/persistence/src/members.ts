@@ -74,7 +74,7 @@ export class MembersRepository {
   /**
    * One page of members for the console, keyset-paged on id (uuid v7: creation order), newest
    * first. `q` matches the name or email (case-insensitive substring) or the exact id. Each row
-   * carries its key count from the same query.
+   * carries its key count (one grouped query for the page).
    */
   async search(query: MemberSearch): Promise<{ rows: MemberWithKeyCount[]; nextAfter: string | null }> {
     const q = query.q?.trim();
@@ -93,15 +93,19 @@ export class MembersRepository {
       ...(query.status === 'active' ? { suspendedAt: null } : {}),
       ...(query.after ? { id: { lt: query.after } } : {}),
     };
-    const found = await this.db.member.findMany({
-      where,
-      orderBy: { id: 'desc' },
-      take: query.limit + 1,
-      include: { _count: { select: { apiKeys: true } } },
-    });
+    const found = await this.db.member.findMany({ where, orderBy: { id: 'desc' }, take: query.limit + 1 });
     const page = found.slice(0, query.limit);
+    // Key counts of this page only (one grouped query on the memberId index).
+    const counts = page.length
+      ? await this.db.apiKey.groupBy({
+          by: ['memberId'],
+          where: { memberId: { in: page.map((m) => m.id) } },
+          _count: { _all: true },
+        })
+      : [];
+    const byMember = new Map(counts.map((c) => [c.memberId, c._count._all]));
     return {
-      rows: page.map(({ _count, ...m }) => ({ ...m, keyCount: _count.apiKeys })),
+      rows: page.map((m) => ({ ...m, keyCount: byMember.get(m.id) ?? 0 })),
       nextAfter: found.length > query.limit ? (page.at(-1)?.id ?? null) : null,
     };
   }

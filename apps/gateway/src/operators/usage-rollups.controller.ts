@@ -27,7 +27,7 @@ const GROUP_FIELD = { model: 'model', member: 'member_id', key: 'key_id' } as co
 /**
  * Usage charts from the rollups the ledger writer keeps (UsageDaily, UsageHourlyModel), never from
  * the raw ledger, so they stay fast at any ledger size.
- *   GET /admin/usage/daily?from=YYYY-MM-DD&to=YYYY-MM-DD&member=&key=&model=&group_by=model|member|key|none
+ *   GET /admin/usage/daily?from=YYYY-MM-DD&to=YYYY-MM-DD&member=&key=&model=&group_by=model|member|key|none&top=50
  *   GET /admin/usage/hourly?hours=24    platform-wide, per model and hour
  */
 @Public()
@@ -56,12 +56,18 @@ export class UsageRollupsController {
     if (q.key) where.push(Prisma.sql`"keyId" = ${q.key}`);
     if (q.model) where.push(Prisma.sql`"model" = ${q.model}`);
     const group = q.group_by === 'none' ? null : GROUP_COLUMN[q.group_by];
+    const cond = Prisma.join(where, ' AND ');
+    // Grouped: only the `top` groups by tokens over the range, so a chart of all members stays small.
     const rows = await this.db.$queryRaw<
       Array<{ day: string; g: string | null; r: number; e: number; p: number; c: number; t: number }>
-    >`SELECT to_char("day", 'YYYY-MM-DD') AS day, ${group ?? Prisma.sql`NULL`}::text AS g,
+    >`WITH top AS (
+        SELECT ${group ?? Prisma.sql`NULL`}::text AS g FROM "UsageDaily" WHERE ${cond}
+         GROUP BY 1 ORDER BY sum("totalTokens") DESC, 1 LIMIT ${group ? q.top : 1})
+      SELECT to_char("day", 'YYYY-MM-DD') AS day, ${group ?? Prisma.sql`NULL`}::text AS g,
              sum("requests")::int AS r, sum("errors")::int AS e, sum("promptTokens")::float8 AS p,
              sum("completionTokens")::float8 AS c, sum("totalTokens")::float8 AS t
-        FROM "UsageDaily" WHERE ${Prisma.join(where, ' AND ')}
+        FROM "UsageDaily"
+       WHERE ${cond}${group ? Prisma.sql` AND ${group} IN (SELECT g FROM top)` : Prisma.empty}
        GROUP BY 1, 2 ORDER BY 1, 2`;
     return {
       object: 'usage.daily',
