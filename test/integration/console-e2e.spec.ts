@@ -253,6 +253,13 @@ describe('operator console in Chromium', {
     const client = new OpenAI({ baseURL: stack.baseURL, apiKey: key, maxRetries: 0 });
     assert.ok((await client.models.list()).data.length > 0);
 
+    // The live state of the key's limits, as the gateway computes it.
+    await page.getByRole('button', { name: 'State' }).click();
+    const stateDialog = page.getByRole('dialog', { name: /Live limits of/ });
+    await stateDialog.getByRole('cell', { name: 'key.requests_per_minute' }).waitFor();
+    await capture(page, '03-member-key-limits-state');
+    await stateDialog.getByRole('button', { name: 'Close' }).click();
+
     // Limit override through the editor (validated with the limits contract), then enforced.
     await page.getByRole('button', { name: 'Limits' }).click();
     const editor = page.getByRole('dialog', { name: /Limits of/ });

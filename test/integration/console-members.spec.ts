@@ -160,6 +160,33 @@ describe('operator console: members, keys, models', () => {
     assert.equal(cleared.body.limits, null);
   });
 
+  it('rotates a key: the new one works with the same limits, the old one gets 401 at once', async () => {
+    const member = AdminMemberSchema.parse(
+      (await call('POST', '/admin/members', admin, { name: 'Ro', tier: 'inference' })).body,
+    );
+    const old = MintedKeySchema.parse(
+      (await call('POST', `/admin/members/${member.id}/keys`, admin, { name: 'ci' })).body,
+    );
+    await call('PUT', `/admin/keys/${old.record.id}/limits`, admin, {
+      limits: { key: { requests_per_minute: 7 } },
+    });
+    const rotated = await call('POST', `/admin/keys/${old.record.prefix}/rotate`, admin);
+    assert.equal(rotated.status, 201, JSON.stringify(rotated.body));
+    const fresh = MintedKeySchema.parse(rotated.body);
+    assert.notEqual(fresh.key, old.key);
+    assert.equal(fresh.record.name, 'ci');
+    assert.deepEqual(fresh.record.limits, { key: { requests_per_minute: 7 } });
+    assert.equal((await apiError(client(old.key).models.list())).status, 401);
+    assert.ok((await client(fresh.key).models.list()).data.length > 0);
+    assert.equal((await call('POST', `/admin/keys/${old.record.id}/rotate`, admin)).status, 409);
+    assert.equal((await call('POST', `/admin/keys/${fresh.record.id}/rotate`, viewer)).status, 403);
+    const audit = AuditListSchema.parse(
+      (await call('GET', `/admin/audit?target_id=${old.record.id}`, viewer)).body,
+    );
+    assert.equal(audit.data[0]?.action, 'key.rotate');
+    assert.equal((audit.data[0]?.after as { replaced_by: string }).replaced_by, fresh.record.id);
+  });
+
   it('searches and pages members on the server', async () => {
     const tag = randomBytes(3).toString('hex');
     for (let i = 0; i < 7; i++)

@@ -2,6 +2,7 @@ import {
   type AdminKey,
   type AdminMember,
   type DailyUsage,
+  type KeyLimitsState,
   type MintedKey,
   SetKeyLimitsRequestSchema,
   TIERS,
@@ -32,6 +33,7 @@ export function MemberDetailPage(props: { id: string }) {
   const [minted, setMinted] = useState<MintedKey | null>(null);
   const [revoking, setRevoking] = useState<AdminKey | null>(null);
   const [editing, setEditing] = useState<AdminKey | null>(null);
+  const [inspecting, setInspecting] = useState<AdminKey | null>(null);
   const [suspending, setSuspending] = useState(false);
   const m = detail.data;
 
@@ -120,8 +122,26 @@ export function MemberDetailPage(props: { id: string }) {
               <td>{k.limits ? 'key overrides' : 'tier'}</td>
               <td>{k.revoked_at ? `revoked ${utc(k.revoked_at)}` : 'active'}</td>
               <td className="actions">
+                <Button onClick={() => setInspecting(k)}>State</Button>
                 <Button disabled={!canWrite} reason={READ_ONLY_REASON} onClick={() => setEditing(k)}>
                   Limits
+                </Button>
+                <Button
+                  disabled={!canWrite || Boolean(k.revoked_at)}
+                  reason={k.revoked_at ? 'Already revoked.' : READ_ONLY_REASON}
+                  onClick={async () => {
+                    setFailure(null);
+                    try {
+                      setMinted(
+                        await api<MintedKey>('POST', `/admin/keys/${encodeURIComponent(k.id)}/rotate`),
+                      );
+                    } catch (error) {
+                      setFailure(error);
+                    }
+                    detail.reload();
+                  }}
+                >
+                  Rotate
                 </Button>
                 <Button
                   kind="danger"
@@ -222,6 +242,7 @@ export function MemberDetailPage(props: { id: string }) {
           </Button>
         </div>
       </Dialog>
+      {inspecting ? <LimitsState apiKey={inspecting} onClose={() => setInspecting(null)} /> : null}
       {editing ? (
         <LimitsDialog
           apiKey={editing}
@@ -330,6 +351,48 @@ function LimitsDialog(props: { apiKey: AdminKey; onClose: () => void; onSaved: (
           </Button>
         </div>
       </form>
+    </Dialog>
+  );
+}
+
+/** The live state of every limit of a key, as the gateway computes it (GET /admin/keys/{id}/limits). */
+function LimitsState(props: { apiKey: AdminKey; onClose: () => void }) {
+  const state = useLoad(
+    () => api<KeyLimitsState>('GET', `/admin/keys/${encodeURIComponent(props.apiKey.id)}/limits`),
+    props.apiKey.id,
+    10_000,
+  );
+  return (
+    <Dialog open title={`Live limits of ${props.apiKey.prefix}`} onClose={props.onClose}>
+      <ErrorNote error={state.error} />
+      {state.data && !state.data.enabled ? <p>Limits are off on this gateway.</p> : null}
+      <table>
+        <caption className="sr-only">Limits</caption>
+        <thead>
+          <tr>
+            <th scope="col">Limit</th>
+            <th scope="col">Used / limit</th>
+            <th scope="col">Resets</th>
+          </tr>
+        </thead>
+        <tbody>
+          {(state.data?.limits ?? []).map((l) => (
+            <tr key={l.name}>
+              <td className="mono">{l.name}</td>
+              <td>
+                {l.used.toLocaleString('en')} / {l.limit.toLocaleString('en')} {l.unit}
+                {l.remaining <= 0 ? <span className="badge danger">exhausted ({l.status})</span> : null}
+              </td>
+              <td>{l.resets_at ? utc(l.resets_at) : '-'}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      <div className="actions">
+        <Button kind="primary" onClick={props.onClose}>
+          Close
+        </Button>
+      </div>
     </Dialog>
   );
 }

@@ -225,6 +225,38 @@ export class MembersAdminController {
     return keyView(after);
   }
 
+  /**
+   * Rotation: a new key for the same member with the same name and limit overrides; the old key is
+   * revoked at once. The new key is in this answer only.
+   */
+  @Post('keys/:key/rotate')
+  async rotate(@Req() req: FastifyRequest, @Param('key') ref: string): Promise<MintedKey> {
+    const actor = await this.access.require(req, 'write');
+    const old = await this.keys.find(ref);
+    if (!old) throw notFound('API key', ref, 'key');
+    if (old.revokedAt) {
+      throw new ApiError(409, 'A revoked key cannot be rotated; mint a new one.', {
+        type: 'invalid_request_error',
+        code: 'key_revoked',
+        param: 'key',
+      });
+    }
+    const limits = (old.limits as Record<string, unknown> | null) ?? undefined;
+    const { key, record } = await this.keys
+      .mint(old.memberId, old.name, limits ? { limits } : {})
+      .catch(userError);
+    const revoked = await this.keys.revoke(old.id);
+    this.keyCache.clear();
+    await this.access.audit(actor, {
+      action: 'key.rotate',
+      targetType: 'api_key',
+      targetId: old.id,
+      before: keyAudit(old),
+      after: { ...keyAudit(revoked), replaced_by: record.id, new_prefix: record.prefix },
+    });
+    return { object: 'api_key.secret', key, record: keyView(record) };
+  }
+
   @Put('keys/:key/limits')
   async setLimits(
     @Req() req: FastifyRequest,
