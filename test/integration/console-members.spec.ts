@@ -184,7 +184,10 @@ describe('operator console: members, keys, models', () => {
       (await call('GET', `/admin/audit?target_id=${old.record.id}`, viewer)).body,
     );
     assert.equal(audit.data[0]?.action, 'key.rotate');
-    assert.equal((audit.data[0]?.after as { replaced_by: string }).replaced_by, fresh.record.id);
+    assert.equal(
+      (audit.data[0]?.after as { replaced_by?: string } | undefined)?.replaced_by,
+      fresh.record.id,
+    );
   });
 
   it('searches and pages members on the server', async () => {
