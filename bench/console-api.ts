@@ -61,6 +61,9 @@ async function main() {
     await sql(`INSERT INTO "UsageDaily" SELECT ("createdAt" AT TIME ZONE 'UTC')::date, "memberId", "keyId", "model",
                  count(*), count(*) FILTER (WHERE "status" >= 400), sum("promptTokens"), sum("completionTokens"),
                  sum("totalTokens") FROM "UsageEvent" GROUP BY 1, 2, 3, 4`);
+    await sql(`INSERT INTO "UsageDailyMember" SELECT ("createdAt" AT TIME ZONE 'UTC')::date, "memberId", count(*),
+                 count(*) FILTER (WHERE "status" >= 400), sum("promptTokens"), sum("completionTokens"),
+                 sum("totalTokens") FROM "UsageEvent" GROUP BY 1, 2`);
     await sql(`INSERT INTO "UsageHourlyModel" SELECT date_trunc('hour', "createdAt", 'UTC'), "model", count(*),
                  count(*) FILTER (WHERE "status" >= 400), sum("promptTokens"), sum("completionTokens"),
                  sum("totalTokens"), sum("latencyMs") FROM "UsageEvent" GROUP BY 1, 2`);

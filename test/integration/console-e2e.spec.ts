@@ -189,6 +189,7 @@ describe('operator console in Chromium', {
       ['Models', 'Models', '04-models'],
       ['Usage', 'Usage', '05-usage'],
       ['Queues', 'Queues', '06-queues'],
+      ['Search index', 'Search index', '06-search-index'],
       ['Audit log', 'Audit log', '07-audit'],
       ['Operators', 'Operators', '08-operators'],
     ] as const) {
@@ -312,6 +313,38 @@ describe('operator console in Chromium', {
       .click();
     await page.getByText(/^revoked /).waitFor();
     assert.equal((await apiError(client.models.list())).status, 401);
+    await page.context().close();
+  });
+
+  it('ingests a document into the search index and removes it', async () => {
+    const page = await newPage(1280);
+    await signIn(page, OWNER);
+    await page.getByRole('navigation').getByRole('link', { name: 'Search index' }).click();
+    await page.getByLabel('URL').fill('https://docs.example.com/console-e2e');
+    await page.getByLabel('Title').fill('Console e2e document');
+    await page.getByLabel('Text').fill('The operator console ingests this page for the local search engine.');
+    await page.getByRole('button', { name: 'Ingest' }).click();
+    await page.getByRole('cell', { name: 'Console e2e document' }).waitFor();
+    const hits = await stack.prisma.searchDocument.count({
+      where: { url: 'https://docs.example.com/console-e2e' },
+    });
+    assert.equal(hits, 1);
+    await page
+      .getByRole('row', { name: /Console e2e document/ })
+      .getByRole('button', { name: 'Remove' })
+      .click();
+    await page
+      .getByRole('dialog', { name: 'Remove this document?' })
+      .getByRole('button', { name: 'Remove document' })
+      .click();
+    await until(
+      'the document to leave the index',
+      async () =>
+        (await stack.prisma.searchDocument.count({
+          where: { url: 'https://docs.example.com/console-e2e' },
+        })) === 0,
+    );
+    await page.getByRole('cell', { name: 'Console e2e document' }).waitFor({ state: 'detached' });
     await page.context().close();
   });
 

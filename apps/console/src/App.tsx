@@ -8,6 +8,7 @@ import { ModelsPage } from './pages/Models.js';
 import { OperatorsPage } from './pages/Operators.js';
 import { OverviewPage } from './pages/Overview.js';
 import { QueuesPage } from './pages/Queues.js';
+import { SearchPage } from './pages/Search.js';
 import { UsagePage } from './pages/Usage.js';
 import { Link, navigate, useRoute } from './router.js';
 import { SessionContext } from './session.js';
@@ -20,6 +21,7 @@ const NAV: Array<[string, string, boolean?]> = [
   ['models', 'Models'],
   ['usage', 'Usage'],
   ['queues', 'Queues'],
+  ['search', 'Search index'],
   ['audit', 'Audit log'],
   ['operators', 'Operators', true],
 ];
@@ -165,6 +167,8 @@ function Page(props: { path: string; params: URLSearchParams }) {
       return <UsagePage params={props.params} />;
     case 'queues':
       return <QueuesPage params={props.params} />;
+    case 'search':
+      return <SearchPage params={props.params} />;
     case 'audit':
       return <AuditPage params={props.params} />;
     case 'operators':

@@ -34,6 +34,7 @@ import { AdminAccess } from './operators/admin-access.js';
 import { MembersAdminController } from './operators/members.controller.js';
 import { OperatorsController } from './operators/operators.controller.js';
 import { QueueJobsController } from './operators/queue-jobs.controller.js';
+import { SearchIndexAdminController } from './operators/search-index.controller.js';
 import { SessionController } from './operators/session.controller.js';
 import { UsageRollupsController } from './operators/usage-rollups.controller.js';
 import { SearchController } from './search/search.controller.js';
@@ -80,6 +81,7 @@ export class AppModule {
         MembersAdminController,
         QueueJobsController,
         UsageRollupsController,
+        SearchIndexAdminController,
       ],
       providers: [
         { provide: GATEWAY_CONFIG, useValue: deps.config },

@@ -19,7 +19,7 @@ const ev = (requestId: string, at: string, over: Partial<UsageEvent> = {}): Usag
   ...over,
 });
 
-describe('usage rollups kept with the ledger (UsageDaily, UsageHourlyModel)', () => {
+describe('usage rollups kept with the ledger (UsageDaily, UsageDailyMember, UsageHourlyModel)', () => {
   let db: TestDatabase;
   let repos: Repositories;
   before(async () => {
@@ -59,6 +59,15 @@ describe('usage rollups kept with the ledger (UsageDaily, UsageHourlyModel)', ()
     ]);
     assert.deepEqual(again, { inserted: 1, duplicates: 1 });
     assert.deepEqual(await daily(), await fromLedger());
+    const perMember = (await repos.db.$queryRawUnsafe(
+      `SELECT to_char("day", 'YYYY-MM-DD') AS day, "memberId", "requests", "totalTokens"::int AS t
+         FROM "UsageDailyMember" ORDER BY 1, 2`,
+    )) as unknown[];
+    assert.deepEqual(perMember, [
+      { day: '2026-05-01', memberId: 'm1', requests: 2, t: 15 },
+      { day: '2026-05-01', memberId: 'm2', requests: 1, t: 15 },
+      { day: '2026-05-02', memberId: 'm1', requests: 1, t: 7 },
+    ]);
     assert.equal((await daily()).length, 3);
     const hourly = (await repos.db.$queryRawUnsafe(
       `SELECT to_char("hour" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24') AS hour, "model", "requests", "errors",

@@ -101,6 +101,18 @@ export class UsageRepository {
           "completionTokens" = d."completionTokens" + excluded."completionTokens",
           "totalTokens" = d."totalTokens" + excluded."totalTokens"
         RETURNING 1
+      ), members AS (
+        INSERT INTO "UsageDailyMember" AS dm ("day", "memberId", "requests", "errors", "promptTokens",
+                                              "completionTokens", "totalTokens")
+        SELECT ("createdAt" AT TIME ZONE 'UTC')::date, "memberId", count(*), count(*) FILTER (WHERE "status" >= 400),
+               sum("promptTokens"), sum("completionTokens"), sum("totalTokens")
+          FROM ins GROUP BY 1, 2
+        ON CONFLICT ("day", "memberId") DO UPDATE SET
+          "requests" = dm."requests" + excluded."requests", "errors" = dm."errors" + excluded."errors",
+          "promptTokens" = dm."promptTokens" + excluded."promptTokens",
+          "completionTokens" = dm."completionTokens" + excluded."completionTokens",
+          "totalTokens" = dm."totalTokens" + excluded."totalTokens"
+        RETURNING 1
       ), hourly AS (
         INSERT INTO "UsageHourlyModel" AS h ("hour", "model", "requests", "errors", "promptTokens",
                                              "completionTokens", "totalTokens", "latencyMsSum")
@@ -116,7 +128,8 @@ export class UsageRepository {
         RETURNING 1
       )
       SELECT (SELECT count(*) FROM ins)::int AS "inserted",
-             (SELECT count(*) FROM daily)::int AS "daily", (SELECT count(*) FROM hourly)::int AS "hourly"`;
+             (SELECT count(*) FROM daily)::int AS "daily", (SELECT count(*) FROM members)::int AS "members",
+             (SELECT count(*) FROM hourly)::int AS "hourly"`;
     const inserted = rows[0]?.inserted ?? 0;
     return { inserted, duplicates: events.length - inserted };
   }
