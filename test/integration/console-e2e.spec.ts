@@ -285,10 +285,24 @@ describe('operator console in Chromium', {
       )) as Array<{ n: number }>;
       return (rows[0]?.n ?? 0) > 0;
     });
-    await until('the usage row', async () => {
-      await page.reload();
-      return (await page.getByRole('figure').getByText('chat-A').count()) > 0;
-    });
+    // The row is in the ledger (and its rollups, same statement): a reload shows it in the chart. Each
+    // attempt waits for the page's own fetch to finish before looking.
+    await until(
+      'the usage row in the member chart',
+      async () => {
+        await page.reload();
+        return page
+          .getByRole('figure', { name: 'Tokens per model per day (UTC)' })
+          .getByText('chat-A')
+          .first()
+          .waitFor({ timeout: 5_000 })
+          .then(
+            () => true,
+            () => false,
+          );
+      },
+      60_000,
+    );
     await page.getByRole('navigation').getByRole('link', { name: 'Usage' }).click();
     await page.getByRole('figure').getByText('chat-A').first().waitFor();
     const download = page.waitForEvent('download');
