@@ -5,7 +5,8 @@
 #      Debian's packages when missing, started when stopped
 #   3. npm install (at the lockfile's versions) when node_modules is missing or older than the lockfile
 #   4. npm run db:generate, db:migrate, catalog:sync (Prisma client, schema, model catalog)
-#   5. scripts/start.sh: starts the apps and prints the base URL, the demo keys and an example
+#   5. builds the operator console (apps/console -> apps/console/dist, served at /console/)
+#   6. scripts/start.sh: starts the apps and prints the base URL, the demo keys and an example
 # Idempotent: run it again at any time.
 #   --reinstall   run npm install even when node_modules looks current
 set -euo pipefail
@@ -55,5 +56,9 @@ if admin_cli_ready; then
 else
   warn "apps/admin-cli does not exist yet: skipping db:migrate and catalog:sync"
 fi
+
+# The operator console (apps/console), served by the gateway at /console/.
+info "building the operator console (apps/console)"
+npm run -s build -w @infer/console >/dev/null || warn "the operator console build failed: /console/ will say so"
 
 exec bash "$REPO_ROOT/scripts/start.sh"

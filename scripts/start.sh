@@ -86,6 +86,10 @@ info "gateway ready: GET $BASE/readyz -> 200"
 echo
 echo "Inference API base URL: $BASE/v1"
 echo
+echo "Operator console: $BASE/console/"
+echo "  first owner: npm run admin -- operator create --email you@example.com --role owner --password-stdin"
+echo "  (type the password, at least 12 characters, then Enter and Ctrl-D)"
+echo
 echo "Demo API keys:"
 if admin_cli_ready; then
   npm run -s demo-keys || warn "npm run demo-keys failed"

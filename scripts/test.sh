@@ -9,8 +9,8 @@ set -euo pipefail
 # shellcheck source=scripts/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-# The browser tests (test/integration/compat-browser.spec.ts) drive Debian's chromium with
-# playwright-core (never a browser download). Installed once when missing; idempotent.
+# The browser tests (the operator console's and test/integration/compat-browser.spec.ts) drive Debian's
+# chromium with playwright-core (never a browser download). Installed once when missing; idempotent.
 ensure_chromium() {
   command -v chromium >/dev/null 2>&1 && return 0
   if ! _node_can_apt; then
@@ -18,7 +18,7 @@ ensure_chromium() {
     return 0
   fi
   _node_as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq || warn "apt-get update failed"
-  _node_apt_install chromium || warn "could not install chromium: the browser tests are skipped"
+  _node_apt_install chromium fonts-dejavu-core || warn "could not install chromium: the browser tests are skipped"
 }
 
 require_node
@@ -49,6 +49,7 @@ else
   warn "no kubectl with kustomize v5: the k8s/ manifest tests will fail"
 fi
 step typecheck npx --no-install tsc -p tsconfig.json --noEmit
+step typecheck:console npx --no-install tsc -p apps/console/tsconfig.json --noEmit
 step lint npx --no-install biome check .
 # The tests run last so that the test runner's summary closes the output.
 step tests node tools/test.js "$@"

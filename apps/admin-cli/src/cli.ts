@@ -26,6 +26,7 @@ import {
   redactUrl,
   usageReport,
 } from '@infer/persistence';
+import { OPERATOR_USAGE, operatorCommands } from './operator-commands.js';
 import { SEARCH_USAGE, searchCommands } from './search-commands.js';
 
 /** Repository root (this file is apps/admin-cli/{src,dist}/cli.*). */
@@ -60,6 +61,8 @@ export const USAGE = `infer admin CLI (env DATABASE_URL, default postgresql://po
 
 ${SEARCH_USAGE}
 
+${OPERATOR_USAGE}
+
   every command: --json (machine-readable output), -h/--help
 exit codes: 0 ok, 1 error (unknown member/key/tier, invalid file, database), 2 bad usage`;
 
@@ -69,6 +72,14 @@ class UsageError extends Error {}
 export interface CliIo {
   out(line: string): void;
   err(line: string): void;
+  /** All of standard input (the operator commands' --password-stdin). */
+  readStdin?(): Promise<string>;
+}
+
+async function readProcessStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
 }
 
 const consoleIo: CliIo = {
@@ -95,6 +106,8 @@ const OPTIONS = {
   gateway: { type: 'string' },
   source: { type: 'string' },
   'base-url': { type: 'string' },
+  role: { type: 'string' },
+  'password-stdin': { type: 'boolean', default: false },
 } as const;
 
 type Values = {
@@ -116,6 +129,8 @@ type Values = {
   gateway?: string;
   source?: string;
   'base-url'?: string;
+  role?: string;
+  'password-stdin'?: boolean;
 };
 
 interface Ctx {
@@ -127,6 +142,7 @@ interface Ctx {
   repos(): Repositories;
   /** Prints data as JSON with --json, else the human text. */
   print(data: unknown, human: () => string): void;
+  readStdin(): Promise<string>;
 }
 
 function toJson(data: unknown): string {
@@ -495,6 +511,7 @@ const commands: Record<string, Handler> = {
     return 0;
   },
   ...searchCommands((message) => new UsageError(message)),
+  ...operatorCommands((message) => new UsageError(message)),
 };
 
 /** A short, stack-free description of infrastructure errors (no database, not migrated ...). */
@@ -578,6 +595,7 @@ export async function run(
       return repos;
     },
     print: (data, human) => io.out(values.json ? toJson(data) : human()),
+    readStdin: io.readStdin ?? readProcessStdin,
   };
   try {
     return await handler(ctx);

@@ -30,6 +30,13 @@ import { RerankController } from './openai/rerank.controller.js';
 import { ResponsesController } from './openai/responses.controller.js';
 import { SpeechController } from './openai/speech.controller.js';
 import { TranscriptionsController } from './openai/transcriptions.controller.js';
+import { AdminAccess } from './operators/admin-access.js';
+import { MembersAdminController } from './operators/members.controller.js';
+import { OperatorsController } from './operators/operators.controller.js';
+import { QueueJobsController } from './operators/queue-jobs.controller.js';
+import { SearchIndexAdminController } from './operators/search-index.controller.js';
+import { SessionController } from './operators/session.controller.js';
+import { UsageRollupsController } from './operators/usage-rollups.controller.js';
 import { SearchController } from './search/search.controller.js';
 import { SearchGateway } from './search/search.service.js';
 import { SearchAdminController } from './search/search-admin.controller.js';
@@ -69,6 +76,12 @@ export class AppModule {
         EmbeddingsController,
         RerankController,
         ImagesController,
+        SessionController,
+        OperatorsController,
+        MembersAdminController,
+        QueueJobsController,
+        UsageRollupsController,
+        SearchIndexAdminController,
       ],
       providers: [
         { provide: GATEWAY_CONFIG, useValue: deps.config },
@@ -97,6 +110,8 @@ export class AppModule {
         // The clock of the signed image URLs: tests replace its `now` (test/integration/images.spec.ts).
         { provide: CLOCK, useFactory: systemClock },
         ImageDelivery,
+        // Who may use /admin: ADMIN_TOKEN or an operator console session (apps/gateway/src/operators).
+        AdminAccess,
         // POST /mcp, registered on Fastify itself (see mcp.endpoint.ts for why).
         McpEndpoint,
         { provide: APP_GUARD, useClass: AuthGuard },

@@ -18,6 +18,7 @@ import { AppModule, type GatewayDeps } from './app.module.js';
 import { newRequestId } from './common/request-id.js';
 import { sendError } from './common/send-error.js';
 import { type GatewayConfig, loadGatewayConfig } from './config.js';
+import { serveConsole } from './console/serve-console.js';
 import { handleClientError } from './http/client-error.js';
 import { corsOptions } from './http/cors.js';
 import { checkHttps } from './http/https-policy.js';
@@ -104,6 +105,8 @@ export async function startGateway(env: NodeJS.ProcessEnv = process.env): Promis
   // CORS (preflights answered before auth), per CORS_ORIGINS: http/cors.ts.
   const cors = corsOptions(config.CORS_ORIGINS);
   if (cors) app.enableCors(cors);
+  // The operator console's build at /console/ (apps/console; same origin as /admin).
+  await serveConsole(app, config.CONSOLE_DIR);
   installHooks(app.getHttpAdapter().getInstance(), config, metrics, log);
   app.enableShutdownHooks();
   await app.init();

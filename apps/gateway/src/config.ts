@@ -44,6 +44,16 @@ export const GatewayEnvSchema = z
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
     /** Credential for /admin (not an API key). Admin routes are off when unset. */
     ADMIN_TOKEN: z.string().min(16).optional(),
+    /** The operator console's build, served at /console/ (default: apps/console/dist of this checkout). */
+    CONSOLE_DIR: z.string().optional(),
+    /** Operator console sessions end after this long without a request (idle expiry). */
+    CONSOLE_SESSION_IDLE_MS: envInt(30 * 60_000, 1_000),
+    /** Failed sign-ins allowed per account, and per client IP, within CONSOLE_LOGIN_WINDOW_S. */
+    CONSOLE_LOGIN_MAX_FAILURES_ACCOUNT: envInt(5, 1),
+    CONSOLE_LOGIN_MAX_FAILURES_IP: envInt(30, 1),
+    CONSOLE_LOGIN_WINDOW_S: envInt(900, 1),
+    /** Prefix of the console's Redis keys (sign-in throttling). */
+    CONSOLE_REDIS_PREFIX: z.string().min(1).default('console:'),
     /** Tests only: prepended to the search subject, to match a search-service started with the same subjectPrefix. */
     SEARCH_SUBJECT_PREFIX: z.string().default(''),
     /**

@@ -3,6 +3,7 @@ export * from './catalog.js';
 export * from './chat.js';
 export * from './common.js';
 export * from './completions.js';
+export * from './console.js';
 export * from './embeddings.js';
 export * from './envelope.js';
 export * from './errors.js';

@@ -17,6 +17,7 @@ import { EmbeddingListSchema, EmbeddingRequestSchema } from './embeddings.js';
 import { ErrorBodySchema } from './errors.js';
 import { ImageEditRequestSchema, ImageGenerationRequestSchema, ImageResponseSchema } from './images.js';
 import { JsonRpcMessageSchema, JsonRpcResponseSchema } from './mcp.js';
+import { ADMIN_SECURITY_SCHEMES, addAdminPaths } from './openapi-admin.js';
 import { RerankRequestSchema, RerankResponseSchema } from './rerank.js';
 import { ResponseObjectSchema, ResponseRequestSchema, ResponseStreamEventSchema } from './responses.js';
 import { SearchRequestSchema, SearchResponseSchema } from './search.js';
@@ -369,6 +370,8 @@ export function buildOpenApiDocument(opts: OpenApiOptions = {}): Json {
     operation.responses = responses;
     paths[path] = { [op.method ?? 'post']: operation };
   }
+  // The operator console's API (/admin), with its own credentials (openapi-admin.ts).
+  addAdminPaths(paths, req, res, errorRef);
 
   return {
     openapi: OPENAPI_VERSION,
@@ -381,12 +384,13 @@ export function buildOpenApiDocument(opts: OpenApiOptions = {}): Json {
     jsonSchemaDialect: 'https://json-schema.org/draft/2020-12/schema',
     servers: [{ url: opts.serverUrl ?? '/' }],
     security: [{ bearerAuth: [] }],
-    tags: [...new Set(Object.values(ops).map((o) => o.tag))].map((name) => ({ name })),
+    tags: [...new Set([...Object.values(ops).map((o) => o.tag), 'Admin'])].map((name) => ({ name })),
     paths,
     components: {
       schemas: c.schemas,
       securitySchemes: {
         bearerAuth: { type: 'http', scheme: 'bearer', description: 'Authorization: Bearer <API_KEY>' },
+        ...ADMIN_SECURITY_SCHEMES,
       },
     },
   };

@@ -146,7 +146,8 @@ export class ApiKeysRepository {
 
   /**
    * The auth hot path: key and member in ONE query, by the sha256 hex of the presented key.
-   * Returns null for an unknown hash and, unless includeRevoked, for a revoked key.
+   * Returns null for an unknown hash and, unless includeRevoked, for a revoked key or a key of a
+   * suspended member.
    */
   async findActiveByHash(hash: string, options: { includeRevoked?: boolean } = {}): Promise<AuthKey | null> {
     const rows = await this.db.$queryRaw<
@@ -160,15 +161,17 @@ export class ApiKeysRepository {
         limits: unknown;
         billingPeriodAnchor: Date;
         lastUsedAt: Date | null;
+        suspendedAt: Date | null;
       }[]
     >`SELECT k."id" AS "keyId", k."memberId", m."tier"::text AS "tier", k."name", k."prefix", k."revokedAt",
-             k."limits", m."billingPeriodAnchor", k."lastUsedAt"
+             k."limits", m."billingPeriodAnchor", k."lastUsedAt", m."suspendedAt"
         FROM "ApiKey" k JOIN "Member" m ON m."id" = k."memberId"
        WHERE k."hash" = ${hash}
        LIMIT 1`;
     const row = rows[0];
     if (!row) return null;
-    if (row.revokedAt && !options.includeRevoked) return null;
+    // A suspended member's keys are refused like revoked ones (operator console: suspend).
+    if ((row.revokedAt || row.suspendedAt) && !options.includeRevoked) return null;
     return {
       keyId: row.keyId,
       memberId: row.memberId,

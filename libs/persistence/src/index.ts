@@ -13,6 +13,14 @@ export {
   isApiKeyFormat,
 } from './api-keys.js';
 export {
+  type AuditActor,
+  type AuditEntry,
+  type AuditQuery,
+  AuditRepository,
+  type AuditRow,
+  redactSecrets,
+} from './audit.js';
+export {
   type CatalogModel,
   CatalogRepository,
   type CatalogSyncResult,
@@ -28,8 +36,31 @@ export {
   PersistenceUserError,
   prismaErrorCode,
 } from './errors.js';
-export { type CreateMemberInput, MembersRepository } from './members.js';
+export {
+  type CreateMemberInput,
+  type MemberSearch,
+  MembersRepository,
+  type MemberWithKeyCount,
+} from './members.js';
 export * from './migrate/index.js';
+export {
+  type CreateOperatorInput,
+  normalizeEmail,
+  OPERATOR_ROLES,
+  type Operator,
+  type OperatorRole,
+  OperatorSessionsRepository,
+  OperatorsRepository,
+  parseOperatorRole,
+  type SessionWithOperator,
+} from './operators.js';
+export {
+  hashPassword,
+  PASSWORD_MAX_LENGTH,
+  PASSWORD_MIN_LENGTH,
+  passwordProblem,
+  verifyPassword,
+} from './passwords.js';
 export type { ApiKey, Member, Model, UsageEventRow } from './prisma.js';
 export { type CreatePrismaOptions, createPrisma, type Db, Prisma, PrismaClient } from './prisma.js';
 export { createRepositories, type Repositories } from './repositories.js';

@@ -1,6 +1,6 @@
 import type { Tier } from '@infer/contracts';
 import { InvalidInputError, NotFoundError, PersistenceUserError, prismaErrorCode } from './errors.js';
-import type { Db, Member } from './prisma.js';
+import type { Db, Member, Prisma } from './prisma.js';
 import { parseTier } from './tiers.js';
 
 export type { Member };
@@ -70,4 +70,73 @@ export class MembersRepository {
       orderBy: [{ createdAt: 'asc' }, { id: 'asc' }],
     });
   }
+
+  /**
+   * One page of members for the console, keyset-paged on id (uuid v7: creation order), newest
+   * first. `q` matches the name or email (case-insensitive substring) or the exact id. Each row
+   * carries its key count (one grouped query for the page).
+   */
+  async search(query: MemberSearch): Promise<{ rows: MemberWithKeyCount[]; nextAfter: string | null }> {
+    const q = query.q?.trim();
+    const where: Prisma.MemberWhereInput = {
+      ...(q
+        ? {
+            OR: [
+              { name: { contains: q, mode: 'insensitive' } },
+              { email: { contains: q, mode: 'insensitive' } },
+              ...(/^[0-9a-f-]{36}$/i.test(q) ? [{ id: q.toLowerCase() }] : []),
+            ],
+          }
+        : {}),
+      ...(query.tier ? { tier: parseTier(query.tier) } : {}),
+      ...(query.status === 'suspended' ? { suspendedAt: { not: null } } : {}),
+      ...(query.status === 'active' ? { suspendedAt: null } : {}),
+      ...(query.after ? { id: { lt: query.after } } : {}),
+    };
+    const found = await this.db.member.findMany({ where, orderBy: { id: 'desc' }, take: query.limit + 1 });
+    const page = found.slice(0, query.limit);
+    // Key counts of this page only (one grouped query on the memberId index).
+    const counts = page.length
+      ? await this.db.apiKey.groupBy({
+          by: ['memberId'],
+          where: { memberId: { in: page.map((m) => m.id) } },
+          _count: { _all: true },
+        })
+      : [];
+    const byMember = new Map(counts.map((c) => [c.memberId, c._count._all]));
+    return {
+      rows: page.map((m) => ({ ...m, keyCount: byMember.get(m.id) ?? 0 })),
+      nextAfter: found.length > query.limit ? (page.at(-1)?.id ?? null) : null,
+    };
+  }
+
+  /** Changes tier, billing anchor and/or suspension; suspended members' keys are refused by auth. */
+  async update(
+    id: string,
+    change: { tier?: Tier | string; billingPeriodAnchor?: Date; suspended?: boolean },
+  ): Promise<Member> {
+    try {
+      return await this.db.member.update({
+        where: { id },
+        data: {
+          ...(change.tier ? { tier: parseTier(change.tier) } : {}),
+          ...(change.billingPeriodAnchor ? { billingPeriodAnchor: change.billingPeriodAnchor } : {}),
+          ...(change.suspended === undefined ? {} : { suspendedAt: change.suspended ? new Date() : null }),
+        },
+      });
+    } catch (error) {
+      if (prismaErrorCode(error) === 'P2025') throw new NotFoundError('member', id);
+      throw error;
+    }
+  }
 }
+
+export interface MemberSearch {
+  q?: string;
+  tier?: Tier | string;
+  status?: 'active' | 'suspended';
+  after?: string;
+  limit: number;
+}
+
+export type MemberWithKeyCount = Member & { keyCount: number };

@@ -2,7 +2,13 @@ import { PrismaPg } from '@prisma/adapter-pg';
 import { databaseUrlFromEnv } from './database.js';
 import { PrismaClient } from './generated/prisma/client.js';
 
-export type { ApiKey, Member, Model, UsageEvent as UsageEventRow } from './generated/prisma/client.js';
+export type {
+  ApiKey,
+  Member,
+  Model,
+  Operator,
+  UsageEvent as UsageEventRow,
+} from './generated/prisma/client.js';
 export { Prisma, PrismaClient } from './generated/prisma/client.js';
 
 export interface CreatePrismaOptions {

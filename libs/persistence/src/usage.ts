@@ -66,23 +66,71 @@ export class UsageRepository {
     }
     const batch = [...unique.values()];
     await this.ensurePartitions(batch.map((e) => new Date(e.at)));
-    const inserted = await this.db.$executeRaw`
-      INSERT INTO "UsageEvent" ("requestId", "memberId", "keyId", "model", "endpoint", "promptTokens",
-                                "completionTokens", "totalTokens", "status", "latencyMs", "createdAt")
-      SELECT v.* FROM unnest(
-          ${batch.map((e) => e.requestId)}::text[], ${batch.map((e) => e.memberId)}::text[],
-          ${batch.map((e) => e.keyId)}::text[], ${batch.map((e) => e.model)}::text[],
-          ${batch.map((e) => e.endpoint)}::text[], ${batch.map((e) => e.promptTokens)}::int[],
-          ${batch.map((e) => e.completionTokens)}::int[], ${batch.map((e) => e.totalTokens)}::int[],
-          ${batch.map((e) => e.status)}::int[], ${batch.map((e) => e.latencyMs)}::int[],
-          ${batch.map((e) => new Date(e.at).toISOString())}::timestamptz[]
-        ) AS v("requestId", "memberId", "keyId", "model", "endpoint", "promptTokens", "completionTokens",
-               "totalTokens", "status", "latencyMs", "createdAt")
-       WHERE NOT EXISTS (
-         SELECT 1 FROM "UsageEvent" u
-          WHERE u."requestId" = v."requestId"
-            AND u."createdAt" BETWEEN v."createdAt" - ${DEDUP_WINDOW}::interval AND v."createdAt" + ${DEDUP_WINDOW}::interval)
-      ON CONFLICT DO NOTHING`;
+    // One statement: the ledger rows, and the daily / hourly rollups of exactly the rows inserted
+    // (a duplicate skipped by the ledger is not counted twice), so the rollups never drift.
+    const rows = await this.db.$queryRaw<{ inserted: number }[]>`
+      WITH ins AS (
+        INSERT INTO "UsageEvent" ("requestId", "memberId", "keyId", "model", "endpoint", "promptTokens",
+                                  "completionTokens", "totalTokens", "status", "latencyMs", "createdAt")
+        SELECT v.* FROM unnest(
+            ${batch.map((e) => e.requestId)}::text[], ${batch.map((e) => e.memberId)}::text[],
+            ${batch.map((e) => e.keyId)}::text[], ${batch.map((e) => e.model)}::text[],
+            ${batch.map((e) => e.endpoint)}::text[], ${batch.map((e) => e.promptTokens)}::int[],
+            ${batch.map((e) => e.completionTokens)}::int[], ${batch.map((e) => e.totalTokens)}::int[],
+            ${batch.map((e) => e.status)}::int[], ${batch.map((e) => e.latencyMs)}::int[],
+            ${batch.map((e) => new Date(e.at).toISOString())}::timestamptz[]
+          ) AS v("requestId", "memberId", "keyId", "model", "endpoint", "promptTokens", "completionTokens",
+                 "totalTokens", "status", "latencyMs", "createdAt")
+         WHERE NOT EXISTS (
+           SELECT 1 FROM "UsageEvent" u
+            WHERE u."requestId" = v."requestId"
+              AND u."createdAt" BETWEEN v."createdAt" - ${DEDUP_WINDOW}::interval AND v."createdAt" + ${DEDUP_WINDOW}::interval)
+        ON CONFLICT DO NOTHING
+        RETURNING "memberId", "keyId", "model", "promptTokens", "completionTokens", "totalTokens", "status",
+                  "latencyMs", "createdAt"
+      ), daily AS (
+        INSERT INTO "UsageDaily" AS d ("day", "memberId", "keyId", "model", "requests", "errors", "promptTokens",
+                                       "completionTokens", "totalTokens")
+        SELECT ("createdAt" AT TIME ZONE 'UTC')::date, "memberId", "keyId", "model", count(*),
+               count(*) FILTER (WHERE "status" >= 400), sum("promptTokens"), sum("completionTokens"),
+               sum("totalTokens")
+          FROM ins GROUP BY 1, 2, 3, 4
+        ON CONFLICT ("day", "memberId", "keyId", "model") DO UPDATE SET
+          "requests" = d."requests" + excluded."requests", "errors" = d."errors" + excluded."errors",
+          "promptTokens" = d."promptTokens" + excluded."promptTokens",
+          "completionTokens" = d."completionTokens" + excluded."completionTokens",
+          "totalTokens" = d."totalTokens" + excluded."totalTokens"
+        RETURNING 1
+      ), members AS (
+        INSERT INTO "UsageDailyMember" AS dm ("day", "memberId", "requests", "errors", "promptTokens",
+                                              "completionTokens", "totalTokens")
+        SELECT ("createdAt" AT TIME ZONE 'UTC')::date, "memberId", count(*), count(*) FILTER (WHERE "status" >= 400),
+               sum("promptTokens"), sum("completionTokens"), sum("totalTokens")
+          FROM ins GROUP BY 1, 2
+        ON CONFLICT ("day", "memberId") DO UPDATE SET
+          "requests" = dm."requests" + excluded."requests", "errors" = dm."errors" + excluded."errors",
+          "promptTokens" = dm."promptTokens" + excluded."promptTokens",
+          "completionTokens" = dm."completionTokens" + excluded."completionTokens",
+          "totalTokens" = dm."totalTokens" + excluded."totalTokens"
+        RETURNING 1
+      ), hourly AS (
+        INSERT INTO "UsageHourlyModel" AS h ("hour", "model", "requests", "errors", "promptTokens",
+                                             "completionTokens", "totalTokens", "latencyMsSum")
+        SELECT date_trunc('hour', "createdAt", 'UTC'), "model", count(*), count(*) FILTER (WHERE "status" >= 400),
+               sum("promptTokens"), sum("completionTokens"), sum("totalTokens"), sum("latencyMs")
+          FROM ins GROUP BY 1, 2
+        ON CONFLICT ("hour", "model") DO UPDATE SET
+          "requests" = h."requests" + excluded."requests", "errors" = h."errors" + excluded."errors",
+          "promptTokens" = h."promptTokens" + excluded."promptTokens",
+          "completionTokens" = h."completionTokens" + excluded."completionTokens",
+          "totalTokens" = h."totalTokens" + excluded."totalTokens",
+          "latencyMsSum" = h."latencyMsSum" + excluded."latencyMsSum"
+        RETURNING 1
+      )
+      SELECT (SELECT count(*) FROM ins)::int AS "inserted",
+             (SELECT count(*) FROM daily)::int AS "daily", (SELECT count(*) FROM members)::int AS "members",
+             (SELECT count(*) FROM hourly)::int AS "hourly"`;
+    const inserted = rows[0]?.inserted ?? 0;
     return { inserted, duplicates: events.length - inserted };
   }
 

@@ -3,10 +3,10 @@ import { Controller, Get, Inject, type OnModuleDestroy, Req } from '@nestjs/comm
 import { type Job, Queue } from 'bullmq';
 import type { FastifyRequest } from 'fastify';
 import type { Redis } from 'ioredis';
-import { checkAdmin } from '../admin/admin-auth.js';
 import { Public } from '../auth/public.decorator.js';
 import { GATEWAY_CONFIG, type GatewayConfig } from '../config.js';
 import { REDIS } from '../infra/tokens.js';
+import { AdminAccess } from '../operators/admin-access.js';
 
 /** How many of the latest finished jobs the timings are computed from. */
 const RECENT = 200;
@@ -76,6 +76,7 @@ export class QueuesAdminController implements OnModuleDestroy {
   constructor(
     @Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig,
     @Inject(REDIS) private readonly redis: Redis,
+    @Inject(AdminAccess) private readonly access: AdminAccess,
   ) {}
 
   private queue(name: string): Queue {
@@ -95,7 +96,7 @@ export class QueuesAdminController implements OnModuleDestroy {
 
   @Get('queues')
   async list(@Req() req: FastifyRequest): Promise<{ object: 'list'; prefix: string; data: QueueReport[] }> {
-    checkAdmin(this.config.ADMIN_TOKEN, req.headers.authorization);
+    await this.access.require(req, 'read');
     const data = await Promise.all(Object.values(Queues).map((name) => this.report(name)));
     return { object: 'list', prefix: this.config.BULLMQ_PREFIX, data };
   }

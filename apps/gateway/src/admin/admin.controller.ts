@@ -12,11 +12,10 @@ import { Controller, Get, Inject, Param, Query, Req } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import { Public } from '../auth/public.decorator.js';
 import { CatalogService } from '../catalog/catalog.service.js';
-import { GATEWAY_CONFIG, type GatewayConfig } from '../config.js';
 import { PRISMA } from '../infra/tokens.js';
 import { LimitsService } from '../limits/limits.service.js';
 import { monthWindow } from '../limits/periods.js';
-import { checkAdmin } from './admin-auth.js';
+import { AdminAccess } from '../operators/admin-access.js';
 
 /**
  * The operators' HTTP API: usage from the ledger and the live state of a key's limits. Not reachable
@@ -29,10 +28,10 @@ export class AdminController {
   private readonly members: MembersRepository;
 
   constructor(
-    @Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig,
     @Inject(PRISMA) private readonly db: Db,
     @Inject(CatalogService) private readonly catalog: CatalogService,
     @Inject(LimitsService) private readonly limits: LimitsService,
+    @Inject(AdminAccess) private readonly access: AdminAccess,
   ) {
     this.keys = new ApiKeysRepository(db);
     this.members = new MembersRepository(db);
@@ -44,7 +43,7 @@ export class AdminController {
    */
   @Get('usage')
   async usage(@Req() req: FastifyRequest, @Query() q: Record<string, unknown>): Promise<AdminUsageReport> {
-    checkAdmin(this.config.ADMIN_TOKEN, req.headers.authorization);
+    await this.access.require(req, 'read');
     const month = monthWindow(Date.now());
     const from = parseInstant(q.from, 'from') ?? new Date(month.start);
     const to = parseInstant(q.to, 'to') ?? new Date(month.end);
@@ -86,7 +85,7 @@ export class AdminController {
   /** GET /admin/keys/{id or prefix}/limits: every limit of the key, its member and its models, now. */
   @Get('keys/:key/limits')
   async keyLimits(@Req() req: FastifyRequest, @Param('key') keyRef: string): Promise<KeyLimitsState> {
-    checkAdmin(this.config.ADMIN_TOKEN, req.headers.authorization);
+    await this.access.require(req, 'read');
     // No key id or prefix holds a NUL (PostgreSQL text cannot): not found, without asking.
     const key = keyRef.includes('\u0000') ? null : await this.keys.find(keyRef);
     if (!key) {

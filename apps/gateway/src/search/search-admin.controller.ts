@@ -9,10 +9,9 @@ import {
 import { Body, Controller, Delete, HttpCode, Inject, Post, Req } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { checkAdmin } from '../admin/admin-auth.js';
 import { Public } from '../auth/public.decorator.js';
-import { GATEWAY_CONFIG, type GatewayConfig } from '../config.js';
 import { PRISMA } from '../infra/tokens.js';
+import { AdminAccess } from '../operators/admin-access.js';
 
 const DeleteBodySchema = z.object({
   urls: z
@@ -42,8 +41,8 @@ export class SearchAdminController {
   private readonly repo: SearchDocumentsRepository;
 
   constructor(
-    @Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig,
     @Inject(PRISMA) db: unknown,
+    @Inject(AdminAccess) private readonly access: AdminAccess,
   ) {
     this.repo = new SearchDocumentsRepository(db as Db);
   }
@@ -51,7 +50,7 @@ export class SearchAdminController {
   @Post('documents')
   @HttpCode(200)
   async ingest(@Req() req: FastifyRequest, @Body() body: unknown) {
-    checkAdmin(this.config.ADMIN_TOKEN, req.headers.authorization);
+    const actor = await this.access.require(req, 'write');
     const batch = parseOrThrow(DocumentBatchSchema, body ?? {});
     const now = new Date();
     const docs: SearchDocumentInput[] = [];
@@ -61,14 +60,26 @@ export class SearchAdminController {
       throw ApiError.invalid('The document has no text to index.', `documents[${empty}].body`);
     }
     const r = await this.repo.upsertMany(docs);
+    await this.access.audit(actor, {
+      action: 'search.ingest',
+      targetType: 'search_document',
+      after: { urls: docs.map((d) => d.url).slice(0, 100), documents: docs.length, ...r },
+    });
     return { object: 'search.ingest', documents: docs.length, ...r };
   }
 
   @Delete('documents')
   @HttpCode(200)
   async remove(@Req() req: FastifyRequest, @Body() body: unknown) {
-    checkAdmin(this.config.ADMIN_TOKEN, req.headers.authorization);
+    const actor = await this.access.require(req, 'write');
     const { urls } = parseOrThrow(DeleteBodySchema, body ?? {});
-    return { object: 'search.delete', deleted: await this.repo.deleteUrls(urls) };
+    const deleted = await this.repo.deleteUrls(urls);
+    await this.access.audit(actor, {
+      action: 'search.delete',
+      targetType: 'search_document',
+      before: { urls: urls.slice(0, 100) },
+      after: { deleted },
+    });
+    return { object: 'search.delete', deleted };
   }
 }

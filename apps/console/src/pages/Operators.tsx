@@ -1,0 +1,129 @@
+import { CreateOperatorRequestSchema, OPERATOR_ROLES, type OperatorView } from '@infer/contracts';
+import { type FormEvent, useState } from 'react';
+import { api } from '../api.js';
+import { ago, utc } from '../format.js';
+import { useLoad } from '../hooks.js';
+import { useSession } from '../session.js';
+import { Button, ErrorNote, Field } from '../ui.js';
+import { compact, type FieldErrors, fieldErrors } from '../validate.js';
+
+export function OperatorsPage() {
+  const me = useSession().operator;
+  const list = useLoad(() => api<{ data: OperatorView[] }>('GET', '/admin/operators'), 'operators');
+  const [failure, setFailure] = useState<unknown>(null);
+  const [form, setForm] = useState({ email: '', role: 'viewer', password: '' });
+  const [errors, setErrors] = useState<FieldErrors>({});
+  if (me.role !== 'owner')
+    return (
+      <section>
+        <h1>Operators</h1>
+        <p>Only an owner can manage operators.</p>
+      </section>
+    );
+  const patch = async (id: string, body: Record<string, unknown>) => {
+    setFailure(null);
+    try {
+      await api('PATCH', `/admin/operators/${encodeURIComponent(id)}`, body);
+    } catch (error) {
+      setFailure(error);
+    }
+    list.reload();
+  };
+  const create = async (e: FormEvent) => {
+    e.preventDefault();
+    const body = compact(form);
+    const errs = fieldErrors(CreateOperatorRequestSchema, body);
+    setErrors(errs);
+    if (Object.keys(errs).length) return;
+    try {
+      await api('POST', '/admin/operators', body);
+      setForm({ email: '', role: 'viewer', password: '' });
+      list.reload();
+    } catch (error) {
+      setFailure(error);
+    }
+  };
+  return (
+    <section>
+      <h1>Operators</h1>
+      <ErrorNote error={list.error ?? failure} />
+      <table>
+        <caption className="sr-only">Operators</caption>
+        <thead>
+          <tr>
+            <th scope="col">Email</th>
+            <th scope="col">Role</th>
+            <th scope="col">Sign-in</th>
+            <th scope="col">Last sign-in</th>
+            <th scope="col">Created</th>
+            <th scope="col">Status</th>
+          </tr>
+        </thead>
+        <tbody>
+          {(list.data?.data ?? []).map((o) => (
+            <tr key={o.id}>
+              <td>{o.email}</td>
+              <td>
+                <label className="sr-only" htmlFor={`role-${o.id}`}>
+                  Role of {o.email}
+                </label>
+                <select
+                  id={`role-${o.id}`}
+                  value={o.role}
+                  onChange={(e) => patch(o.id, { role: e.target.value })}
+                >
+                  {OPERATOR_ROLES.map((r) => (
+                    <option key={r}>{r}</option>
+                  ))}
+                </select>
+              </td>
+              <td>{o.sso_only ? 'single sign-on' : 'password'}</td>
+              <td>{ago(o.last_login_at)}</td>
+              <td>{utc(o.created_at)}</td>
+              <td>
+                <Button
+                  kind={o.disabled ? 'plain' : 'danger'}
+                  disabled={o.id === me.id}
+                  reason="You cannot disable yourself."
+                  onClick={() => patch(o.id, { disabled: !o.disabled })}
+                >
+                  {o.disabled ? `Enable ${o.email}` : `Disable ${o.email}`}
+                </Button>
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      <h2>Add an operator</h2>
+      <form onSubmit={create} noValidate className="filters">
+        <Field
+          label="Email"
+          name="email"
+          type="email"
+          value={form.email}
+          onChange={(v) => setForm({ ...form, email: v })}
+          error={errors.email}
+        />
+        <Field
+          label="Role"
+          name="role"
+          value={form.role}
+          options={OPERATOR_ROLES}
+          onChange={(v) => setForm({ ...form, role: v })}
+        />
+        <Field
+          label="Password (12+ characters; empty: single sign-on only)"
+          name="password"
+          type="password"
+          autoComplete="new-password"
+          value={form.password}
+          onChange={(v) => setForm({ ...form, password: v })}
+          error={errors.password}
+        />
+        <Button type="submit" kind="primary">
+          Add operator
+        </Button>
+      </form>
+    </section>
+  );
+}

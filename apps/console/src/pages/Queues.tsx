@@ -1,0 +1,196 @@
+import type { QueueJobView } from '@infer/contracts';
+import { useState } from 'react';
+import { api, query } from '../api.js';
+import { ago, utc } from '../format.js';
+import { useLoad, useNow } from '../hooks.js';
+import { navigate } from '../router.js';
+import { READ_ONLY_REASON, useCanWrite } from '../session.js';
+import { BarChart, Button, Dialog, ErrorNote, Field } from '../ui.js';
+
+export interface QueueReport {
+  name: string;
+  counts: Record<string, number>;
+  workers: number;
+}
+
+const STATES = ['waiting', 'active', 'delayed', 'failed', 'completed'] as const;
+
+/** Queue depths per BullMQ queue, polled every 10 s while the tab is visible. */
+export function QueuesPage(props: { params: URLSearchParams }) {
+  const queues = useLoad(() => api<{ data: QueueReport[] }>('GET', '/admin/queues'), 'queues', 10_000);
+  const now = useNow();
+  const data = queues.data?.data ?? [];
+  return (
+    <section>
+      <div className="titlebar">
+        <h1>Queues</h1>
+        <span aria-live="polite">updated {ago(queues.at ?? null, now)}</span>
+        <Button onClick={queues.reload}>Refresh</Button>
+      </div>
+      <ErrorNote error={queues.error} />
+      <BarChart
+        title="Jobs waiting or active per queue"
+        unit="Jobs"
+        bars={data.map((q) => ({ label: q.name, value: (q.counts.waiting ?? 0) + (q.counts.active ?? 0) }))}
+      />
+      <table>
+        <caption className="sr-only">Queue counts</caption>
+        <thead>
+          <tr>
+            <th scope="col">Queue</th>
+            {STATES.map((s) => (
+              <th scope="col" key={s}>
+                {s}
+              </th>
+            ))}
+            <th scope="col">Workers</th>
+          </tr>
+        </thead>
+        <tbody>
+          {data.map((q) => (
+            <tr key={q.name}>
+              <td className="mono">{q.name}</td>
+              {STATES.map((s) => (
+                <td key={s}>{q.counts[s] ?? 0}</td>
+              ))}
+              <td>
+                {q.workers === 0 && (q.counts.waiting ?? 0) > 0 ? (
+                  <span className="badge danger">no workers</span>
+                ) : (
+                  q.workers
+                )}
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      {data.length ? (
+        <Jobs queues={data.map((q) => q.name)} params={props.params} onChange={queues.reload} />
+      ) : null}
+    </section>
+  );
+}
+
+const JOB_STATES = ['failed', 'waiting', 'active', 'delayed', 'completed'] as const;
+
+/** Jobs of one queue in one state (failed by default): error, retry, remove. */
+function Jobs(props: { queues: string[]; params: URLSearchParams; onChange: () => void }) {
+  const canWrite = useCanWrite();
+  const queue = props.params.get('queue') ?? props.queues[0] ?? '';
+  const state = props.params.get('state') ?? 'failed';
+  const [failure, setFailure] = useState<unknown>(null);
+  const [removing, setRemoving] = useState<QueueJobView | null>(null);
+  const jobs = useLoad(
+    () =>
+      api<{ data: QueueJobView[]; total: number }>(
+        'GET',
+        `/admin/queues/${encodeURIComponent(queue)}/jobs${query({ state, limit: 50 })}`,
+      ),
+    `${queue}|${state}`,
+    10_000,
+  );
+  const act = async (method: string, path: string) => {
+    setFailure(null);
+    try {
+      await api(method, path);
+    } catch (error) {
+      setFailure(error);
+    }
+    jobs.reload();
+    props.onChange();
+  };
+  const jobPath = (j: QueueJobView) =>
+    `/admin/queues/${encodeURIComponent(j.queue)}/jobs/${encodeURIComponent(j.id)}`;
+  return (
+    <>
+      <h2>Jobs</h2>
+      <div className="filters">
+        <Field
+          label="Queue"
+          name="queue"
+          value={queue}
+          options={props.queues}
+          onChange={(v) => navigate('queues', { queue: v, state })}
+        />
+        <Field
+          label="State"
+          name="state"
+          value={state}
+          options={JOB_STATES}
+          onChange={(v) => navigate('queues', { queue, state: v })}
+        />
+      </div>
+      <ErrorNote error={jobs.error ?? failure} />
+      <p>
+        {jobs.data ? `${jobs.data.total} ${state} job(s)` : ''}
+        {jobs.data && jobs.data.total > jobs.data.data.length
+          ? `, the latest ${jobs.data.data.length} shown`
+          : ''}
+      </p>
+      <table>
+        <caption className="sr-only">{`${state} jobs of ${queue}`}</caption>
+        <thead>
+          <tr>
+            <th scope="col">Job</th>
+            <th scope="col">Name</th>
+            <th scope="col">Error</th>
+            <th scope="col">Attempts</th>
+            <th scope="col" className="wide">
+              Created
+            </th>
+            <th scope="col">Actions</th>
+          </tr>
+        </thead>
+        <tbody>
+          {(jobs.data?.data ?? []).map((j) => (
+            <tr key={j.id}>
+              <td className="mono">{j.id}</td>
+              <td>{j.name}</td>
+              <td>{j.failed_reason ?? '-'}</td>
+              <td>{j.attempts_made}</td>
+              <td className="wide">{utc(j.created_at)}</td>
+              <td className="actions">
+                {j.state === 'failed' ? (
+                  <Button
+                    disabled={!canWrite}
+                    reason={READ_ONLY_REASON}
+                    onClick={() => act('POST', `${jobPath(j)}/retry`)}
+                  >
+                    {`Retry job ${j.id}`}
+                  </Button>
+                ) : null}
+                <Button
+                  kind="danger"
+                  disabled={!canWrite || j.state === 'active'}
+                  reason={READ_ONLY_REASON}
+                  onClick={() => setRemoving(j)}
+                >
+                  {`Remove job ${j.id}`}
+                </Button>
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      <Dialog open={Boolean(removing)} title="Remove this job?" onClose={() => setRemoving(null)}>
+        <p>
+          Job <span className="mono">{removing?.id}</span> ({removing?.name}) of {removing?.queue} is deleted
+          from the queue. It cannot be retried afterwards.
+        </p>
+        <div className="actions">
+          <Button onClick={() => setRemoving(null)}>Cancel</Button>
+          <Button
+            kind="danger"
+            onClick={() => {
+              const j = removing;
+              setRemoving(null);
+              if (j) void act('DELETE', jobPath(j));
+            }}
+          >
+            Remove job
+          </Button>
+        </div>
+      </Dialog>
+    </>
+  );
+}

@@ -1,0 +1,180 @@
+// The console's own small component set (no UI kit): fields, buttons, a modal dialog on the native
+// <dialog> element, a bar chart in SVG with a table alternative for screen readers.
+import { type ReactNode, useEffect, useId, useRef } from 'react';
+
+export function Field(props: {
+  label: string;
+  name: string;
+  value: string;
+  onChange: (v: string) => void;
+  error?: string | undefined;
+  type?: string;
+  required?: boolean;
+  autoComplete?: string;
+  options?: readonly string[];
+  hint?: string;
+}) {
+  const id = useId();
+  const errId = `${id}-err`;
+  const common = {
+    id,
+    name: props.name,
+    value: props.value,
+    'aria-invalid': props.error ? true : undefined,
+    'aria-describedby': props.error ? errId : undefined,
+    required: props.required,
+  };
+  return (
+    <div className="field">
+      <label htmlFor={id}>{props.label}</label>
+      {props.options ? (
+        <select {...common} onChange={(e) => props.onChange(e.target.value)}>
+          {props.options.map((o) => (
+            <option key={o} value={o}>
+              {o || '(any)'}
+            </option>
+          ))}
+        </select>
+      ) : (
+        <input
+          {...common}
+          type={props.type ?? 'text'}
+          autoComplete={props.autoComplete}
+          onChange={(e) => props.onChange(e.target.value)}
+        />
+      )}
+      {props.hint && !props.error ? <small>{props.hint}</small> : null}
+      {props.error ? (
+        <small id={errId} className="error" role="alert">
+          {props.error}
+        </small>
+      ) : null}
+    </div>
+  );
+}
+
+export function Button(props: {
+  children: ReactNode;
+  onClick?: () => void;
+  type?: 'button' | 'submit';
+  kind?: 'primary' | 'danger' | 'plain';
+  disabled?: boolean;
+  /** Why the button is disabled (shown as its title and read by screen readers). */
+  reason?: string | undefined;
+}) {
+  return (
+    <button
+      type={props.type ?? 'button'}
+      className={`btn ${props.kind ?? 'plain'}`}
+      onClick={props.onClick}
+      disabled={props.disabled}
+      title={props.disabled ? props.reason : undefined}
+      aria-disabled={props.disabled || undefined}
+    >
+      {props.children}
+    </button>
+  );
+}
+
+/** A modal dialog; `dismissable=false` ignores Escape (for the one-time key display). */
+export function Dialog(props: {
+  open: boolean;
+  title: string;
+  onClose: () => void;
+  children: ReactNode;
+  dismissable?: boolean;
+}) {
+  const ref = useRef<HTMLDialogElement>(null);
+  const titleId = useId();
+  useEffect(() => {
+    const d = ref.current;
+    if (!d) return;
+    if (props.open && !d.open) d.showModal();
+    if (!props.open && d.open) d.close();
+  }, [props.open]);
+  return (
+    <dialog
+      ref={ref}
+      aria-labelledby={titleId}
+      onCancel={(e) => {
+        e.preventDefault();
+        if (props.dismissable !== false) props.onClose();
+      }}
+    >
+      <h2 id={titleId}>{props.title}</h2>
+      {props.open ? props.children : null}
+    </dialog>
+  );
+}
+
+export function ErrorNote(props: { error: unknown }) {
+  if (!props.error) return null;
+  const message = props.error instanceof Error ? props.error.message : String(props.error);
+  return (
+    <p className="error" role="alert">
+      {message}
+    </p>
+  );
+}
+
+export interface Bar {
+  label: string;
+  value: number;
+}
+
+/** Horizontal bars in SVG (no animation), plus the same numbers as a table for assistive tech. */
+export function BarChart(props: { title: string; bars: Bar[]; unit?: string }) {
+  const max = Math.max(1, ...props.bars.map((b) => b.value));
+  const rowH = 22;
+  const width = 600;
+  const labelW = 150;
+  return (
+    <figure className="chart">
+      <figcaption>{props.title}</figcaption>
+      {props.bars.length === 0 ? (
+        <p>No data for this range.</p>
+      ) : (
+        <>
+          <svg
+            viewBox={`0 0 ${width} ${props.bars.length * rowH + 4}`}
+            role="img"
+            aria-label={`${props.title} (bar chart; the table below has the numbers)`}
+            preserveAspectRatio="xMinYMin meet"
+          >
+            {props.bars.map((b, i) => {
+              const w = ((width - labelW - 90) * b.value) / max;
+              return (
+                <g key={b.label} transform={`translate(0 ${i * rowH + 2})`}>
+                  <text x={labelW - 6} y={15} textAnchor="end" className="chart-label">
+                    {b.label.length > 22 ? `${b.label.slice(0, 21)}…` : b.label}
+                  </text>
+                  <rect x={labelW} y={3} width={Math.max(1, w)} height={rowH - 6} className="chart-bar" />
+                  <text x={labelW + w + 6} y={15} className="chart-value">
+                    {b.value.toLocaleString('en')}
+                  </text>
+                </g>
+              );
+            })}
+          </svg>
+          <table className="sr-only">
+            <caption>{props.title}</caption>
+            <thead>
+              <tr>
+                <th scope="col">Name</th>
+                <th scope="col">{props.unit ?? 'Value'}</th>
+              </tr>
+            </thead>
+            <tbody>
+              {props.bars.map((b) => (
+                <tr key={b.label}>
+                  <td>{b.label}</td>
+                  <td>{b.value}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </>
+      )}
+    </figure>
+  );
+}

@@ -1,0 +1,330 @@
+import {
+  type AdminKey,
+  type AdminMember,
+  ApiError,
+  CreateMemberRequestSchema,
+  LimitsOverrideSchema,
+  MemberQuerySchema,
+  type MintedKey,
+  MintKeyRequestSchema,
+  parseOrThrow,
+  SetKeyLimitsRequestSchema,
+  UpdateMemberRequestSchema,
+  UpdateModelRequestSchema,
+} from '@infer/contracts';
+import {
+  type ApiKeyInfo,
+  ApiKeysRepository,
+  type Db,
+  isUserError,
+  type Member,
+  MembersRepository,
+} from '@infer/persistence';
+import { Body, Controller, Get, HttpCode, Inject, Param, Patch, Post, Put, Query, Req } from '@nestjs/common';
+import type { FastifyRequest } from 'fastify';
+import { KeyCache } from '../auth/key-cache.js';
+import { Public } from '../auth/public.decorator.js';
+import { CatalogService } from '../catalog/catalog.service.js';
+import { PRISMA } from '../infra/tokens.js';
+import { AdminAccess } from './admin-access.js';
+
+const secs = (d: Date) => Math.floor(+d / 1000);
+
+export function memberView(m: Member & { keyCount?: number }): AdminMember {
+  return {
+    object: 'member',
+    id: m.id,
+    name: m.name,
+    email: m.email,
+    tier: m.tier,
+    billing_anchor: secs(m.billingPeriodAnchor),
+    suspended: Boolean(m.suspendedAt),
+    created_at: secs(m.createdAt),
+    ...(m.keyCount === undefined ? {} : { keys: m.keyCount }),
+  };
+}
+
+export function keyView(k: ApiKeyInfo): AdminKey {
+  const limits = LimitsOverrideSchema.safeParse(k.limits ?? undefined);
+  return {
+    object: 'api_key',
+    id: k.id,
+    member_id: k.memberId,
+    name: k.name,
+    prefix: k.prefix,
+    created_at: secs(k.createdAt),
+    last_used_at: k.lastUsedAt ? secs(k.lastUsedAt) : null,
+    revoked_at: k.revokedAt ? secs(k.revokedAt) : null,
+    limits: k.limits && limits.success ? limits.data : null,
+  };
+}
+
+const memberAudit = (m: Member) => ({
+  name: m.name,
+  email: m.email,
+  tier: m.tier,
+  billing_anchor: m.billingPeriodAnchor.toISOString(),
+  suspended: Boolean(m.suspendedAt),
+});
+const keyAudit = (k: ApiKeyInfo) => ({
+  member_id: k.memberId,
+  name: k.name,
+  prefix: k.prefix,
+  revoked: Boolean(k.revokedAt),
+  limits: k.limits ?? null,
+});
+
+function userError(error: unknown): never {
+  if (isUserError(error)) {
+    const status = error.code === 'not_found' ? 404 : error.code === 'conflict' ? 409 : 400;
+    throw new ApiError(status, error.message, {
+      type: 'invalid_request_error',
+      code: error.code === 'invalid_input' ? 'invalid_value' : error.code,
+    });
+  }
+  throw error;
+}
+
+const notFound = (what: string, id: string, param: string) =>
+  new ApiError(404, `No ${what} '${id}'.`, { type: 'invalid_request_error', code: 'not_found', param });
+
+/**
+ * Members, their keys and the model catalog for the operator console (and automation with
+ * ADMIN_TOKEN). Reads need any role; changes need admin or owner; each change is audited.
+ *   GET   /admin/members?q=&tier=&status=&after=&limit=   one page, newest first
+ *   POST  /admin/members                                   {name, email?, tier, billing_anchor?}
+ *   GET   /admin/members/{id}                              member and its keys
+ *   PATCH /admin/members/{id}                              {tier?, billing_anchor?, suspended?}
+ *   POST  /admin/members/{id}/keys                         {name?} -> the key, shown this once
+ *   POST  /admin/keys/{id or prefix}/revoke
+ *   PUT   /admin/keys/{id or prefix}/limits                {limits: LimitsOverride | null}
+ *   GET   /admin/models                                    every model, disabled ones included
+ *   PATCH /admin/models/{id}                               {enabled}
+ */
+@Public()
+@Controller('admin')
+export class MembersAdminController {
+  private readonly members: MembersRepository;
+  private readonly keys: ApiKeysRepository;
+
+  constructor(
+    @Inject(PRISMA) private readonly db: Db,
+    @Inject(AdminAccess) private readonly access: AdminAccess,
+    @Inject(KeyCache) private readonly keyCache: KeyCache,
+    @Inject(CatalogService) private readonly catalog: CatalogService,
+  ) {
+    this.members = new MembersRepository(db);
+    this.keys = new ApiKeysRepository(db);
+  }
+
+  @Get('members')
+  async list(@Req() req: FastifyRequest, @Query() query: unknown) {
+    await this.access.require(req, 'read');
+    const q = parseOrThrow(MemberQuerySchema, query ?? {});
+    const page = await this.members.search(q);
+    return { object: 'list' as const, data: page.rows.map(memberView), next_after: page.nextAfter };
+  }
+
+  @Post('members')
+  async create(@Req() req: FastifyRequest, @Body() body: unknown): Promise<AdminMember> {
+    const actor = await this.access.require(req, 'write');
+    const input = parseOrThrow(CreateMemberRequestSchema, body ?? {});
+    const m = await this.members
+      .create({
+        name: input.name,
+        email: input.email ?? null,
+        tier: input.tier,
+        ...(input.billing_anchor ? { billingPeriodAnchor: new Date(input.billing_anchor) } : {}),
+      })
+      .catch(userError);
+    await this.access.audit(actor, {
+      action: 'member.create',
+      targetType: 'member',
+      targetId: m.id,
+      after: memberAudit(m),
+    });
+    return memberView({ ...m, keyCount: 0 });
+  }
+
+  @Get('members/:id')
+  async get(@Req() req: FastifyRequest, @Param('id') id: string) {
+    await this.access.require(req, 'read');
+    const m = await this.members.get(id).catch(() => null);
+    if (!m) throw notFound('member', id, 'id');
+    const keys = await this.keys.list(id);
+    return { ...memberView({ ...m, keyCount: keys.length }), api_keys: keys.map(keyView) };
+  }
+
+  @Patch('members/:id')
+  async update(
+    @Req() req: FastifyRequest,
+    @Param('id') id: string,
+    @Body() body: unknown,
+  ): Promise<AdminMember> {
+    const actor = await this.access.require(req, 'write');
+    const change = parseOrThrow(UpdateMemberRequestSchema, body ?? {});
+    const before = await this.members.get(id).catch(() => null);
+    if (!before) throw notFound('member', id, 'id');
+    const after = await this.members
+      .update(id, {
+        ...(change.tier ? { tier: change.tier } : {}),
+        ...(change.billing_anchor ? { billingPeriodAnchor: new Date(change.billing_anchor) } : {}),
+        ...(change.suspended === undefined ? {} : { suspended: change.suspended }),
+      })
+      .catch(userError);
+    // Tier, anchor and suspension are read with the key: this gateway forgets its cached lookups
+    // now; other replicas follow within KEY_CACHE_TTL_MS.
+    this.keyCache.clear();
+    const action =
+      change.suspended === true && !before.suspendedAt
+        ? 'member.suspend'
+        : change.suspended === false && before.suspendedAt
+          ? 'member.unsuspend'
+          : 'member.update';
+    await this.access.audit(actor, {
+      action,
+      targetType: 'member',
+      targetId: id,
+      before: memberAudit(before),
+      after: memberAudit(after),
+    });
+    return memberView(after);
+  }
+
+  @Post('members/:id/keys')
+  async mint(@Req() req: FastifyRequest, @Param('id') id: string, @Body() body: unknown): Promise<MintedKey> {
+    const actor = await this.access.require(req, 'write');
+    const { name } = parseOrThrow(MintKeyRequestSchema, body ?? {});
+    const { key, record } = await this.keys.mint(id, name).catch(userError);
+    await this.access.audit(actor, {
+      action: 'key.mint',
+      targetType: 'api_key',
+      targetId: record.id,
+      after: keyAudit(record),
+    });
+    return { object: 'api_key.secret', key, record: keyView(record) };
+  }
+
+  @Post('keys/:key/revoke')
+  @HttpCode(200)
+  async revoke(@Req() req: FastifyRequest, @Param('key') ref: string): Promise<AdminKey> {
+    const actor = await this.access.require(req, 'write');
+    const before = await this.keys.find(ref);
+    if (!before) throw notFound('API key', ref, 'key');
+    const after = await this.keys.revoke(before.id);
+    this.keyCache.clear();
+    if (!before.revokedAt) {
+      await this.access.audit(actor, {
+        action: 'key.revoke',
+        targetType: 'api_key',
+        targetId: after.id,
+        before: keyAudit(before),
+        after: keyAudit(after),
+      });
+    }
+    return keyView(after);
+  }
+
+  /**
+   * Rotation: a new key for the same member with the same name and limit overrides; the old key is
+   * revoked at once. The new key is in this answer only.
+   */
+  @Post('keys/:key/rotate')
+  async rotate(@Req() req: FastifyRequest, @Param('key') ref: string): Promise<MintedKey> {
+    const actor = await this.access.require(req, 'write');
+    const old = await this.keys.find(ref);
+    if (!old) throw notFound('API key', ref, 'key');
+    if (old.revokedAt) {
+      throw new ApiError(409, 'A revoked key cannot be rotated; mint a new one.', {
+        type: 'invalid_request_error',
+        code: 'key_revoked',
+        param: 'key',
+      });
+    }
+    const limits = (old.limits as Record<string, unknown> | null) ?? undefined;
+    const { key, record } = await this.keys
+      .mint(old.memberId, old.name, limits ? { limits } : {})
+      .catch(userError);
+    const revoked = await this.keys.revoke(old.id);
+    this.keyCache.clear();
+    await this.access.audit(actor, {
+      action: 'key.rotate',
+      targetType: 'api_key',
+      targetId: old.id,
+      before: keyAudit(old),
+      after: { ...keyAudit(revoked), replaced_by: record.id, new_prefix: record.prefix },
+    });
+    return { object: 'api_key.secret', key, record: keyView(record) };
+  }
+
+  @Put('keys/:key/limits')
+  async setLimits(
+    @Req() req: FastifyRequest,
+    @Param('key') ref: string,
+    @Body() body: unknown,
+  ): Promise<AdminKey> {
+    const actor = await this.access.require(req, 'write');
+    const { limits } = parseOrThrow(SetKeyLimitsRequestSchema, body ?? {});
+    const before = await this.keys.find(ref);
+    if (!before) throw notFound('API key', ref, 'key');
+    const after = await this.keys.setLimits(before.id, limits).catch(userError);
+    this.keyCache.clear();
+    await this.access.audit(actor, {
+      action: limits === null ? 'key.clear_limits' : 'key.set_limits',
+      targetType: 'api_key',
+      targetId: before.id,
+      before: keyAudit(before),
+      after: keyAudit(after),
+    });
+    return keyView(after);
+  }
+
+  @Get('models')
+  async models(@Req() req: FastifyRequest) {
+    await this.access.require(req, 'read');
+    const rows = await this.db.model.findMany({
+      orderBy: [{ enabled: 'desc' }, { rank: 'asc' }, { id: 'asc' }],
+    });
+    return {
+      object: 'list' as const,
+      data: rows.map((r) => ({
+        object: 'admin.model' as const,
+        id: r.id,
+        kind: r.kind,
+        rank: r.rank,
+        tiers: r.tiers,
+        enabled: r.enabled,
+        capabilities: r.capabilities,
+        engine: engineType(r.engine),
+        context_window: r.contextWindow,
+        updated_at: secs(r.updatedAt),
+      })),
+    };
+  }
+
+  @Patch('models/:id')
+  async setModel(@Req() req: FastifyRequest, @Param('id') id: string, @Body() body: unknown) {
+    const actor = await this.access.require(req, 'write');
+    const { enabled } = parseOrThrow(UpdateModelRequestSchema, body ?? {});
+    const before = await this.db.model.findUnique({ where: { id } });
+    if (!before) throw notFound('model', id, 'id');
+    const after = await this.db.model.update({ where: { id }, data: { enabled } });
+    // This gateway follows at once; the others at their next catalog refresh (CATALOG_REFRESH_MS).
+    await this.catalog.reload();
+    if (before.enabled !== enabled) {
+      await this.access.audit(actor, {
+        action: enabled ? 'model.enable' : 'model.disable',
+        targetType: 'model',
+        targetId: id,
+        before: { enabled: before.enabled },
+        after: { enabled: after.enabled },
+      });
+    }
+    return { object: 'admin.model' as const, id, enabled: after.enabled };
+  }
+}
+
+function engineType(engine: unknown): string | null {
+  const t = (engine as { type?: unknown } | null)?.type;
+  return typeof t === 'string' ? t : null;
+}

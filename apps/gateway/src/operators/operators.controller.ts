@@ -1,0 +1,129 @@
+import {
+  ApiError,
+  type AuditList,
+  AuditQuerySchema,
+  CreateOperatorRequestSchema,
+  type OperatorView,
+  parseOrThrow,
+  UpdateOperatorRequestSchema,
+} from '@infer/contracts';
+import { AuditRepository, type Db, isUserError, OperatorsRepository } from '@infer/persistence';
+import { Body, Controller, Get, Inject, Param, Patch, Post, Query, Req } from '@nestjs/common';
+import type { FastifyRequest } from 'fastify';
+import { Public } from '../auth/public.decorator.js';
+import { PRISMA } from '../infra/tokens.js';
+import { AdminAccess } from './admin-access.js';
+import { auditView, operatorAudit, operatorView } from './views.js';
+
+function userError(error: unknown): never {
+  if (isUserError(error)) {
+    const status = error.code === 'not_found' ? 404 : error.code === 'conflict' ? 409 : 400;
+    throw new ApiError(status, error.message, {
+      type: 'invalid_request_error',
+      code: error.code === 'invalid_input' ? 'invalid_value' : error.code,
+    });
+  }
+  throw error;
+}
+
+/**
+ * Operators (owner only) and the audit log (any signed-in role).
+ *   GET   /admin/operators            -> {object: 'list', data: Operator[]}
+ *   POST  /admin/operators            {email, role, password?} -> Operator
+ *   PATCH /admin/operators/{id}       {role?, disabled?} -> Operator (the last active owner stays)
+ *   GET   /admin/audit?actor=&action=&target_type=&target_id=&from=&to=&before=&limit=
+ */
+@Public()
+@Controller('admin')
+export class OperatorsController {
+  private readonly operators: OperatorsRepository;
+  private readonly auditLog: AuditRepository;
+
+  constructor(
+    @Inject(PRISMA) db: Db,
+    @Inject(AdminAccess) private readonly access: AdminAccess,
+  ) {
+    this.operators = new OperatorsRepository(db);
+    this.auditLog = new AuditRepository(db);
+  }
+
+  @Get('operators')
+  async list(@Req() req: FastifyRequest): Promise<{ object: 'list'; data: OperatorView[] }> {
+    await this.access.require(req, 'owner');
+    return { object: 'list', data: (await this.operators.list()).map(operatorView) };
+  }
+
+  @Post('operators')
+  async create(@Req() req: FastifyRequest, @Body() body: unknown): Promise<OperatorView> {
+    const actor = await this.access.require(req, 'owner');
+    const input = parseOrThrow(CreateOperatorRequestSchema, body ?? {});
+    const op = await this.operators.create(input).catch(userError);
+    await this.access.audit(actor, {
+      action: 'operator.create',
+      targetType: 'operator',
+      targetId: op.id,
+      after: operatorAudit(op),
+    });
+    return operatorView(op);
+  }
+
+  @Patch('operators/:id')
+  async update(
+    @Req() req: FastifyRequest,
+    @Param('id') id: string,
+    @Body() body: unknown,
+  ): Promise<OperatorView> {
+    const actor = await this.access.require(req, 'owner');
+    const change = parseOrThrow(UpdateOperatorRequestSchema, body ?? {});
+    const before = await this.operators.get(id);
+    if (!before) {
+      throw new ApiError(404, `No operator '${id}'.`, {
+        type: 'invalid_request_error',
+        code: 'not_found',
+        param: 'id',
+      });
+    }
+    const losesOwner =
+      before.role === 'owner' &&
+      !before.disabledAt &&
+      ((change.role !== undefined && change.role !== 'owner') || change.disabled === true);
+    if (losesOwner && (await this.operators.countActiveOwners(id)) === 0) {
+      throw new ApiError(409, 'The last active owner cannot be demoted or disabled.', {
+        type: 'invalid_request_error',
+        code: 'last_owner',
+        param: change.role !== undefined ? 'role' : 'disabled',
+      });
+    }
+    const after = await this.operators.update(id, change).catch(userError);
+    await this.access.audit(actor, {
+      action:
+        change.disabled === true
+          ? 'operator.disable'
+          : change.disabled === false
+            ? 'operator.enable'
+            : 'operator.update',
+      targetType: 'operator',
+      targetId: id,
+      before: operatorAudit(before),
+      after: operatorAudit(after),
+    });
+    return operatorView(after);
+  }
+
+  @Get('audit')
+  async audit(@Req() req: FastifyRequest, @Query() query: unknown): Promise<AuditList> {
+    await this.access.require(req, 'read');
+    const q = parseOrThrow(AuditQuerySchema, query ?? {});
+    const page = await this.auditLog.list({
+      ...(q.actor ? { actorId: q.actor } : {}),
+      ...(q.action ? { action: q.action } : {}),
+      ...(q.target_type ? { targetType: q.target_type } : {}),
+      ...(q.target_id ? { targetId: q.target_id } : {}),
+      ...(q.from ? { from: q.from } : {}),
+      ...(q.to ? { to: q.to } : {}),
+      ...(q.before ? { before: BigInt(q.before) } : {}),
+      limit: q.limit,
+    });
+    return { object: 'list', data: page.rows.map(auditView), next_before: page.nextBefore };
+  }
+}

@@ -1,0 +1,158 @@
+import { ApiError, parseOrThrow, QueueJobsQuerySchema, type QueueJobView, Queues } from '@infer/contracts';
+import {
+  Controller,
+  Delete,
+  Get,
+  HttpCode,
+  Inject,
+  type OnModuleDestroy,
+  Param,
+  Post,
+  Query,
+  Req,
+} from '@nestjs/common';
+import { type Job, Queue } from 'bullmq';
+import type { FastifyRequest } from 'fastify';
+import type { Redis } from 'ioredis';
+import { Public } from '../auth/public.decorator.js';
+import { GATEWAY_CONFIG, type GatewayConfig } from '../config.js';
+import { REDIS } from '../infra/tokens.js';
+import { AdminAccess } from './admin-access.js';
+
+const NAMES = new Set<string>(Object.values(Queues));
+const JOB_ID = /^[A-Za-z0-9:_-]{1,200}$/;
+
+/**
+ * Jobs of the services' BullMQ queues for the operator console: list by state (failed first, with
+ * their error), retry a failed job, remove a job. Reads need any role, retry/remove need admin; both
+ * are audited. (GET /admin/queues, the counts, lives in admin-queues/.)
+ *   GET    /admin/queues/{queue}/jobs?state=failed&start=0&limit=20
+ *   POST   /admin/queues/{queue}/jobs/{id}/retry
+ *   DELETE /admin/queues/{queue}/jobs/{id}
+ */
+@Public()
+@Controller('admin/queues')
+export class QueueJobsController implements OnModuleDestroy {
+  private readonly queues = new Map<string, Queue>();
+
+  constructor(
+    @Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig,
+    @Inject(REDIS) private readonly redis: Redis,
+    @Inject(AdminAccess) private readonly access: AdminAccess,
+  ) {}
+
+  private queue(name: string): Queue {
+    if (!NAMES.has(name)) {
+      throw new ApiError(404, `No queue '${name}' (queues: ${[...NAMES].join(', ')}).`, {
+        type: 'invalid_request_error',
+        code: 'not_found',
+        param: 'queue',
+      });
+    }
+    let q = this.queues.get(name);
+    if (!q) {
+      q = new Queue(name, {
+        connection: this.redis,
+        prefix: this.config.BULLMQ_PREFIX,
+        skipMetasUpdate: true,
+      });
+      this.queues.set(name, q);
+    }
+    return q;
+  }
+
+  private async job(name: string, id: string): Promise<Job> {
+    const q = this.queue(name);
+    const job = JOB_ID.test(id) ? await q.getJob(id) : undefined;
+    if (!job) {
+      throw new ApiError(404, `No job '${id}' in queue '${name}'.`, {
+        type: 'invalid_request_error',
+        code: 'not_found',
+        param: 'id',
+      });
+    }
+    return job;
+  }
+
+  @Get(':queue/jobs')
+  async list(@Req() req: FastifyRequest, @Param('queue') name: string, @Query() query: unknown) {
+    await this.access.require(req, 'read');
+    const q = parseOrThrow(QueueJobsQuerySchema, query ?? {});
+    const queue = this.queue(name);
+    const jobs = await queue.getJobs([q.state], q.start, q.start + q.limit - 1);
+    const total = (await queue.getJobCounts(q.state))[q.state] ?? 0;
+    return {
+      object: 'list' as const,
+      state: q.state,
+      total,
+      data: jobs.filter(Boolean).map((j) => view(name, j, q.state)),
+    };
+  }
+
+  @Post(':queue/jobs/:id/retry')
+  @HttpCode(200)
+  async retry(@Req() req: FastifyRequest, @Param('queue') name: string, @Param('id') id: string) {
+    const actor = await this.access.require(req, 'write');
+    const job = await this.job(name, id);
+    const state = await job.getState();
+    if (state !== 'failed') {
+      throw new ApiError(409, `Job '${id}' is ${state}; only a failed job can be retried.`, {
+        type: 'invalid_request_error',
+        code: 'job_not_failed',
+        param: 'id',
+      });
+    }
+    const before = view(name, job, state);
+    await job.retry('failed');
+    await this.access.audit(actor, {
+      action: 'queue.retry',
+      targetType: 'queue_job',
+      targetId: `${name}/${id}`,
+      before: { state, failed_reason: before.failed_reason, attempts_made: before.attempts_made },
+      after: { state: await job.getState() },
+    });
+    return { object: 'queue.job.retried' as const, id, queue: name };
+  }
+
+  @Delete(':queue/jobs/:id')
+  @HttpCode(200)
+  async remove(@Req() req: FastifyRequest, @Param('queue') name: string, @Param('id') id: string) {
+    const actor = await this.access.require(req, 'write');
+    const job = await this.job(name, id);
+    const state = await job.getState();
+    if (state === 'active') {
+      throw new ApiError(409, `Job '${id}' is running; it cannot be removed now.`, {
+        type: 'invalid_request_error',
+        code: 'job_active',
+        param: 'id',
+      });
+    }
+    await job.remove();
+    await this.access.audit(actor, {
+      action: 'queue.remove',
+      targetType: 'queue_job',
+      targetId: `${name}/${id}`,
+      before: { state, name: job.name, failed_reason: job.failedReason ?? null },
+    });
+    return { object: 'queue.job.deleted' as const, id, queue: name };
+  }
+
+  async onModuleDestroy(): Promise<void> {
+    // The Redis connection is the gateway's (shared): close the Queue objects, not the connection.
+    await Promise.all([...this.queues.values()].map((q) => q.close().catch(() => undefined)));
+  }
+}
+
+function view(queue: string, j: Job, state: string): QueueJobView {
+  return {
+    object: 'queue.job',
+    id: String(j.id),
+    name: j.name,
+    queue,
+    state,
+    attempts_made: j.attemptsMade,
+    failed_reason: j.failedReason ?? null,
+    created_at: j.timestamp,
+    finished_at: j.finishedOn ?? null,
+  };
+}

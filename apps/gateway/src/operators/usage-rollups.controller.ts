@@ -1,0 +1,154 @@
+import {
+  ApiError,
+  type DailyUsage,
+  DailyUsageQuerySchema,
+  type HourlyUsage,
+  HourlyUsageQuerySchema,
+  parseOrThrow,
+} from '@infer/contracts';
+import { type Db, Prisma } from '@infer/persistence';
+import { Controller, Get, Inject, Query, Req } from '@nestjs/common';
+import type { FastifyRequest } from 'fastify';
+import { Public } from '../auth/public.decorator.js';
+import { PRISMA } from '../infra/tokens.js';
+import { AdminAccess } from './admin-access.js';
+
+/** Longest range of one daily query (server-enforced). */
+export const MAX_DAYS = 366;
+const DAY_MS = 86_400_000;
+
+const GROUP_COLUMN = {
+  model: Prisma.sql`"model"`,
+  member: Prisma.sql`"memberId"`,
+  key: Prisma.sql`"keyId"`,
+} as const;
+const GROUP_FIELD = { model: 'model', member: 'member_id', key: 'key_id' } as const;
+
+/**
+ * Usage charts from the rollups the ledger writer keeps (UsageDaily, UsageHourlyModel), never from
+ * the raw ledger, so they stay fast at any ledger size.
+ *   GET /admin/usage/daily?from=YYYY-MM-DD&to=YYYY-MM-DD&member=&key=&model=&group_by=model|member|key|none&top=50
+ *   GET /admin/usage/hourly?hours=24    platform-wide, per model and hour
+ */
+@Public()
+@Controller('admin/usage')
+export class UsageRollupsController {
+  constructor(
+    @Inject(PRISMA) private readonly db: Db,
+    @Inject(AdminAccess) private readonly access: AdminAccess,
+  ) {}
+
+  @Get('daily')
+  async daily(@Req() req: FastifyRequest, @Query() query: unknown): Promise<DailyUsage> {
+    await this.access.require(req, 'read');
+    const q = parseOrThrow(DailyUsageQuerySchema, query ?? {});
+    const to = q.to ? Date.parse(`${q.to}T00:00:00Z`) : Math.floor(Date.now() / DAY_MS) * DAY_MS;
+    const from = q.from ? Date.parse(`${q.from}T00:00:00Z`) : to - 29 * DAY_MS;
+    if (Number.isNaN(from) || Number.isNaN(to))
+      throw ApiError.invalid('`from` and `to` must be real days.', 'from');
+    if (from > to) throw ApiError.invalid('`to` must not be before `from`.', 'to');
+    if ((to - from) / DAY_MS + 1 > MAX_DAYS)
+      throw ApiError.invalid(`At most ${MAX_DAYS} days per query.`, 'from');
+    const fromDay = new Date(from).toISOString().slice(0, 10);
+    const toDay = new Date(to).toISOString().slice(0, 10);
+    const where = [Prisma.sql`"day" BETWEEN ${fromDay}::date AND ${toDay}::date`];
+    if (q.member) where.push(Prisma.sql`"memberId" = ${q.member}`);
+    if (q.key) where.push(Prisma.sql`"keyId" = ${q.key}`);
+    if (q.model) where.push(Prisma.sql`"model" = ${q.model}`);
+    const group = q.group_by === 'none' ? null : GROUP_COLUMN[q.group_by];
+    if (!q.member && !q.key && (q.group_by === 'model' || q.group_by === 'none')) {
+      // Platform-wide per model: the hourly per-model rollup holds the same totals in far fewer rows.
+      const rows = await this.db.$queryRaw<
+        Array<{ day: string; g: string | null; r: number; e: number; p: number; c: number; t: number }>
+      >`SELECT to_char(("hour" AT TIME ZONE 'UTC')::date, 'YYYY-MM-DD') AS day,
+               ${q.group_by === 'model' ? Prisma.sql`"model"` : Prisma.sql`NULL`}::text AS g,
+               sum("requests")::int AS r, sum("errors")::int AS e, sum("promptTokens")::float8 AS p,
+               sum("completionTokens")::float8 AS c, sum("totalTokens")::float8 AS t
+          FROM "UsageHourlyModel"
+         WHERE "hour" >= ${new Date(from)} AND "hour" < ${new Date(to + DAY_MS)}
+               ${q.model ? Prisma.sql`AND "model" = ${q.model}` : Prisma.empty}
+         GROUP BY 1, 2 ORDER BY 1, 2`;
+      return this.answer(fromDay, toDay, q.group_by, rows);
+    }
+    if (!q.key && !q.model && (q.group_by === 'member' || (q.member && q.group_by === 'none'))) {
+      // Per member over all keys and models: the per-member daily rollup (one row per member and day).
+      const memberCond = Prisma.join(
+        [
+          Prisma.sql`"day" BETWEEN ${fromDay}::date AND ${toDay}::date`,
+          ...(q.member ? [Prisma.sql`"memberId" = ${q.member}`] : []),
+        ],
+        ' AND ',
+      );
+      const g = q.group_by === 'member' ? Prisma.sql`"memberId"` : Prisma.sql`NULL`;
+      const rows = await this.db.$queryRaw<
+        Array<{ day: string; g: string | null; r: number; e: number; p: number; c: number; t: number }>
+      >`WITH top AS (
+          SELECT "memberId" FROM "UsageDailyMember" WHERE ${memberCond}
+           GROUP BY 1 ORDER BY sum("totalTokens") DESC, 1 LIMIT ${q.top})
+        SELECT to_char("day", 'YYYY-MM-DD') AS day, ${g}::text AS g, sum("requests")::int AS r,
+               sum("errors")::int AS e, sum("promptTokens")::float8 AS p, sum("completionTokens")::float8 AS c,
+               sum("totalTokens")::float8 AS t
+          FROM "UsageDailyMember" WHERE ${memberCond} AND "memberId" IN (SELECT "memberId" FROM top)
+         GROUP BY 1, 2 ORDER BY 1, 2`;
+      return this.answer(fromDay, toDay, q.group_by, rows);
+    }
+    const cond = Prisma.join(where, ' AND ');
+    // Grouped: only the `top` groups by tokens over the range, so a chart of all members stays small.
+    const rows = await this.db.$queryRaw<
+      Array<{ day: string; g: string | null; r: number; e: number; p: number; c: number; t: number }>
+    >`WITH top AS (
+        SELECT ${group ?? Prisma.sql`NULL`}::text AS g FROM "UsageDaily" WHERE ${cond}
+         GROUP BY 1 ORDER BY sum("totalTokens") DESC, 1 LIMIT ${group ? q.top : 1})
+      SELECT to_char("day", 'YYYY-MM-DD') AS day, ${group ?? Prisma.sql`NULL`}::text AS g,
+             sum("requests")::int AS r, sum("errors")::int AS e, sum("promptTokens")::float8 AS p,
+             sum("completionTokens")::float8 AS c, sum("totalTokens")::float8 AS t
+        FROM "UsageDaily"
+       WHERE ${cond}${group ? Prisma.sql` AND ${group} IN (SELECT g FROM top)` : Prisma.empty}
+       GROUP BY 1, 2 ORDER BY 1, 2`;
+    return this.answer(fromDay, toDay, q.group_by, rows);
+  }
+
+  private answer(
+    fromDay: string,
+    toDay: string,
+    groupBy: 'model' | 'member' | 'key' | 'none',
+    rows: Array<{ day: string; g: string | null; r: number; e: number; p: number; c: number; t: number }>,
+  ): DailyUsage {
+    return {
+      object: 'usage.daily',
+      from: fromDay,
+      to: toDay,
+      data: rows.map((r) => ({
+        day: r.day,
+        ...(groupBy !== 'none' && r.g !== null ? { [GROUP_FIELD[groupBy]]: r.g } : {}),
+        requests: r.r,
+        errors: r.e,
+        prompt_tokens: Number(r.p),
+        completion_tokens: Number(r.c),
+        total_tokens: Number(r.t),
+      })),
+    };
+  }
+
+  @Get('hourly')
+  async hourly(@Req() req: FastifyRequest, @Query() query: unknown): Promise<HourlyUsage> {
+    await this.access.require(req, 'read');
+    const { hours } = parseOrThrow(HourlyUsageQuerySchema, query ?? {});
+    const since = new Date(Math.floor(Date.now() / 3_600_000 - (hours - 1)) * 3_600_000);
+    const rows = await this.db.$queryRaw<
+      Array<{ hour: Date; model: string; requests: number; errors: number; t: number; l: number }>
+    >`SELECT "hour", "model", "requests", "errors", "totalTokens"::float8 AS t, "latencyMsSum"::float8 AS l
+        FROM "UsageHourlyModel" WHERE "hour" >= ${since} ORDER BY "hour", "model"`;
+    return {
+      object: 'usage.hourly',
+      data: rows.map((r) => ({
+        hour: Math.floor(+r.hour / 1000),
+        model: r.model,
+        requests: r.requests,
+        errors: r.errors,
+        total_tokens: Number(r.t),
+        avg_latency_ms: r.requests ? Math.round((Number(r.l) / r.requests) * 10) / 10 : 0,
+      })),
+    };
+  }
+}

@@ -1,0 +1,310 @@
+import type { z } from 'zod';
+import {
+  AdminKeySchema,
+  AdminMemberSchema,
+  AuditListSchema,
+  CreateMemberRequestSchema,
+  CreateOperatorRequestSchema,
+  DailyUsageSchema,
+  HourlyUsageSchema,
+  LoginRequestSchema,
+  MintedKeySchema,
+  MintKeyRequestSchema,
+  OperatorSchema,
+  SessionSchema,
+  SetKeyLimitsRequestSchema,
+  UpdateMemberRequestSchema,
+  UpdateModelRequestSchema,
+  UpdateOperatorRequestSchema,
+} from './console.js';
+
+type Json = Record<string, unknown>;
+
+interface AdminOp {
+  method: 'get' | 'post' | 'put' | 'patch' | 'delete';
+  path: string;
+  id: string;
+  summary: string;
+  /** Least role of a console session; ADMIN_TOKEN may do everything. */
+  role: 'none' | 'viewer' | 'admin' | 'owner';
+  body?: z.ZodType;
+  ok?: z.ZodType;
+  query?: string[];
+  status?: number;
+}
+
+/** Every /admin route: the operator console's API (and automation with ADMIN_TOKEN). */
+const ADMIN_OPS: AdminOp[] = [
+  {
+    method: 'post',
+    path: '/admin/session',
+    id: 'signIn',
+    summary: 'Sign in (sets the session cookie)',
+    role: 'none',
+    body: LoginRequestSchema,
+    ok: SessionSchema,
+  },
+  {
+    method: 'get',
+    path: '/admin/session',
+    id: 'getSession',
+    summary: 'The current session and its CSRF token',
+    role: 'none',
+    ok: SessionSchema,
+  },
+  { method: 'delete', path: '/admin/session', id: 'signOut', summary: 'Sign out', role: 'viewer' },
+  { method: 'get', path: '/admin/operators', id: 'listOperators', summary: 'List operators', role: 'owner' },
+  {
+    method: 'post',
+    path: '/admin/operators',
+    id: 'createOperator',
+    summary: 'Create an operator',
+    role: 'owner',
+    body: CreateOperatorRequestSchema,
+    ok: OperatorSchema,
+    status: 201,
+  },
+  {
+    method: 'patch',
+    path: '/admin/operators/{id}',
+    id: 'updateOperator',
+    summary: "Change an operator's role or disable/enable it",
+    role: 'owner',
+    body: UpdateOperatorRequestSchema,
+    ok: OperatorSchema,
+  },
+  {
+    method: 'get',
+    path: '/admin/audit',
+    id: 'listAudit',
+    summary: 'The audit log, newest first (keyset paging with `before`)',
+    role: 'viewer',
+    ok: AuditListSchema,
+    query: ['actor', 'action', 'target_type', 'target_id', 'from', 'to', 'before', 'limit'],
+  },
+  {
+    method: 'get',
+    path: '/admin/members',
+    id: 'listMembers',
+    summary: 'Search and page members',
+    role: 'viewer',
+    query: ['q', 'tier', 'status', 'after', 'limit'],
+  },
+  {
+    method: 'post',
+    path: '/admin/members',
+    id: 'createMember',
+    summary: 'Create a member',
+    role: 'admin',
+    body: CreateMemberRequestSchema,
+    ok: AdminMemberSchema,
+    status: 201,
+  },
+  {
+    method: 'get',
+    path: '/admin/members/{id}',
+    id: 'getMember',
+    summary: 'A member and its keys',
+    role: 'viewer',
+  },
+  {
+    method: 'patch',
+    path: '/admin/members/{id}',
+    id: 'updateMember',
+    summary: 'Change tier, billing anchor, suspension',
+    role: 'admin',
+    body: UpdateMemberRequestSchema,
+    ok: AdminMemberSchema,
+  },
+  {
+    method: 'post',
+    path: '/admin/members/{id}/keys',
+    id: 'mintKey',
+    summary: 'Mint an API key (the key is in this answer only)',
+    role: 'admin',
+    body: MintKeyRequestSchema,
+    ok: MintedKeySchema,
+    status: 201,
+  },
+  {
+    method: 'post',
+    path: '/admin/keys/{key}/revoke',
+    id: 'revokeKey',
+    summary: 'Revoke a key (id or prefix)',
+    role: 'admin',
+    ok: AdminKeySchema,
+  },
+  {
+    method: 'put',
+    path: '/admin/keys/{key}/limits',
+    id: 'setKeyLimits',
+    summary: "Set or clear (null) a key's limit overrides",
+    role: 'admin',
+    body: SetKeyLimitsRequestSchema,
+    ok: AdminKeySchema,
+  },
+  {
+    method: 'get',
+    path: '/admin/keys/{key}/limits',
+    id: 'getKeyLimits',
+    summary: 'The live state of every limit of a key',
+    role: 'viewer',
+  },
+  {
+    method: 'get',
+    path: '/admin/models',
+    id: 'listAllModels',
+    summary: 'The catalog, disabled models included',
+    role: 'viewer',
+  },
+  {
+    method: 'patch',
+    path: '/admin/models/{id}',
+    id: 'updateModel',
+    summary: 'Enable or disable a model (live)',
+    role: 'admin',
+    body: UpdateModelRequestSchema,
+  },
+  {
+    method: 'get',
+    path: '/admin/usage',
+    id: 'usageReport',
+    summary: 'Ledger totals for a period (raw ledger)',
+    role: 'viewer',
+    query: ['from', 'to', 'member', 'key', 'model', 'group_by'],
+  },
+  {
+    method: 'get',
+    path: '/admin/usage/daily',
+    id: 'usageDaily',
+    summary: 'Usage per UTC day from the daily rollup (at most 366 days)',
+    role: 'viewer',
+    ok: DailyUsageSchema,
+    query: ['from', 'to', 'member', 'key', 'model', 'group_by'],
+  },
+  {
+    method: 'get',
+    path: '/admin/usage/hourly',
+    id: 'usageHourly',
+    summary: 'Platform usage per model and hour from the hourly rollup',
+    role: 'viewer',
+    ok: HourlyUsageSchema,
+    query: ['hours'],
+  },
+  {
+    method: 'get',
+    path: '/admin/queues',
+    id: 'listQueues',
+    summary: 'Job counts and timings per BullMQ queue',
+    role: 'viewer',
+  },
+  {
+    method: 'get',
+    path: '/admin/queues/{queue}/jobs',
+    id: 'listQueueJobs',
+    summary: 'Jobs of a queue in one state, with their errors',
+    role: 'viewer',
+    query: ['state', 'start', 'limit'],
+  },
+  {
+    method: 'post',
+    path: '/admin/queues/{queue}/jobs/{id}/retry',
+    id: 'retryQueueJob',
+    summary: 'Retry a failed job',
+    role: 'admin',
+  },
+  {
+    method: 'delete',
+    path: '/admin/queues/{queue}/jobs/{id}',
+    id: 'removeQueueJob',
+    summary: 'Remove a job',
+    role: 'admin',
+  },
+  {
+    method: 'post',
+    path: '/admin/search/documents',
+    id: 'ingestSearchDocuments',
+    summary: 'Add or replace documents of the local search index',
+    role: 'admin',
+  },
+  {
+    method: 'delete',
+    path: '/admin/search/documents',
+    id: 'deleteSearchDocuments',
+    summary: 'Delete documents of the local search index by url',
+    role: 'admin',
+  },
+];
+
+/**
+ * Adds the /admin routes to an OpenAPI paths object. `req`/`res` turn a zod schema into a component
+ * reference (input or output side), `errorRef` is the error envelope.
+ */
+export function addAdminPaths(
+  paths: Record<string, Json>,
+  req: (s: z.ZodType) => Json,
+  res: (s: z.ZodType) => Json,
+  errorRef: Json,
+): void {
+  const error = (description: string) => ({
+    description,
+    content: { 'application/json': { schema: errorRef } },
+  });
+  for (const op of ADMIN_OPS) {
+    const params: Json[] = [...op.path.matchAll(/\{(\w+)\}/g)].map((m) => ({
+      name: m[1],
+      in: 'path',
+      required: true,
+      schema: { type: 'string' },
+    }));
+    for (const q of op.query ?? [])
+      params.push({ name: q, in: 'query', required: false, schema: { type: 'string' } });
+    const mutation = op.method !== 'get';
+    const responses: Json = {
+      [op.status ?? 200]: {
+        description: 'OK',
+        ...(op.ok ? { content: { 'application/json': { schema: res(op.ok) } } } : {}),
+      },
+      400: error('Invalid parameter or body (`param` names it).'),
+      401: error('No valid ADMIN_TOKEN or console session (`session_expired`, `invalid_admin_token`).'),
+      ...(op.role === 'none'
+        ? { 429: error('Too many failed sign-ins (`too_many_sign_ins`, Retry-After).') }
+        : {
+            403: error(
+              `Console session: the role is below ${op.role} (\`insufficient_role\`)${mutation ? ', or X-CSRF-Token is missing or wrong (`csrf_failed`)' : ''}.`,
+            ),
+          }),
+      404: error('Unknown resource, or /admin is off (no ADMIN_TOKEN and no session).'),
+    };
+    const operation: Json = {
+      operationId: op.id,
+      summary: op.summary,
+      description: `Console role: ${op.role === 'none' ? 'none (sign-in)' : `${op.role} or above`}.${
+        mutation && op.role !== 'none' ? ' With the session cookie, send X-CSRF-Token.' : ''
+      }`,
+      tags: ['Admin'],
+      security: op.role === 'none' ? [] : [{ adminToken: [] }, { consoleSession: [] }],
+      ...(params.length ? { parameters: params } : {}),
+      ...(op.body
+        ? { requestBody: { required: true, content: { 'application/json': { schema: req(op.body) } } } }
+        : {}),
+      responses,
+    };
+    paths[op.path] = { ...(paths[op.path] ?? {}), [op.method]: operation };
+  }
+}
+
+export const ADMIN_SECURITY_SCHEMES: Json = {
+  adminToken: {
+    type: 'http',
+    scheme: 'bearer',
+    description: 'Authorization: Bearer <ADMIN_TOKEN> (automation)',
+  },
+  consoleSession: {
+    type: 'apiKey',
+    in: 'cookie',
+    name: 'infer_console_session',
+    description:
+      'Operator console session (POST /admin/session); mutations also need the X-CSRF-Token header.',
+  },
+};
