@@ -28,6 +28,9 @@ RUN node tools/app-deps.js manifest "${APP}" /out \
  && mkdir -p /out/apps/"${APP}" \
  && cp -a "apps/${APP}/package.json" "apps/${APP}/dist" /out/apps/"${APP}"/ \
  && for dir in prisma config; do if [ -d "$dir" ]; then cp -a "$dir" /out/; fi; done
+# The operator console (apps/console): its static build, served by the gateway at /console/ (CONSOLE_DIR).
+RUN npm run build -w @infer/console \
+ && mkdir -p /out/apps/console && cp -a apps/console/dist /out/apps/console/
 
 FROM ${NODE_IMAGE} AS runtime
 # Debian packages the app needs at run time (e.g. "ffmpeg espeak-ng flite" for the audio service).

@@ -17,7 +17,10 @@ import { validate as lintDockerfile } from 'dockerfile-utils';
 import { parse as parseYaml } from 'yaml';
 import { REPO } from './k8s-support.js';
 
-const APPS = readdirSync(join(REPO, 'apps')).filter((a) => existsSync(join(REPO, 'apps', a, 'package.json')));
+// The operator console is no process of its own: its static build ships inside the gateway image.
+const APPS = readdirSync(join(REPO, 'apps')).filter(
+  (a) => a !== 'console' && existsSync(join(REPO, 'apps', a, 'package.json')),
+);
 const LONG_RUNNING = [
   'postgres',
   'redis',

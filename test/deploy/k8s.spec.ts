@@ -47,7 +47,8 @@ const SERVER_DEPLOYMENTS: Record<string, string[]> = {
   'image-service': ['image-service', 'image-worker'],
 };
 /** Apps that are not servers (a command-line tool: runs as the gateway's migrate init container). */
-const NOT_SERVERS = ['admin-cli'];
+// admin-cli runs as the migrate init container; the console's static build is served by the gateway.
+const NOT_SERVERS = ['admin-cli', 'console'];
 const APP_DEPLOYMENTS = Object.values(SERVER_DEPLOYMENTS).flat();
 const GPU_ENGINES = ['vllm', 'tei-embed', 'tei-rerank', 'whisper', 'comfyui'];
 /** Images the platform runs but does not build: pinned tags only. */
