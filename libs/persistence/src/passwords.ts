@@ -4,7 +4,7 @@ import { randomBytes, scrypt, timingSafeEqual } from 'node:crypto';
  * Operator passwords, hashed with scrypt (node:crypto; RFC 7914) at N=2^15, r=8, p=1: the OWASP
  * password-storage minimum for scrypt, ~50 ms and 32 MiB per hash here. Stored as
  * `scrypt$<log2 N>$<r>$<p>$<salt b64>$<hash b64>` so the cost can be raised later and old hashes
- * still verify. See docs/adr/0005-operator-console-auth.md for why scrypt and not argon2id.
+ * still verify. See docs/adr/0007-operator-console-auth.md for why scrypt and not argon2id.
  */
 const LOG_N = 15;
 const R = 8;
