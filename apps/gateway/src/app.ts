@@ -8,6 +8,7 @@ import {
   ensureUsageStream,
   failFastRedisOptions,
   type Logger,
+  startTelemetry,
   watchRedis,
 } from '@infer/service-kit';
 import { NestFactory } from '@nestjs/core';
@@ -24,6 +25,7 @@ import { securityHeaders } from './http/security-headers.js';
 import { openPersistence } from './infra/persistence.js';
 import { loadLimitsFile } from './limits/limits-file.js';
 import { MetricsService } from './metrics/metrics.service.js';
+import { traceHttpServer } from './telemetry/http-tracing.js';
 import { UsagePublisher } from './usage/usage-publisher.js';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -40,6 +42,8 @@ export interface RunningGateway {
 /** Starts the gateway: validated config, connections, Nest on Fastify, hooks, listen. */
 export async function startGateway(env: NodeJS.ProcessEnv = process.env): Promise<RunningGateway> {
   const config = loadGatewayConfig(env);
+  // OpenTelemetry, when the standard OTEL_* variables ask for it (off otherwise: nothing installed).
+  const telemetry = startTelemetry('gateway', env);
   loadLimitsFile(config.LIMITS_FILE); // a bad limits file stops the start here, with a clear message
   const log = createLogger('gateway', config.LOG_LEVEL);
   const persistence = await openPersistence(config.DATABASE_URL);
@@ -98,6 +102,7 @@ export async function startGateway(env: NodeJS.ProcessEnv = process.env): Promis
   // CORS (preflights answered before auth), per CORS_ORIGINS: http/cors.ts.
   const cors = corsOptions(config.CORS_ORIGINS);
   if (cors) app.enableCors(cors);
+  traceHttpServer(app.getHttpServer(), app.getHttpAdapter().getInstance());
   installHooks(app.getHttpAdapter().getInstance(), config, metrics, log);
   app.enableShutdownHooks();
   await app.init();
@@ -121,6 +126,7 @@ export async function startGateway(env: NodeJS.ProcessEnv = process.env): Promis
         await nc.drain().catch(() => undefined);
         redis.disconnect();
         await persistence.close();
+        await telemetry.flush().catch(() => undefined);
       })();
       return closing;
     },

@@ -1,0 +1,3 @@
+export * from './genai.js';
+export * from './propagation.js';
+export * from './sdk.js';
