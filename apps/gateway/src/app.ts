@@ -17,7 +17,7 @@ import { type FastifyInstance, LogController } from 'fastify';
 import { Redis } from 'ioredis';
 import { AppModule, type GatewayDeps } from './app.module.js';
 import { newRequestId } from './common/request-id.js';
-import { sendError } from './common/send-error.js';
+import { errorCodeOf, sendError } from './common/send-error.js';
 import { type GatewayConfig, loadGatewayConfig } from './config.js';
 import { corsOptions } from './http/cors.js';
 import { checkHttps } from './http/https-policy.js';
@@ -142,7 +142,7 @@ function installHooks(f: FastifyInstance, config: GatewayConfig, metrics: Metric
     reply.raw.once('close', () => {
       const status = reply.raw.writableFinished ? reply.raw.statusCode : 499;
       const ms = performance.now() - start;
-      metrics.observe(route, req.method, status, ms / 1000);
+      metrics.observe(route, req.method, status, ms / 1000, status >= 400 ? errorCodeOf(req) : undefined);
       log.info(
         {
           reqId: req.id,

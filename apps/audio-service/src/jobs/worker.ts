@@ -3,9 +3,9 @@ import { join } from 'node:path';
 import { ApiError, Queues } from '@infer/contracts';
 import {
   closeWorkerRequeueing,
+  instrumentJobs,
   type Logger,
   requeueOnShutdown,
-  traceJobs,
   watchRedis,
   withJobTrace,
 } from '@infer/service-kit';
@@ -77,7 +77,7 @@ export class TranscriptionWorker {
       Queues.audioTranscriptions,
       // A job cut short by this worker's shutdown goes back to the wait list for another worker.
       requeueOnShutdown(
-        traceJobs(Queues.audioTranscriptions, (job, token, signal) => {
+        instrumentJobs(Queues.audioTranscriptions, (job, token, signal) => {
           const self = holder.self;
           if (!self) throw new Error('worker not ready');
           return self.process(job as AnyJob, token, signal);

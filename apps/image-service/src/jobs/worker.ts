@@ -3,9 +3,9 @@ import { ApiError, type StoredImageRef } from '@infer/contracts';
 import { type ImageStore, pngDimensions, sniffImageType } from '@infer/image-store';
 import {
   closeWorkerRequeueing,
+  instrumentJobs,
   type Logger,
   requeueOnShutdown,
-  traceJobs,
   watchRedis,
 } from '@infer/service-kit';
 import { type ConnectionOptions, type Job, Worker } from 'bullmq';
@@ -61,7 +61,9 @@ export class ImageWorker {
       o.queueName,
       // A job cut short by this worker's shutdown goes back to the wait list for another worker.
       requeueOnShutdown(
-        traceJobs(o.queueName, (job, _token, signal) => processImageJob(job as Job<ImageJobData>, signal, o)),
+        instrumentJobs(o.queueName, (job, _token, signal) =>
+          processImageJob(job as Job<ImageJobData>, signal, o),
+        ),
       ),
       {
         connection: o.connection,

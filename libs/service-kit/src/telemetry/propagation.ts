@@ -14,6 +14,7 @@ import {
 } from '@opentelemetry/api';
 import type { Job } from 'bullmq';
 import { GenAI, genAiOperation } from './genai.js';
+import { jobMetrics } from './metrics.js';
 import { activeTracer } from './sdk.js';
 
 const natsSetter: TextMapSetter<MsgHdrs> = {
@@ -158,47 +159,68 @@ export function withJobTrace<T extends object>(data: T): T {
 }
 
 /**
- * Wraps a BullMQ processor: each job runs in a CONSUMER span that continues the trace of whoever queued
- * it (the trace context travels in the job data, see withJobTrace). Off, the processor as it is.
+ * Wraps a BullMQ processor: each run is timed (infer_bullmq_job_duration_seconds) and, with tracing on,
+ * runs in a CONSUMER span that continues the trace of whoever queued the job (the trace context travels
+ * in the job data, see withJobTrace).
  */
-export function traceJobs<R>(queue: string, processor: JobProcessor<R>): JobProcessor<R> {
+export function instrumentJobs<R>(queue: string, processor: JobProcessor<R>): JobProcessor<R> {
   return (job, token, signal) => {
+    const started = performance.now();
     const tracer = activeTracer;
-    if (!tracer) return processor(job, token, signal);
-    const carrier = (job.data as Record<string, unknown> | null)?.[JOB_TRACE_FIELD];
-    const parent =
-      carrier && typeof carrier === 'object'
-        ? propagation.extract(ROOT_CONTEXT, carrier as Carrier)
-        : ROOT_CONTEXT;
-    const span = tracer.startSpan(
-      `${queue} process`,
-      {
-        kind: SpanKind.CONSUMER,
-        attributes: {
-          'messaging.system': 'bullmq',
-          'messaging.operation.type': 'process',
-          'messaging.destination.name': queue,
-          'infer.job.name': job.name,
-          'infer.job.id': String(job.id ?? ''),
-          'infer.job.attempt': job.attemptsStarted ?? 0,
+    let span: Span | undefined;
+    let run: () => Promise<R> = () => processor(job, token, signal);
+    if (tracer) {
+      const carrier = (job.data as Record<string, unknown> | null)?.[JOB_TRACE_FIELD];
+      const parent =
+        carrier && typeof carrier === 'object'
+          ? propagation.extract(ROOT_CONTEXT, carrier as Carrier)
+          : ROOT_CONTEXT;
+      const s = tracer.startSpan(
+        `${queue} process`,
+        {
+          kind: SpanKind.CONSUMER,
+          attributes: {
+            'messaging.system': 'bullmq',
+            'messaging.operation.type': 'process',
+            'messaging.destination.name': queue,
+            'infer.job.name': job.name,
+            'infer.job.id': String(job.id ?? ''),
+            'infer.job.attempt': job.attemptsStarted ?? 0,
+          },
         },
-      },
-      parent,
-    );
-    return context
-      .with(trace.setSpan(parent, span), () => processor(job, token, signal))
-      .then(
-        (r) => {
-          span.end();
-          return r;
-        },
-        (err: unknown) => {
-          failSpan(span, err);
-          span.end();
-          throw err;
-        },
+        parent,
       );
+      span = s;
+      run = () => context.with(trace.setSpan(parent, s), () => processor(job, token, signal));
+    }
+    const done = (outcome: string) => {
+      jobMetrics.duration.observe({ queue, name: job.name, outcome }, (performance.now() - started) / 1000);
+      span?.setAttribute('infer.job.outcome', outcome);
+      span?.end();
+    };
+    return run().then(
+      (r) => {
+        done('completed');
+        return r;
+      },
+      (err: unknown) => {
+        const outcome = jobOutcome(err);
+        if (outcome === 'failed' && span) failSpan(span, err);
+        done(outcome);
+        throw err;
+      },
+    );
   };
+}
+
+/** BullMQ's "move" errors (waiting for children, delayed, requeued) are not failures. */
+function jobOutcome(err: unknown): string {
+  const name = (err as Error | null)?.name ?? '';
+  if (name === 'WaitingChildrenError') return 'waiting_children';
+  if (name === 'DelayedError') return 'delayed';
+  if (name === 'WaitingError') return 'requeued';
+  if (name === 'RateLimitError') return 'rate_limited';
+  return 'failed';
 }
 
 /**
