@@ -5,6 +5,7 @@ import multipart from '@fastify/multipart';
 import {
   connectNats,
   createLogger,
+  currentTraceId,
   ensureUsageStream,
   failFastRedisOptions,
   type Logger,
@@ -137,6 +138,8 @@ function installHooks(f: FastifyInstance, config: GatewayConfig, metrics: Metric
   f.addHook('onRequest', (req, reply, done) => {
     const start = performance.now();
     const route = req.routeOptions.url ?? 'unmatched';
+    // The request's trace (tracing on): the close event below runs outside its context.
+    const traceId = currentTraceId();
     reply.header('x-request-id', req.id);
     void reply.headers(securityHeaders(req.protocol));
     reply.raw.once('close', () => {
@@ -151,6 +154,7 @@ function installHooks(f: FastifyInstance, config: GatewayConfig, metrics: Metric
           status,
           ms: Math.round(ms * 10) / 10,
           keyId: req.auth?.keyId,
+          trace_id: traceId,
         },
         'request',
       );

@@ -10,6 +10,7 @@ import {
   SpanStatusCode,
   type TextMapGetter,
   type TextMapSetter,
+  TraceFlags,
   trace,
 } from '@opentelemetry/api';
 import type { Job } from 'bullmq';
@@ -43,6 +44,14 @@ export function rpcPublishOptions(
 ): PublishOptions {
   const tracer = activeTracer;
   if (!tracer) return { reply };
+  const active = trace.getActiveSpan();
+  if (!active) return { reply };
+  if (!active.isRecording()) {
+    // A trace the sampler left out: pass it on as it is (no span of ours), so the service does too.
+    const h = natsHeaders();
+    propagation.inject(context.active(), h, natsSetter);
+    return { reply, headers: h };
+  }
   const span = tracer.startSpan(`${subject} send`, {
     kind: SpanKind.CLIENT,
     attributes: {
@@ -83,6 +92,9 @@ export function traceRpcHandler(
   const tracer = activeTracer;
   if (!tracer) return run();
   const parent = hdrs ? propagation.extract(ROOT_CONTEXT, hdrs, natsGetter) : ROOT_CONTEXT;
+  const sc = trace.getSpanContext(parent);
+  // The caller's trace was not sampled: no spans here either, but log lines still name the trace.
+  if (sc && !(sc.traceFlags & TraceFlags.SAMPLED)) return context.with(parent, run);
   const server = tracer.startSpan(
     `${subject} process`,
     {
@@ -233,7 +245,7 @@ export function withSpan<R>(
   fn: () => Promise<R>,
 ): Promise<R> {
   const tracer = activeTracer;
-  if (!tracer || !trace.getActiveSpan()) return fn();
+  if (!tracer || !trace.getActiveSpan()?.isRecording()) return fn();
   const span = tracer.startSpan(name, { kind: SpanKind.INTERNAL, attributes });
   return context.with(trace.setSpan(context.active(), span), fn).then(
     (r) => {
