@@ -55,25 +55,23 @@ export function traceHttpServer(server: Server, f: FastifyInstance): void {
   server.removeAllListeners('request');
   server.on('request', (req: TracedMessage, res: ServerResponse) => {
     const parent = propagation.extract(ROOT_CONTEXT, req.headers);
-    const span = tracer.startSpan(
-      req.method ?? 'HTTP',
-      { kind: SpanKind.SERVER, attributes: { 'http.request.method': req.method ?? '' } },
-      parent,
-    );
+    const span = tracer.startSpan(req.method ?? 'HTTP', { kind: SpanKind.SERVER }, parent);
     const ctx = trace.setSpan(parent, span);
     req[SPAN] = span;
     req[CTX] = ctx;
     res.setHeader(TRACE_ID_HEADER, span.spanContext().traceId);
-    res.once('close', () => {
-      if (span.isRecording()) {
+    // A request the sampler left out costs no more than this: its span records nothing.
+    if (span.isRecording()) {
+      span.setAttribute('http.request.method', req.method ?? '');
+      res.once('close', () => {
         const freq = req[FREQ];
         if (freq) describe(span, freq);
         const status = res.writableFinished ? res.statusCode : 499;
         span.setAttribute('http.response.status_code', status);
         if (status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
-      }
-      span.end();
-    });
+        span.end();
+      });
+    }
     // Hooks up to the body's arrival run in the request's context from here ...
     context.with(ctx, () => {
       for (const l of listeners) l.call(server, req, res);

@@ -7,7 +7,7 @@ import { context, trace } from '@opentelemetry/api';
 import { createLogger } from '../logger.js';
 import { genAiOperation } from './genai.js';
 import { JOB_TRACE_FIELD, rpcPublishOptions, traceRpcHandler, withJobTrace } from './propagation.js';
-import { activeTracer, startTelemetry, telemetryConfig, tracingOn } from './sdk.js';
+import { activeTracer, PooledIdGenerator, startTelemetry, telemetryConfig, tracingOn } from './sdk.js';
 
 const req = {
   requestId: 'req_1',
@@ -83,6 +83,23 @@ describe('telemetryConfig: the standard OTEL_* variables', () => {
     );
     assert.throws(() => telemetryConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'not a url' }, 'x'), /not a URL/);
     assert.throws(() => telemetryConfig({ ...base, OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' }, 'x'), /PROTOCOL/);
+  });
+});
+
+describe('PooledIdGenerator', () => {
+  it('gives valid W3C ids (lowercase hex, not all zero), all distinct across pool refills', () => {
+    const g = new PooledIdGenerator();
+    const seen = new Set<string>();
+    for (let i = 0; i < 2000; i++) {
+      const t = g.generateTraceId();
+      const s = g.generateSpanId();
+      assert.match(t, /^[0-9a-f]{32}$/);
+      assert.match(s, /^[0-9a-f]{16}$/);
+      assert.notEqual(t, '0'.repeat(32));
+      seen.add(t);
+      seen.add(s);
+    }
+    assert.equal(seen.size, 4000);
   });
 });
 
