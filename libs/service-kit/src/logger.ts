@@ -1,8 +1,6 @@
 import { type DestinationStream, type Logger, pino } from 'pino';
 import { currentTraceId } from './telemetry/propagation.js';
 
-const NONE = Object.freeze({});
-
 export type { Logger };
 
 /**
@@ -21,7 +19,8 @@ export function createLogger(
     // The trace id of the request being served, in every line logged inside its trace (tracing on).
     mixin: () => {
       const traceId = currentTraceId();
-      return traceId ? { trace_id: traceId } : NONE;
+      // A fresh object each time: pino merges the line's own fields into it.
+      return traceId ? { trace_id: traceId } : {};
     },
     redact: {
       paths: [

@@ -175,10 +175,15 @@ describe('tracing off then on (one process)', () => {
           }),
         );
       });
-      log.info('outside');
+      log.info({ a: 1 }, 'outside');
+      log.info({ b: 2 }, 'outside again');
       root.end();
       assert.equal(JSON.parse(lines[0] as string).trace_id, root.spanContext().traceId);
       assert.equal(JSON.parse(lines[1] as string).trace_id, undefined);
+      // Lines with fields of their own, outside a trace: no field leaks from one line to the next.
+      assert.equal(JSON.parse(lines[1] as string).a, 1);
+      assert.equal(JSON.parse(lines[2] as string).a, undefined);
+      assert.equal(JSON.parse(lines[2] as string).b, 2);
       await h.flush();
       const exported = bodies.join('');
       assert.match(exported, /"gen_ai.usage.output_tokens"/);
