@@ -4,6 +4,7 @@ import {
   type NatsConnection,
   startAppContext,
   startMicroservice,
+  watchQueue,
   watchRedis,
 } from '@infer/service-kit';
 import { Queue, QueueEvents } from 'bullmq';
@@ -94,7 +95,11 @@ export async function startAudioService(opts: AudioServiceOptions = {}): Promise
     closers.length = 0;
   };
   closers.push(async () => redis.quit());
-  closers.push(() => queue.close());
+  const unwatch = watchQueue(queue);
+  closers.push(async () => {
+    unwatch();
+    await queue.close();
+  });
   closers.push(() => sttEngines.close());
   closers.push(() => ttsEngines.close());
 

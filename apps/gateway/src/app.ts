@@ -5,9 +5,11 @@ import multipart from '@fastify/multipart';
 import {
   connectNats,
   createLogger,
+  currentTraceId,
   ensureUsageStream,
   failFastRedisOptions,
   type Logger,
+  startTelemetry,
   watchRedis,
 } from '@infer/service-kit';
 import { NestFactory } from '@nestjs/core';
@@ -16,7 +18,7 @@ import { type FastifyInstance, type FastifyReply, type FastifyRequest, LogContro
 import { Redis } from 'ioredis';
 import { AppModule, type GatewayDeps } from './app.module.js';
 import { newRequestId } from './common/request-id.js';
-import { sendError } from './common/send-error.js';
+import { errorCodeOf, sendError } from './common/send-error.js';
 import { type GatewayConfig, loadGatewayConfig } from './config.js';
 import { serveConsole } from './console/serve-console.js';
 import { handleClientError } from './http/client-error.js';
@@ -26,6 +28,7 @@ import { securityHeaders } from './http/security-headers.js';
 import { openPersistence } from './infra/persistence.js';
 import { loadLimitsFile } from './limits/limits-file.js';
 import { MetricsService } from './metrics/metrics.service.js';
+import { traceHttpServer } from './telemetry/http-tracing.js';
 import { UsagePublisher } from './usage/usage-publisher.js';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -42,6 +45,8 @@ export interface RunningGateway {
 /** Starts the gateway: validated config, connections, Nest on Fastify, hooks, listen. */
 export async function startGateway(env: NodeJS.ProcessEnv = process.env): Promise<RunningGateway> {
   const config = loadGatewayConfig(env);
+  // OpenTelemetry, when the standard OTEL_* variables ask for it (off otherwise: nothing installed).
+  const telemetry = startTelemetry('gateway', env);
   loadLimitsFile(config.LIMITS_FILE); // a bad limits file stops the start here, with a clear message
   const log = createLogger('gateway', config.LOG_LEVEL);
   const persistence = await openPersistence(config.DATABASE_URL);
@@ -107,6 +112,7 @@ export async function startGateway(env: NodeJS.ProcessEnv = process.env): Promis
   if (cors) app.enableCors(cors);
   // The operator console's build at /console/ (apps/console; same origin as /admin).
   await serveConsole(app, config.CONSOLE_DIR);
+  traceHttpServer(app.getHttpServer(), app.getHttpAdapter().getInstance());
   installHooks(app.getHttpAdapter().getInstance(), config, metrics, log);
   app.enableShutdownHooks();
   await app.init();
@@ -130,6 +136,7 @@ export async function startGateway(env: NodeJS.ProcessEnv = process.env): Promis
         await nc.drain().catch(() => undefined);
         redis.disconnect();
         await persistence.close();
+        await telemetry.flush().catch(() => undefined);
       })();
       return closing;
     },
@@ -140,12 +147,14 @@ function installHooks(f: FastifyInstance, config: GatewayConfig, metrics: Metric
   f.addHook('onRequest', (req, reply, done) => {
     const start = performance.now();
     const route = req.routeOptions.url ?? 'unmatched';
+    // The request's trace (tracing on): the close event below runs outside its context.
+    const traceId = currentTraceId();
     reply.header('x-request-id', req.id);
     void reply.headers(securityHeaders(req.protocol));
     reply.raw.once('close', () => {
       const status = reply.raw.writableFinished ? reply.raw.statusCode : 499;
       const ms = performance.now() - start;
-      metrics.observe(route, req.method, status, ms / 1000);
+      metrics.observe(route, req.method, status, ms / 1000, status >= 400 ? errorCodeOf(req) : undefined);
       log.info(
         {
           reqId: req.id,
@@ -154,6 +163,7 @@ function installHooks(f: FastifyInstance, config: GatewayConfig, metrics: Metric
           status,
           ms: Math.round(ms * 10) / 10,
           keyId: req.auth?.keyId,
+          trace_id: traceId,
         },
         'request',
       );

@@ -1,6 +1,6 @@
 import { QueueGroups, Queues, Subjects } from '@infer/contracts';
 import { createImageStore, type ImageStore } from '@infer/image-store';
-import { createLogger, startAppContext, startMicroservice, watchRedis } from '@infer/service-kit';
+import { createLogger, startAppContext, startMicroservice, watchQueue, watchRedis } from '@infer/service-kit';
 import { Queue, QueueEvents } from 'bullmq';
 import { Redis } from 'ioredis';
 import { type ImageConfig, type ImageRole, loadImageConfig } from './config.js';
@@ -76,7 +76,11 @@ export async function startImageService(opts: ImageServiceOptions = {}): Promise
   const store = createImageStore(config, { redis, now: () => clock.now() });
   closers.push(() => store.close());
   const queue = new Queue(queueName, { connection, prefix: config.BULLMQ_PREFIX });
-  closers.push(() => queue.close());
+  const unwatch = watchQueue(queue);
+  closers.push(async () => {
+    unwatch();
+    await queue.close();
+  });
   closers.push(() => engines.close());
 
   let worker: ImageWorker | null = null;

@@ -70,6 +70,8 @@ export interface LedgerWriter {
   idle(): Promise<void>;
   /** Events in the stream not yet delivered to the writer (the ledger's lag), from JetStream. */
   pending(): Promise<number>;
+  /** Base URL of the ops server (/healthz, /readyz, /metrics) when OPS_PORT is set. */
+  opsUrl: string | null;
   stop(): Promise<void>;
 }
 
@@ -252,6 +254,7 @@ export async function runLedgerWriter(
     log,
     idle: () => new Promise<void>((r) => idleWaiters.push(r)),
     pending: async () => (await jsm.consumers.info(config.LEDGER_STREAM, config.LEDGER_CONSUMER)).num_pending,
+    opsUrl: null,
     stop,
   };
 }
@@ -277,5 +280,5 @@ export async function startLedgerWriter(opts: LedgerWriterOptions = {}): Promise
   });
   const writer = host.writer;
   if (!writer) throw new Error('ledger writer did not start');
-  return { ...writer, stop: ctx.stop };
+  return { ...writer, opsUrl: ctx.opsUrl, stop: ctx.stop };
 }

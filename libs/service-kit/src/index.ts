@@ -8,4 +8,5 @@ export * from './nest/index.js';
 export * from './redis.js';
 export * from './rpc.js';
 export * from './safe-fetch.js';
+export * from './telemetry/index.js';
 export * from './usage-stream.js';

@@ -1,4 +1,5 @@
-import { type Logger, pino } from 'pino';
+import { type DestinationStream, type Logger, pino } from 'pino';
+import { currentTraceId } from './telemetry/propagation.js';
 
 export type { Logger };
 
@@ -6,11 +7,21 @@ export type { Logger };
  * Structured JSON logs. Anything that could hold a secret is redacted by path, whatever the caller
  * logs.
  */
-export function createLogger(name: string, level = process.env.LOG_LEVEL ?? 'info'): Logger {
-  return pino({
+export function createLogger(
+  name: string,
+  level = process.env.LOG_LEVEL ?? 'info',
+  destination?: DestinationStream,
+): Logger {
+  const opts: pino.LoggerOptions = {
     name,
     level,
     base: { app: name },
+    // The trace id of the request being served, in every line logged inside its trace (tracing on).
+    mixin: () => {
+      const traceId = currentTraceId();
+      // A fresh object each time: pino merges the line's own fields into it.
+      return traceId ? { trace_id: traceId } : {};
+    },
     redact: {
       paths: [
         'req.headers.authorization',
@@ -23,5 +34,6 @@ export function createLogger(name: string, level = process.env.LOG_LEVEL ?? 'inf
       ],
       censor: '[redacted]',
     },
-  });
+  };
+  return destination ? pino(opts, destination) : pino(opts);
 }

@@ -12,6 +12,7 @@ import {
 } from '@infer/contracts';
 import { createInbox, type Msg, type NatsConnection, type Subscription } from '@nats-io/transport-node';
 import type { Logger } from './logger.js';
+import { activeTracer, rpcPublishOptions, traceRpcHandler } from './telemetry/index.js';
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();
@@ -165,7 +166,9 @@ export class RpcServer {
     };
     this.inflight.set(req.requestId, { ac, reply, ctx });
     try {
-      const end = await handler(req, ctx);
+      const end = await (activeTracer
+        ? traceRpcHandler(msg.subject, msg.headers, req, ctx, () => handler(req, ctx))
+        : handler(req, ctx));
       if (ac.signal.reason === SHUTDOWN) {
         // Cut short by a shutdown: the client gets a retryable error, the gateway the usage so far.
         const frame: ErrorFrame = { ...shutdownError().toWire(), usage: end.usage };
@@ -316,7 +319,11 @@ export class RpcClient {
     this.ensureInbox();
     this.calls.set(token, call);
     try {
-      this.nc.publish(subject, JSON.stringify(req), { reply: `${this.inboxPrefix}.${token}` });
+      this.nc.publish(
+        subject,
+        JSON.stringify(req),
+        rpcPublishOptions(subject, `${this.inboxPrefix}.${token}`, req, call.end),
+      );
     } catch (e) {
       // e.g. a request larger than the server's max_payload: fail cleanly, leak nothing.
       call.fail(mapNatsError(e, subject), false);

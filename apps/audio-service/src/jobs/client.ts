@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { ApiError, Queues } from '@infer/contracts';
-import { type Logger, untilAborted } from '@infer/service-kit';
+import { type Logger, untilAborted, withJobTrace } from '@infer/service-kit';
 import type { Queue, QueueEvents } from 'bullmq';
 import type { Redis } from 'ioredis';
 import {
@@ -32,7 +32,7 @@ export class TranscriptionJobs {
     const jobId = `tx-${randomUUID()}`;
     const job = await this.queue.add(
       JobNames.transcribe,
-      { ...data, step: 'prepare' } satisfies TranscribeJobData,
+      withJobTrace({ ...data, step: 'prepare' } satisfies TranscribeJobData),
       {
         jobId,
         attempts: this.attempts,

@@ -1,7 +1,14 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ApiError, Queues } from '@infer/contracts';
-import { closeWorkerRequeueing, type Logger, requeueOnShutdown, watchRedis } from '@infer/service-kit';
+import {
+  closeWorkerRequeueing,
+  instrumentJobs,
+  type Logger,
+  requeueOnShutdown,
+  watchRedis,
+  withJobTrace,
+} from '@infer/service-kit';
 import { type Job, type Queue, UnrecoverableError, WaitingChildrenError, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { BlobStore } from '../blobs.js';
@@ -69,11 +76,13 @@ export class TranscriptionWorker {
     const worker = new Worker(
       Queues.audioTranscriptions,
       // A job cut short by this worker's shutdown goes back to the wait list for another worker.
-      requeueOnShutdown((job, token, signal) => {
-        const self = holder.self;
-        if (!self) throw new Error('worker not ready');
-        return self.process(job as AnyJob, token, signal);
-      }),
+      requeueOnShutdown(
+        instrumentJobs(Queues.audioTranscriptions, (job, token, signal) => {
+          const self = holder.self;
+          if (!self) throw new Error('worker not ready');
+          return self.process(job as AnyJob, token, signal);
+        }),
+      ),
       {
         connection: { url: config.REDIS_URL, maxRetriesPerRequest: null },
         prefix: config.BULLMQ_PREFIX,
@@ -241,7 +250,7 @@ export class TranscriptionWorker {
         await queue.addBulk(
           plan.map((s, i) => ({
             name: JobNames.segment,
-            data: {
+            data: withJobTrace({
               rootId: job.id as string,
               requestId: data.requestId,
               model: data.model,
@@ -251,7 +260,7 @@ export class TranscriptionWorker {
               duration: (s.to - s.from) / pcm.sampleRate,
               deadline: data.deadline,
               ...hints(data),
-            } satisfies SegmentJobData,
+            } satisfies SegmentJobData),
             opts: {
               jobId: `${job.id}-seg-${s.index}`,
               parent: { id: job.id as string, queue: job.queueQualifiedName },

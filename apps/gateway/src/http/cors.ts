@@ -10,10 +10,11 @@ import type { FastifyCorsOptions } from '@fastify/cors';
  *   before auth: a preflight never carries the key.
  * - request headers: whatever the preflight asks for is allowed (the SDKs send `x-stainless-*`,
  *   `openai-*`, `mcp-*` headers); no credentials (keys are bearer tokens in `Authorization`).
- * - exposed: the headers a client reads (request id, rate limits, Retry-After, MCP session and auth).
+ * - exposed: the headers a client reads (request and trace ids, rate limits, Retry-After, MCP session and auth).
  */
 export const CORS_EXPOSED_HEADERS = [
   'x-request-id',
+  'x-trace-id',
   'openai-model',
   'openai-processing-ms',
   'retry-after',

@@ -51,6 +51,8 @@ export class ModelGateway {
 
   /** The limits admission of each request in flight, settled once in settle(). */
   private readonly admissions = new WeakMap<ServiceRequest, Admission>();
+  /** The caller's tier of each request in flight (metrics by tier; never member ids). */
+  private readonly tiers = new WeakMap<ServiceRequest, string>();
 
   /**
    * `input`: the body to validate, when it is not the parsed JSON body (multipart endpoints build it
@@ -87,6 +89,7 @@ export class ModelGateway {
       stream,
     };
     this.admissions.set(envelope, admission);
+    this.tiers.set(envelope, auth.tier);
     const started = performance.now();
     // A body larger than one NATS message (chat with big data: URIs ...) is a 413, not a failed publish.
     try {
@@ -311,6 +314,15 @@ export class ModelGateway {
       latencyMs: Math.round(performance.now() - started),
       at: Date.now(),
     });
+    this.metrics.modelDone(
+      env.model.id,
+      this.tiers.get(env) ?? 'unknown',
+      route.endpoint,
+      status,
+      u?.prompt_tokens ?? 0,
+      u?.completion_tokens ?? 0,
+      (performance.now() - started) / 1000,
+    );
   }
 }
 

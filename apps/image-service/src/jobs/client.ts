@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { ApiError, type StoredImageRef } from '@infer/contracts';
-import { type Logger, untilAborted } from '@infer/service-kit';
+import { type Logger, untilAborted, withJobTrace } from '@infer/service-kit';
 import type { Queue, QueueEvents } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { cancelChannel, IMAGE_JOB, type ImageJobData, type ImageJobResult } from './jobs.js';
@@ -22,7 +22,7 @@ export class ImageJobs {
   async run(data: ImageJobData, signal: AbortSignal): Promise<StoredImageRef[]> {
     if (signal.aborted) throw signal.reason;
     const jobId = `img-${randomUUID()}`;
-    const job = await this.queue.add(IMAGE_JOB, data, {
+    const job = await this.queue.add(IMAGE_JOB, withJobTrace(data), {
       jobId,
       // Engines fail for reasons a retry does not fix (bad input, refusals); a worker that dies is
       // covered by BullMQ's stalled-job recovery instead.

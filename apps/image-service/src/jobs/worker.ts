@@ -1,7 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import { ApiError, type StoredImageRef } from '@infer/contracts';
 import { type ImageStore, pngDimensions, sniffImageType } from '@infer/image-store';
-import { closeWorkerRequeueing, type Logger, requeueOnShutdown, watchRedis } from '@infer/service-kit';
+import {
+  closeWorkerRequeueing,
+  instrumentJobs,
+  type Logger,
+  requeueOnShutdown,
+  watchRedis,
+} from '@infer/service-kit';
 import { type ConnectionOptions, type Job, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import type { EngineImage } from '../engines/engine.js';
@@ -54,7 +60,11 @@ export class ImageWorker {
     const worker = new Worker<ImageJobData, ImageJobResult>(
       o.queueName,
       // A job cut short by this worker's shutdown goes back to the wait list for another worker.
-      requeueOnShutdown((job, _token, signal) => processImageJob(job as Job<ImageJobData>, signal, o)),
+      requeueOnShutdown(
+        instrumentJobs(o.queueName, (job, _token, signal) =>
+          processImageJob(job as Job<ImageJobData>, signal, o),
+        ),
+      ),
       {
         connection: o.connection,
         prefix: o.prefix,

@@ -14,6 +14,7 @@ import { envInt, NatsUrlSchema, parseConfig } from '../config.js';
 import { createLogger, type Logger } from '../logger.js';
 import { connectNats, type NatsConnection } from '../nats.js';
 import type { RpcServer } from '../rpc.js';
+import { startTelemetry } from '../telemetry/sdk.js';
 import { PassThroughRpcFilter } from './filters.js';
 import { NestPinoLogger } from './nest-logger.js';
 import { OpsServer, type ReadinessCheck } from './ops-server.js';
@@ -172,6 +173,7 @@ async function startOps(
  */
 export async function startMicroservice(opts: NatsServiceOptions): Promise<RunningService> {
   const env = parseConfig(opts.name, ServiceEnvSchema, opts.env);
+  startTelemetry(opts.name, opts.env ?? process.env);
   const log = opts.log ?? createLogger(opts.name, env.LOG_LEVEL);
   const nc = await connectNats(env.NATS_URL, opts.name);
   let app: INestMicroservice | null = null;
@@ -233,6 +235,7 @@ export async function startMicroservice(opts: NatsServiceOptions): Promise<Runni
  */
 export async function startAppContext(opts: ServiceBootstrapOptions): Promise<RunningContext> {
   const env = parseConfig(opts.name, ServiceEnvSchema, opts.env);
+  startTelemetry(opts.name, opts.env ?? process.env);
   const log = opts.log ?? createLogger(opts.name, env.LOG_LEVEL);
   const app = await NestFactory.createApplicationContext(rootModule(log, null, opts.module), {
     logger: new NestPinoLogger(log),

@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { Counter, collectDefaultMetrics, Gauge, Registry } from 'prom-client';
 import type { Logger } from '../logger.js';
 import type { RpcServer } from '../rpc.js';
+import { telemetryRegistry } from '../telemetry/metrics.js';
 
 export interface ReadinessCheck {
   name: string;
@@ -67,6 +68,18 @@ export class OpsServer {
       }
     };
     this.collectTotals = collectTotals;
+    // Engine and dependency health: each readiness check (NATS, the app's engines ...), 1 = ready.
+    const readiness = () => this.readiness();
+    new Gauge({
+      name: 'infer_ready_check',
+      help: 'Readiness checks of this replica (NATS connection, engines, stores): 1 ready, 0 not',
+      labelNames: ['check'] as const,
+      registers: [this.registry],
+      async collect() {
+        const r = await readiness();
+        for (const [check, ok] of Object.entries(r.checks)) this.set({ check }, ok ? 1 : 0);
+      },
+    });
   }
 
   private readonly collectTotals: () => void;
@@ -91,7 +104,9 @@ export class OpsServer {
   async metricsText(): Promise<string> {
     this.collectTotals();
     const own = await this.registry.metrics();
-    const extra = await Promise.all((this.opts.registries ?? []).map((r) => r.metrics()));
+    // The process's GenAI and job metrics (service-kit telemetry) come with every service's own.
+    const registries = [...(this.opts.registries ?? []), telemetryRegistry];
+    const extra = await Promise.all(registries.map((r) => r.metrics()));
     return [own, ...extra].join('\n');
   }
 

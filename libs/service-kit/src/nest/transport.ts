@@ -4,6 +4,8 @@ import { isObservable, lastValueFrom } from 'rxjs';
 import type { Logger } from '../logger.js';
 import type { NatsConnection } from '../nats.js';
 import { type HandlerContext, type RpcHandler, RpcServer } from '../rpc.js';
+import { genAiOperation } from '../telemetry/genai.js';
+import { recordGenAi } from '../telemetry/metrics.js';
 
 /** Identifies this transport among Nest's (`transportId`). */
 export const NATS_RPC_TRANSPORT: unique symbol = Symbol('infer-nats-rpc');
@@ -52,7 +54,7 @@ export class NatsRpcTransport extends Server implements CustomTransportStrategy 
         return;
       }
       const subject = `${prefix}${pattern}`;
-      this.rpc.handle(subject, toRpcHandler(handler));
+      this.rpc.handle(subject, toRpcHandler(handler, genAiOperation(subject)));
       this.subjects.push(subject);
     }
     this._status$.next('connected');
@@ -77,9 +79,26 @@ export class NatsRpcTransport extends Server implements CustomTransportStrategy 
   }
 }
 
-function toRpcHandler(handler: MessageHandler): RpcHandler {
+/** The handler on the RPC server, with its GenAI metrics (duration, first chunk, tokens, errors). */
+function toRpcHandler(handler: MessageHandler, operation: string): RpcHandler {
   return async (req: ServiceRequest, ctx: HandlerContext) => {
-    const out = await handler(req, ctx);
-    return isObservable(out) ? await lastValueFrom(out) : out;
+    const started = performance.now();
+    let firstAt = 0;
+    if (req.stream) {
+      const emit = ctx.emit;
+      ctx.emit = (chunk) => {
+        if (firstAt === 0) firstAt = performance.now();
+        emit(chunk);
+      };
+    }
+    try {
+      const out = await handler(req, ctx);
+      const end = isObservable(out) ? await lastValueFrom(out) : out;
+      recordGenAi(operation, req, started, firstAt, end, null);
+      return end;
+    } catch (e) {
+      recordGenAi(operation, req, started, firstAt, null, e);
+      throw e;
+    }
   };
 }

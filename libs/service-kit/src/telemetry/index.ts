@@ -1,0 +1,4 @@
+export * from './genai.js';
+export * from './metrics.js';
+export * from './propagation.js';
+export * from './sdk.js';

@@ -1,0 +1,204 @@
+import { randomFillSync } from 'node:crypto';
+import { context, propagation, type Tracer, trace } from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import { W3CTraceContextPropagator } from '@opentelemetry/core';
+import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { UndiciInstrumentation } from '@opentelemetry/instrumentation-undici';
+import { resourceFromAttributes } from '@opentelemetry/resources';
+import {
+  AlwaysOffSampler,
+  AlwaysOnSampler,
+  BatchSpanProcessor,
+  type IdGenerator,
+  ParentBasedSampler,
+  type Sampler,
+  TraceIdRatioBasedSampler,
+  TracerProvider,
+} from '@opentelemetry/sdk-trace';
+
+/** What the standard OTEL_* variables ask for; null = tracing off. */
+export interface TelemetryConfig {
+  /** Full URL of the OTLP/HTTP traces endpoint. */
+  tracesUrl: string;
+  serviceName: string;
+  sampler: Sampler;
+  samplerName: string;
+  /** OTEL_RESOURCE_ATTRIBUTES, parsed. */
+  resource: Record<string, string>;
+}
+
+const SAMPLERS = new Set([
+  'always_on',
+  'always_off',
+  'traceidratio',
+  'parentbased_always_on',
+  'parentbased_always_off',
+  'parentbased_traceidratio',
+]);
+
+/**
+ * Reads the standard variables (OpenTelemetry's "SDK environment variables" spec): tracing is on only
+ * when OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or OTEL_EXPORTER_OTLP_ENDPOINT is set, and neither
+ * OTEL_SDK_DISABLED=true nor OTEL_TRACES_EXPORTER=none says otherwise. The sampler is
+ * OTEL_TRACES_SAMPLER (+ OTEL_TRACES_SAMPLER_ARG), default parentbased_always_on, as the spec says.
+ * A value we do not know is an error at start, not a silent default.
+ */
+export function telemetryConfig(env: NodeJS.ProcessEnv, defaultName: string): TelemetryConfig | null {
+  if ((env.OTEL_SDK_DISABLED ?? '').trim().toLowerCase() === 'true') return null;
+  const exporter = (env.OTEL_TRACES_EXPORTER ?? 'otlp').trim().toLowerCase();
+  if (exporter === 'none') return null;
+  if (exporter !== 'otlp')
+    throw new Error(`OTEL_TRACES_EXPORTER=${exporter}: only otlp (or none) is supported`);
+  const tracesEndpoint = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?.trim();
+  const base = env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim();
+  if (!tracesEndpoint && !base) return null;
+  const protocol = (
+    env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ??
+    env.OTEL_EXPORTER_OTLP_PROTOCOL ??
+    'http/json'
+  ).trim();
+  if (protocol !== 'http/json' && protocol !== 'http/protobuf') {
+    throw new Error(`OTEL_EXPORTER_OTLP_PROTOCOL=${protocol}: this build exports OTLP over HTTP (http/json)`);
+  }
+  const tracesUrl = tracesEndpoint || `${(base as string).replace(/\/+$/, '')}/v1/traces`;
+  try {
+    new URL(tracesUrl);
+  } catch {
+    throw new Error(`OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT is not a URL: ${tracesUrl}`);
+  }
+  const samplerName = (env.OTEL_TRACES_SAMPLER ?? 'parentbased_always_on').trim().toLowerCase();
+  if (!SAMPLERS.has(samplerName)) {
+    throw new Error(`OTEL_TRACES_SAMPLER=${samplerName}: one of ${[...SAMPLERS].join(', ')}`);
+  }
+  let ratio = 1;
+  if (samplerName.endsWith('traceidratio')) {
+    const arg = env.OTEL_TRACES_SAMPLER_ARG?.trim();
+    ratio = arg ? Number(arg) : 1;
+    if (!Number.isFinite(ratio) || ratio < 0 || ratio > 1) {
+      throw new Error(`OTEL_TRACES_SAMPLER_ARG=${arg}: a ratio between 0 and 1`);
+    }
+  }
+  const root: Sampler = samplerName.endsWith('always_on')
+    ? new AlwaysOnSampler()
+    : samplerName.endsWith('always_off')
+      ? new AlwaysOffSampler()
+      : new TraceIdRatioBasedSampler(ratio);
+  const sampler = samplerName.startsWith('parentbased_') ? new ParentBasedSampler({ root }) : root;
+  const resource: Record<string, string> = {};
+  for (const part of (env.OTEL_RESOURCE_ATTRIBUTES ?? '').split(',')) {
+    const eq = part.indexOf('=');
+    if (eq > 0)
+      resource[decodeURIComponent(part.slice(0, eq).trim())] = decodeURIComponent(part.slice(eq + 1).trim());
+  }
+  const serviceName = env.OTEL_SERVICE_NAME?.trim() || resource['service.name'] || defaultName;
+  return { tracesUrl, serviceName, sampler, samplerName, resource };
+}
+
+const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
+
+/**
+ * Trace and span ids from a pool of random bytes refilled 4 KiB at a time. The SDK's default asks the
+ * OS for 8 or 16 bytes per id (randomFillSync each time): measured at about 10 us of gateway CPU per
+ * request, half the budget of tracing at 10 % sampling (bench/telemetry.ts).
+ */
+export class PooledIdGenerator implements IdGenerator {
+  private readonly pool = Buffer.allocUnsafe(4096);
+  private at = this.pool.length;
+
+  private hex(bytes: number): string {
+    if (this.at + bytes > this.pool.length) {
+      randomFillSync(this.pool);
+      this.at = 0;
+    }
+    let out = '';
+    let zero = true;
+    for (let i = 0; i < bytes; i++) {
+      const b = this.pool[this.at + i] as number;
+      if (b !== 0) zero = false;
+      out += HEX[b];
+    }
+    this.at += bytes;
+    // An all-zero id is invalid in W3C trace context: draw again (probability 2^-64 or less).
+    return zero ? this.hex(bytes) : out;
+  }
+
+  generateTraceId(): string {
+    return this.hex(16);
+  }
+
+  generateSpanId(): string {
+    return this.hex(8);
+  }
+}
+
+let provider: TracerProvider | null = null;
+let undici: UndiciInstrumentation | null = null;
+/** The process's tracer while tracing is on; null when off (the hot paths test this and do nothing). */
+export let activeTracer: Tracer | null = null;
+
+/** True when this process exports traces. */
+export function tracingOn(): boolean {
+  return activeTracer !== null;
+}
+
+export interface TelemetryHandle {
+  readonly enabled: boolean;
+  /** Exports what is buffered (tests; before exit). */
+  flush(): Promise<void>;
+  shutdown(): Promise<void>;
+}
+
+const OFF: TelemetryHandle = {
+  enabled: false,
+  flush: async () => undefined,
+  shutdown: async () => undefined,
+};
+
+/**
+ * Starts the OpenTelemetry SDK for this process when the OTEL_* variables ask for it (see
+ * telemetryConfig), once: later calls (several apps in one test process) share it. Off, nothing is
+ * registered, the API stays its no-op, and the RPC and HTTP paths skip all tracing work.
+ */
+export function startTelemetry(name: string, env: NodeJS.ProcessEnv = process.env): TelemetryHandle {
+  if (provider) return handle(provider);
+  const cfg = telemetryConfig(env, name);
+  if (!cfg) return OFF;
+  provider = new TracerProvider({
+    resource: resourceFromAttributes({ ...cfg.resource, 'service.name': cfg.serviceName }),
+    sampler: cfg.sampler,
+    idGenerator: new PooledIdGenerator(),
+    spanProcessors: [
+      new BatchSpanProcessor({
+        exporter: new OTLPTraceExporter({ url: cfg.tracesUrl }),
+        scheduledDelayMillis: 1_000,
+      }),
+    ],
+  });
+  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+  propagation.setGlobalPropagator(new W3CTraceContextPropagator());
+  trace.setGlobalTracerProvider(provider);
+  // HTTP client spans for fetch/undici calls (upstream engines), only inside a trace.
+  undici = new UndiciInstrumentation({ requireParentforSpans: true });
+  undici.setTracerProvider(provider);
+  undici.enable();
+  activeTracer = provider.getTracer('infer');
+  return handle(provider);
+}
+
+function handle(p: TracerProvider): TelemetryHandle {
+  return {
+    enabled: true,
+    flush: () => p.forceFlush(),
+    shutdown: async () => {
+      if (provider !== p) return;
+      undici?.disable();
+      undici = null;
+      activeTracer = null;
+      provider = null;
+      await p.shutdown();
+      trace.disable();
+      propagation.disable();
+      context.disable();
+    },
+  };
+}

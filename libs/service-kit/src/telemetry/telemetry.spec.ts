@@ -1,0 +1,197 @@
+import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import { Writable } from 'node:stream';
+import { describe, it } from 'node:test';
+import type { EndFrame, ServiceRequest } from '@infer/contracts';
+import { context, trace } from '@opentelemetry/api';
+import { createLogger } from '../logger.js';
+import { genAiOperation } from './genai.js';
+import { JOB_TRACE_FIELD, rpcPublishOptions, traceRpcHandler, withJobTrace } from './propagation.js';
+import { activeTracer, PooledIdGenerator, startTelemetry, telemetryConfig, tracingOn } from './sdk.js';
+
+const req = {
+  requestId: 'req_1',
+  memberId: 'm',
+  keyId: 'k',
+  model: { id: 'chat-G' },
+  body: {},
+  deadline: Date.now() + 10_000,
+  stream: false,
+} as unknown as ServiceRequest<unknown>;
+const END: EndFrame = {
+  result: {},
+  usage: { prompt_tokens: 3, completion_tokens: 4, total_tokens: 7 },
+} as EndFrame;
+
+describe('telemetryConfig: the standard OTEL_* variables', () => {
+  it('is off when no OTLP endpoint is set, or when disabled', () => {
+    assert.equal(telemetryConfig({}, 'x'), null);
+    assert.equal(telemetryConfig({ OTEL_TRACES_SAMPLER: 'always_on' }, 'x'), null);
+    assert.equal(
+      telemetryConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_SDK_DISABLED: 'true' }, 'x'),
+      null,
+    );
+    assert.equal(
+      telemetryConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_TRACES_EXPORTER: 'none' }, 'x'),
+      null,
+    );
+  });
+
+  it('derives the traces URL, service name and resource attributes', () => {
+    const c = telemetryConfig(
+      {
+        OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318/',
+        OTEL_RESOURCE_ATTRIBUTES: 'deployment.environment=prod,a=b%20c',
+      },
+      'gateway',
+    );
+    assert.equal(c?.tracesUrl, 'http://c:4318/v1/traces');
+    assert.equal(c?.serviceName, 'gateway');
+    assert.deepEqual(c?.resource, { 'deployment.environment': 'prod', a: 'b c' });
+    const t = telemetryConfig(
+      { OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://t:4318/custom', OTEL_SERVICE_NAME: 'gw-eu' },
+      'gateway',
+    );
+    assert.equal(t?.tracesUrl, 'http://t:4318/custom');
+    assert.equal(t?.serviceName, 'gw-eu');
+  });
+
+  it('builds the sampler the variables name (default parentbased_always_on)', () => {
+    const base = { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318' };
+    assert.match(String(telemetryConfig(base, 'x')?.sampler), /ParentBased\{root=AlwaysOnSampler/);
+    const ratio = telemetryConfig(
+      { ...base, OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.1' },
+      'x',
+    );
+    assert.match(String(ratio?.sampler), /ParentBased\{root=TraceIdRatioBased\{0.1\}/);
+    assert.match(
+      String(telemetryConfig({ ...base, OTEL_TRACES_SAMPLER: 'always_off' }, 'x')?.sampler),
+      /AlwaysOff/,
+    );
+  });
+
+  it('refuses values it does not know instead of guessing', () => {
+    const base = { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318' };
+    assert.throws(
+      () => telemetryConfig({ ...base, OTEL_TRACES_SAMPLER: 'sometimes' }, 'x'),
+      /OTEL_TRACES_SAMPLER/,
+    );
+    assert.throws(
+      () =>
+        telemetryConfig({ ...base, OTEL_TRACES_SAMPLER: 'traceidratio', OTEL_TRACES_SAMPLER_ARG: '2' }, 'x'),
+      /OTEL_TRACES_SAMPLER_ARG/,
+    );
+    assert.throws(() => telemetryConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'not a url' }, 'x'), /not a URL/);
+    assert.throws(() => telemetryConfig({ ...base, OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' }, 'x'), /PROTOCOL/);
+  });
+});
+
+describe('PooledIdGenerator', () => {
+  it('gives valid W3C ids (lowercase hex, not all zero), all distinct across pool refills', () => {
+    const g = new PooledIdGenerator();
+    const seen = new Set<string>();
+    for (let i = 0; i < 2000; i++) {
+      const t = g.generateTraceId();
+      const s = g.generateSpanId();
+      assert.match(t, /^[0-9a-f]{32}$/);
+      assert.match(s, /^[0-9a-f]{16}$/);
+      assert.notEqual(t, '0'.repeat(32));
+      seen.add(t);
+      seen.add(s);
+    }
+    assert.equal(seen.size, 4000);
+  });
+});
+
+describe('genAiOperation', () => {
+  it('maps subjects (with a test prefix) to gen_ai.operation.name', () => {
+    assert.equal(genAiOperation('t1.infer.chat.completions'), 'chat');
+    assert.equal(genAiOperation('infer.embedding.embeddings'), 'embeddings');
+    assert.equal(genAiOperation('infer.chat.legacy-completions'), 'text_completion');
+    assert.equal(genAiOperation('infer.image.generations'), 'image_generation');
+  });
+});
+
+describe('tracing off then on (one process)', () => {
+  it('off: startTelemetry installs nothing, publish options carry no headers, job data is unchanged', async () => {
+    const h = startTelemetry('t', {});
+    assert.equal(h.enabled, false);
+    assert.equal(tracingOn(), false);
+    const opts = rpcPublishOptions('s', 'inbox.1', req, Promise.resolve(END));
+    assert.deepEqual(opts, { reply: 'inbox.1' });
+    const data = { a: 1 };
+    assert.equal(withJobTrace(data), data);
+    let ran = 0;
+    const end = await traceRpcHandler('s', undefined, req, { emit() {} }, async () => {
+      ran++;
+      return END;
+    });
+    assert.equal(end, END);
+    assert.equal(ran, 1);
+  });
+
+  it('on: NATS headers carry the trace, the handler joins it, job data carries it, logs name it', async () => {
+    const bodies: string[] = [];
+    const server = createServer((r, res) => {
+      let b = '';
+      r.on('data', (c) => {
+        b += c;
+      });
+      r.on('end', () => {
+        bodies.push(b);
+        res.end('{}');
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const port = (server.address() as { port: number }).port;
+    const h = startTelemetry('unit', { OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}` });
+    try {
+      assert.equal(h.enabled, true);
+      assert.ok(activeTracer);
+      const root = activeTracer.startSpan('root');
+      const lines: string[] = [];
+      const log = createLogger(
+        'unit',
+        'info',
+        new Writable({
+          write(chunk, _enc, cb) {
+            lines.push(String(chunk));
+            cb();
+          },
+        }),
+      );
+      await context.with(trace.setSpan(context.active(), root), async () => {
+        const opts = rpcPublishOptions('s', 'inbox.1', req, Promise.resolve(END));
+        const tp = opts.headers?.get('traceparent') ?? '';
+        assert.match(tp, new RegExp(`^00-${root.spanContext().traceId}-[0-9a-f]{16}-01$`));
+        const job = withJobTrace({ a: 1 }) as Record<string, unknown>;
+        assert.match(String((job[JOB_TRACE_FIELD] as Record<string, string>).traceparent), /^00-/);
+        log.info('inside');
+        // The service side, in a fresh context: the handler's span continues the trace of the headers.
+        await context.with(trace.deleteSpan(context.active()), () =>
+          traceRpcHandler('s', opts.headers, req, { emit() {} }, async () => {
+            assert.equal(trace.getActiveSpan()?.spanContext().traceId, root.spanContext().traceId);
+            return END;
+          }),
+        );
+      });
+      log.info({ a: 1 }, 'outside');
+      log.info({ b: 2 }, 'outside again');
+      root.end();
+      assert.equal(JSON.parse(lines[0] as string).trace_id, root.spanContext().traceId);
+      assert.equal(JSON.parse(lines[1] as string).trace_id, undefined);
+      // Lines with fields of their own, outside a trace: no field leaks from one line to the next.
+      assert.equal(JSON.parse(lines[1] as string).a, 1);
+      assert.equal(JSON.parse(lines[2] as string).a, undefined);
+      assert.equal(JSON.parse(lines[2] as string).b, 2);
+      await h.flush();
+      const exported = bodies.join('');
+      assert.match(exported, /"gen_ai.usage.output_tokens"/);
+      assert.match(exported, new RegExp(root.spanContext().traceId));
+    } finally {
+      await h.shutdown();
+      server.close();
+    }
+    assert.equal(tracingOn(), false);
+  });
+});
