@@ -12,122 +12,17 @@
 // in a rotating order; the table shows per mode the median of the rounds' CPU per request. CPU is the gateway process's user+system time from /proc/<pid>/stat over the round.
 // Then, in this process, what the hot-path hooks cost when tracing is off, next to what they replace.
 // Numbers, not pass/fail; bounded in count and time; everything stops by itself.
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import type { ServiceRequest } from '@infer/contracts';
 import { activeTracer, rpcPublishOptions } from '@infer/service-kit';
 import { startChatService } from '../apps/chat-service/src/app.js';
 import { startOtlpReceiver } from '../test/support/otlp-receiver.js';
-import { createBenchDatabase, freePort, pct } from './support.js';
+import { createBenchDatabase, pct, type Round, round, startGatewayProcess } from './support.js';
 
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 2000);
 const CONCURRENCY = (process.env.BENCH_CONCURRENCY ?? '1,16').split(',').map(Number);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
-const CLK_TCK = 100; // Linux USER_HZ
-
-function cpuMs(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  // After the command: state is field 3, utime 14 and stime 15 (1-based in proc(5)) -> 11, 12 here.
-  return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLK_TCK;
-}
-
-async function startGatewayProcess(
-  env: Record<string, string>,
-): Promise<{ child: ChildProcess; url: string }> {
-  const port = await freePort();
-  const child = spawn(
-    process.execPath,
-    ['--conditions=source', '--import', './tools/ts-register.js', 'apps/gateway/src/main.ts'],
-    {
-      env: {
-        ...process.env,
-        ...env,
-        HOST: '127.0.0.1',
-        PORT: String(port),
-        ALLOW_INSECURE_HTTP: '1',
-        LOG_LEVEL: 'warn',
-      },
-      stdio: ['ignore', 'ignore', 'inherit'],
-    },
-  );
-  const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`gateway exited with ${child.exitCode}`);
-    try {
-      if ((await fetch(`${url}/readyz`)).status === 200) break;
-    } catch {
-      // not listening yet
-    }
-    if (Date.now() > deadline) throw new Error('gateway not ready within 60 s');
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  return { child, url };
-}
-
-interface Round {
-  mode: string;
-  concurrency: number;
-  ok: number;
-  failed: number;
-  wallMs: number;
-  cpuMs: number;
-  latencies: number[];
-}
-
-async function round(
-  mode: string,
-  url: string,
-  pid: number,
-  key: string,
-  n: number,
-  concurrency: number,
-): Promise<Round> {
-  const body = JSON.stringify({
-    model: 'chat-A',
-    messages: [{ role: 'user', content: 'Hello there' }],
-    max_tokens: 1,
-  });
-  const latencies: number[] = [];
-  let ok = 0;
-  let failed = 0;
-  let next = 0;
-  const cpu0 = cpuMs(pid);
-  const t0 = performance.now();
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (next < n) {
-        next++;
-        const s = performance.now();
-        try {
-          const res = await fetch(`${url}/v1/chat/completions`, {
-            method: 'POST',
-            headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-            body,
-            signal: AbortSignal.timeout(30_000),
-          });
-          await res.arrayBuffer();
-          if (res.status === 200) ok++;
-          else failed++;
-        } catch {
-          failed++;
-        }
-        latencies.push(performance.now() - s);
-      }
-    }),
-  );
-  return {
-    mode,
-    concurrency,
-    ok,
-    failed,
-    wallMs: performance.now() - t0,
-    cpuMs: cpuMs(pid) - cpu0,
-    latencies,
-  };
-}
 
 /** ns per call of the off-path hooks, next to the object literal they replace. */
 function offPathCost(): { literal: number; hook: number; check: number } {

@@ -171,12 +171,12 @@ export async function startAudioService(opts: AudioServiceOptions = {}): Promise
       natsHolder.nc = running.nc;
       closers.push(() => running.stop());
       opsUrl = running.opsUrl;
-      if (workerDeps) worker = running.app.get(TranscriptionWorkerHost).worker;
+      if (workerDeps) worker = running.app.get(TranscriptionWorkerHost).value;
     } else {
       const running = await startAppContext(common);
       closers.push(() => running.stop());
       opsUrl = running.opsUrl;
-      worker = running.app.get(TranscriptionWorkerHost).worker;
+      worker = running.app.get(TranscriptionWorkerHost).value;
     }
     if (config.AUDIO_METRICS_PORT !== undefined) {
       metricsServer = await startMetricsServer(metrics, config.AUDIO_METRICS_PORT, config.AUDIO_METRICS_HOST);

@@ -5,16 +5,8 @@ import {
   Subjects,
   type TranscriptionServiceBody,
 } from '@infer/contracts';
-import type { HandlerContext, RpcHandler } from '@infer/service-kit';
-import {
-  type BeforeApplicationShutdown,
-  Controller,
-  type DynamicModule,
-  Inject,
-  Injectable,
-  Module,
-  type OnApplicationBootstrap,
-} from '@nestjs/common';
+import { AppLifetime, type HandlerContext, type RpcHandler } from '@infer/service-kit';
+import { Controller, type DynamicModule, Inject, Module } from '@nestjs/common';
 import { Ctx, MessagePattern, Payload } from '@nestjs/microservices';
 import { TranscriptionWorker, type WorkerDeps } from './jobs/worker.js';
 import { type SpeechDeps, speechHandler } from './speech/speech.handler.js';
@@ -22,7 +14,6 @@ import { type TranscriptionDeps, transcriptionHandler } from './transcription/tr
 
 export const SPEECH_DEPS = Symbol('SPEECH_DEPS');
 export const TRANSCRIPTION_DEPS = Symbol('TRANSCRIPTION_DEPS');
-export const AUDIO_WORKER_DEPS = Symbol('AUDIO_WORKER_DEPS');
 
 /**
  * The audio service's NATS endpoints (api role): speech is answered in this process, each
@@ -56,21 +47,7 @@ export class AudioController {
  * The transcription worker of the worker role, as a Nest provider: it starts once the app is up and,
  * on shutdown, returns its jobs in progress to the queue before the app's connections close.
  */
-@Injectable()
-export class TranscriptionWorkerHost implements OnApplicationBootstrap, BeforeApplicationShutdown {
-  worker: TranscriptionWorker | null = null;
-
-  constructor(@Inject(AUDIO_WORKER_DEPS) private readonly deps: WorkerDeps) {}
-
-  async onApplicationBootstrap(): Promise<void> {
-    this.worker = await TranscriptionWorker.start(this.deps);
-  }
-
-  async beforeApplicationShutdown(): Promise<void> {
-    await this.worker?.close();
-    this.worker = null;
-  }
-}
+export class TranscriptionWorkerHost extends AppLifetime<TranscriptionWorker> {}
 
 @Module({})
 export class AudioServiceModule {
@@ -89,10 +66,15 @@ export class AudioServiceModule {
               { provide: TRANSCRIPTION_DEPS, useValue: parts.api.transcription },
             ]
           : []),
-        ...(parts.worker
-          ? [{ provide: AUDIO_WORKER_DEPS, useValue: parts.worker }, TranscriptionWorkerHost]
-          : []),
+        ...(parts.worker ? [{ provide: TranscriptionWorkerHost, useValue: workerHost(parts.worker) }] : []),
       ],
     };
   }
+}
+
+function workerHost(deps: WorkerDeps): TranscriptionWorkerHost {
+  return new TranscriptionWorkerHost(
+    () => TranscriptionWorker.start(deps),
+    (w) => w.close(),
+  );
 }

@@ -138,7 +138,7 @@ export async function startImageService(opts: ImageServiceOptions = {}): Promise
       : await startAppContext({ name: 'image-service', module, env: opts.env, log, checks });
     closers.push(() => running.stop());
     opsUrl = running.opsUrl;
-    if (workerOptions) worker = running.app.get(ImageWorkerHost).worker;
+    if (workerOptions) worker = running.app.get(ImageWorkerHost).value;
   } catch (e) {
     await cleanup();
     throw e;

@@ -1,20 +1,11 @@
 import { type EndFrame, type ServiceRequest, Subjects } from '@infer/contracts';
-import type { HandlerContext, RpcHandler } from '@infer/service-kit';
-import {
-  type BeforeApplicationShutdown,
-  Controller,
-  type DynamicModule,
-  Inject,
-  Injectable,
-  Module,
-  type OnApplicationBootstrap,
-} from '@nestjs/common';
+import { AppLifetime, type HandlerContext, type RpcHandler } from '@infer/service-kit';
+import { Controller, type DynamicModule, Inject, Module } from '@nestjs/common';
 import { Ctx, MessagePattern, Payload } from '@nestjs/microservices';
 import { editsHandler, generationsHandler, type ImagesHandlerDeps } from './images/images.handler.js';
 import { ImageWorker, type ImageWorkerOptions } from './jobs/worker.js';
 
 export const IMAGES_DEPS = Symbol('IMAGES_DEPS');
-export const IMAGE_WORKER_OPTIONS = Symbol('IMAGE_WORKER_OPTIONS');
 
 /** The image service's NATS endpoints (api role): each request becomes one BullMQ job (images/). */
 @Controller()
@@ -42,21 +33,7 @@ export class ImagesController {
  * The BullMQ worker of the worker role, as a Nest provider: it starts once the app is up and, on
  * shutdown, returns its jobs in progress to the queue before the app's connections close.
  */
-@Injectable()
-export class ImageWorkerHost implements OnApplicationBootstrap, BeforeApplicationShutdown {
-  worker: ImageWorker | null = null;
-
-  constructor(@Inject(IMAGE_WORKER_OPTIONS) private readonly options: ImageWorkerOptions) {}
-
-  async onApplicationBootstrap(): Promise<void> {
-    this.worker = await ImageWorker.start(this.options);
-  }
-
-  async beforeApplicationShutdown(): Promise<void> {
-    await this.worker?.close();
-    this.worker = null;
-  }
-}
+export class ImageWorkerHost extends AppLifetime<ImageWorker> {}
 
 @Module({})
 export class ImageServiceModule {
@@ -67,8 +44,15 @@ export class ImageServiceModule {
       controllers: parts.api ? [ImagesController] : [],
       providers: [
         ...(parts.api ? [{ provide: IMAGES_DEPS, useValue: parts.api }] : []),
-        ...(parts.worker ? [{ provide: IMAGE_WORKER_OPTIONS, useValue: parts.worker }, ImageWorkerHost] : []),
+        ...(parts.worker ? [{ provide: ImageWorkerHost, useValue: workerHost(parts.worker) }] : []),
       ],
     };
   }
+}
+
+function workerHost(options: ImageWorkerOptions): ImageWorkerHost {
+  return new ImageWorkerHost(
+    () => ImageWorker.start(options),
+    (w) => w.close(),
+  );
 }

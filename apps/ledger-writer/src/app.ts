@@ -268,7 +268,10 @@ export async function runLedgerWriter(
 export async function startLedgerWriter(opts: LedgerWriterOptions = {}): Promise<LedgerWriter> {
   const config = parseConfig('ledger-writer', LedgerWriterEnvSchema, opts.env);
   const log = createLogger('ledger-writer', config.LOG_LEVEL);
-  const host = new LedgerWriterHost(() => runLedgerWriter(config, log, opts));
+  const host = new LedgerWriterHost(
+    () => runLedgerWriter(config, log, opts),
+    (w) => w.stop(),
+  );
   const ctx = await startAppContext({
     name: 'ledger-writer',
     module: LedgerWriterModule.forRoot(host),
@@ -276,9 +279,9 @@ export async function startLedgerWriter(opts: LedgerWriterOptions = {}): Promise
     log,
     installSignalHandlers: opts.installSignalHandlers,
     registries: [ledgerMetrics(host)],
-    checks: () => [{ name: 'nats', check: () => !!host.writer && !host.writer.nc.isClosed() }],
+    checks: () => [{ name: 'nats', check: () => !!host.value && !host.value.nc.isClosed() }],
   });
-  const writer = host.writer;
+  const writer = host.value;
   if (!writer) throw new Error('ledger writer did not start');
   return { ...writer, opsUrl: ctx.opsUrl, stop: ctx.stop };
 }

@@ -1,26 +1,10 @@
-import {
-  type BeforeApplicationShutdown,
-  type DynamicModule,
-  Module,
-  type OnApplicationBootstrap,
-} from '@nestjs/common';
+import { AppLifetime } from '@infer/service-kit';
+import { type DynamicModule, Module } from '@nestjs/common';
 import { Counter, Gauge, Registry } from 'prom-client';
 import type { LedgerWriter } from './app.js';
 
 /** Runs the ledger writer's consumer loop as a Nest provider: started with the app, stopped before it closes. */
-export class LedgerWriterHost implements OnApplicationBootstrap, BeforeApplicationShutdown {
-  writer: LedgerWriter | null = null;
-
-  constructor(private readonly start: () => Promise<LedgerWriter>) {}
-
-  async onApplicationBootstrap(): Promise<void> {
-    this.writer = await this.start();
-  }
-
-  async beforeApplicationShutdown(): Promise<void> {
-    await this.writer?.stop();
-  }
-}
+export class LedgerWriterHost extends AppLifetime<LedgerWriter> {}
 
 @Module({})
 export class LedgerWriterModule {
@@ -39,7 +23,7 @@ export function ledgerMetrics(host: LedgerWriterHost): Registry {
       help,
       registers: [registry],
       collect() {
-        const now = host.writer?.stats[key] ?? 0;
+        const now = host.value?.stats[key] ?? 0;
         if (now > seen[key]) this.inc(now - seen[key]);
         seen[key] = now;
       },
@@ -63,7 +47,7 @@ export function ledgerMetrics(host: LedgerWriterHost): Registry {
     registers: [registry],
     async collect() {
       try {
-        if (host.writer) this.set(await host.writer.pending());
+        if (host.value) this.set(await host.value.pending());
       } catch {
         // NATS unreachable during a scrape: leave the last value.
       }

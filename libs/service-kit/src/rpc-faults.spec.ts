@@ -9,7 +9,7 @@ import { after, before, describe, it } from 'node:test';
 import { ApiError, CatalogEntrySchema, LIVENESS_MS, type ServiceRequest } from '@infer/contracts';
 import { type PrivateServer, privateNats } from '../../../test/support/private-servers.js';
 import { createLogger } from './logger.js';
-import { connectNats, type NatsConnection } from './nats.js';
+import { connectNats } from './nats.js';
 import { RpcClient, RpcServer } from './rpc.js';
 
 const model = CatalogEntrySchema.parse({

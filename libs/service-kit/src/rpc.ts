@@ -326,7 +326,7 @@ export class RpcClient {
       );
     } catch (e) {
       // e.g. a request larger than the server's max_payload: fail cleanly, leak nothing.
-      call.fail(mapNatsError(e, subject), false);
+      call.fail(mapNatsError(e), false);
     }
     return call;
   }
@@ -523,7 +523,7 @@ function natsDown(): ApiError {
   });
 }
 
-function mapNatsError(e: unknown, subject: string): ApiError {
+function mapNatsError(e: unknown): ApiError {
   const err = e as { name?: string; isNoResponders?: () => boolean; message?: string };
   if (err?.name === 'NoRespondersError' || err?.isNoResponders?.()) return noService();
   if (err?.name === 'TimeoutError' || /timeout/i.test(err?.message ?? '')) {

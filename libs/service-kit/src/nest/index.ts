@@ -1,5 +1,6 @@
 export * from './client-proxy.js';
 export * from './filters.js';
+export * from './lifetime.js';
 export * from './microservice.js';
 export * from './nest-logger.js';
 export * from './ops-server.js';
