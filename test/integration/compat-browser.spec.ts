@@ -8,7 +8,6 @@
  * Needs /usr/bin/chromium (scripts/test.sh installs the Debian package when it is missing).
  */
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -16,9 +15,9 @@ import { tmpdir } from 'node:os';
 import { extname, join, normalize, resolve } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { type BrowserContext, chromium } from 'playwright-core';
+import { chromiumOptions, noChromium } from '../support/browser.js';
 import { type Stack, startStack } from './harness.js';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const OPENAI_DIR = resolve('node_modules/openai');
 
 const PAGE = `<!doctype html><html><head><meta charset="utf-8"><title>compat</title></head>
@@ -57,7 +56,7 @@ async function pageServer(): Promise<{ server: Server; origin: string }> {
 }
 
 describe('browsers: cross-origin calls from a real page (headless Chromium)', {
-  skip: !existsSync(CHROMIUM) && `no ${CHROMIUM}`,
+  skip: noChromium,
 }, () => {
   let stack: Stack;
   let allowed: { server: Server; origin: string };
@@ -71,18 +70,7 @@ describe('browsers: cross-origin calls from a real page (headless Chromium)', {
     stack = await startStack({ env: { CORS_ORIGINS: `${allowed.origin},https://app.example.com` } });
     profile = await mkdtemp(join(tmpdir(), 'compat-chromium-'));
     // A fresh profile per run (launchPersistentContext takes the user-data-dir itself).
-    browser = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: [
-        '--no-sandbox',
-        '--headless',
-        '--disable-gpu',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--no-first-run',
-      ],
-    });
+    browser = await chromium.launchPersistentContext(profile, chromiumOptions);
   });
 
   after(async () => {

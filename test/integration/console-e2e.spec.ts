@@ -5,7 +5,7 @@
  * violation) and screenshotted at 1280 px and 390 px into the folder printed at the start.
  */
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -17,10 +17,10 @@ import { Redis } from 'ioredis';
 import OpenAI from 'openai';
 import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
 import { type LedgerWriter, startLedgerWriter } from '../../apps/ledger-writer/src/app.js';
+import { chromiumOptions, noChromium } from '../support/browser.js';
 import { apiError, type Stack, startStack } from './harness.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const OWNER = { email: 'owner@example.com', password: 'owner password 123' };
 const VIEWER = { email: 'viewer@example.com', password: 'viewer password 123' };
 const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
@@ -42,7 +42,7 @@ async function until<T>(
 }
 
 describe('operator console in Chromium', {
-  skip: !existsSync(CHROMIUM) && `no Chromium at ${CHROMIUM}`,
+  skip: noChromium,
 }, () => {
   let stack: Stack;
   let ledger: LedgerWriter;
@@ -128,19 +128,7 @@ describe('operator console in Chromium', {
     const ops = new OperatorsRepository(stack.prisma);
     await ops.create({ ...OWNER, role: 'owner' });
     await ops.create({ ...VIEWER, role: 'viewer' });
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      headless: true,
-      args: [
-        '--no-sandbox',
-        '--headless',
-        '--disable-gpu',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--no-first-run',
-        '--disable-sync',
-      ],
-    });
+    browser = await chromium.launch(chromiumOptions);
   });
 
   after(async () => {
