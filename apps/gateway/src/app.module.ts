@@ -4,6 +4,7 @@ import { type DynamicModule, Module } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD } from '@nestjs/core';
 import type { Redis } from 'ioredis';
 import { AdminController } from './admin/admin.controller.js';
+import { BullQueues } from './admin-queues/bull-queues.js';
 import { QueuesAdminController } from './admin-queues/queues.controller.js';
 import { AuthGuard } from './auth/auth.guard.js';
 import { KeyCache, type KeyStore } from './auth/key-cache.js';
@@ -84,6 +85,7 @@ export class AppModule {
         SearchIndexAdminController,
       ],
       providers: [
+        BullQueues,
         { provide: GATEWAY_CONFIG, useValue: deps.config },
         { provide: LOGGER, useValue: deps.log },
         { provide: PRISMA, useValue: deps.prisma },

@@ -1,12 +1,11 @@
 import { Queues } from '@infer/contracts';
-import { Controller, Get, Inject, type OnModuleDestroy, Req } from '@nestjs/common';
+import { Controller, Get, Inject, Req } from '@nestjs/common';
 import { type Job, Queue } from 'bullmq';
 import type { FastifyRequest } from 'fastify';
-import type { Redis } from 'ioredis';
 import { Public } from '../auth/public.decorator.js';
 import { GATEWAY_CONFIG, type GatewayConfig } from '../config.js';
-import { REDIS } from '../infra/tokens.js';
 import { AdminAccess } from '../operators/admin-access.js';
+import { BullQueues } from './bull-queues.js';
 
 /** How many of the latest finished jobs the timings are computed from. */
 const RECENT = 200;
@@ -70,28 +69,15 @@ export function jobTimings(jobs: readonly Pick<Job, 'name' | 'timestamp' | 'proc
  */
 @Public()
 @Controller('admin')
-export class QueuesAdminController implements OnModuleDestroy {
-  private readonly queues = new Map<string, Queue>();
-
+export class QueuesAdminController {
   constructor(
     @Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig,
-    @Inject(REDIS) private readonly redis: Redis,
+    @Inject(BullQueues) private readonly bull: BullQueues,
     @Inject(AdminAccess) private readonly access: AdminAccess,
   ) {}
 
   private queue(name: string): Queue {
-    let q = this.queues.get(name);
-    if (!q) {
-      // The gateway's own Redis connection, shared (BullMQ leaves a connection it was given open);
-      // read-only: the gateway writes nothing to the queues.
-      q = new Queue(name, {
-        connection: this.redis,
-        prefix: this.config.BULLMQ_PREFIX,
-        skipMetasUpdate: true,
-      });
-      this.queues.set(name, q);
-    }
-    return q;
+    return this.bull.get(name);
   }
 
   @Get('queues')
@@ -109,10 +95,5 @@ export class QueuesAdminController implements OnModuleDestroy {
       q.getJobs(['completed'], 0, RECENT - 1),
     ]);
     return { name, counts, workers, recent: jobTimings(done.filter(Boolean)) };
-  }
-
-  async onModuleDestroy(): Promise<void> {
-    await Promise.all([...this.queues.values()].map((q) => q.close().catch(() => undefined)));
-    this.queues.clear();
   }
 }

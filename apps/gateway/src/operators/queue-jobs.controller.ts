@@ -1,22 +1,9 @@
 import { ApiError, parseOrThrow, QueueJobsQuerySchema, type QueueJobView, Queues } from '@infer/contracts';
-import {
-  Controller,
-  Delete,
-  Get,
-  HttpCode,
-  Inject,
-  type OnModuleDestroy,
-  Param,
-  Post,
-  Query,
-  Req,
-} from '@nestjs/common';
+import { Controller, Delete, Get, HttpCode, Inject, Param, Post, Query, Req } from '@nestjs/common';
 import { type Job, Queue } from 'bullmq';
 import type { FastifyRequest } from 'fastify';
-import type { Redis } from 'ioredis';
+import { BullQueues } from '../admin-queues/bull-queues.js';
 import { Public } from '../auth/public.decorator.js';
-import { GATEWAY_CONFIG, type GatewayConfig } from '../config.js';
-import { REDIS } from '../infra/tokens.js';
 import { AdminAccess } from './admin-access.js';
 
 const NAMES = new Set<string>(Object.values(Queues));
@@ -32,12 +19,9 @@ const JOB_ID = /^[A-Za-z0-9:_-]{1,200}$/;
  */
 @Public()
 @Controller('admin/queues')
-export class QueueJobsController implements OnModuleDestroy {
-  private readonly queues = new Map<string, Queue>();
-
+export class QueueJobsController {
   constructor(
-    @Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig,
-    @Inject(REDIS) private readonly redis: Redis,
+    @Inject(BullQueues) private readonly bull: BullQueues,
     @Inject(AdminAccess) private readonly access: AdminAccess,
   ) {}
 
@@ -49,16 +33,7 @@ export class QueueJobsController implements OnModuleDestroy {
         param: 'queue',
       });
     }
-    let q = this.queues.get(name);
-    if (!q) {
-      q = new Queue(name, {
-        connection: this.redis,
-        prefix: this.config.BULLMQ_PREFIX,
-        skipMetasUpdate: true,
-      });
-      this.queues.set(name, q);
-    }
-    return q;
+    return this.bull.get(name);
   }
 
   private async job(name: string, id: string): Promise<Job> {
@@ -135,11 +110,6 @@ export class QueueJobsController implements OnModuleDestroy {
       before: { state, name: job.name, failed_reason: job.failedReason ?? null },
     });
     return { object: 'queue.job.deleted' as const, id, queue: name };
-  }
-
-  async onModuleDestroy(): Promise<void> {
-    // The Redis connection is the gateway's (shared): close the Queue objects, not the connection.
-    await Promise.all([...this.queues.values()].map((q) => q.close().catch(() => undefined)));
   }
 }
 
