@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import {
   ApiError,
   type CatalogEntry,
@@ -70,11 +70,30 @@ const WINDOW_GRACE_MS = 60_000;
 /** Plans kept (one per key and model in use); the cache starts over when full. */
 const MAX_PLANS = 50_000;
 
-type RedisWithScripts = Redis & {
-  limBatch(...args: (string | number)[]): Promise<(number | string)[][]>;
-  limRenew(...args: (string | number)[]): Promise<number>;
-  limSeed(...args: (string | number)[]): Promise<number>;
-};
+/**
+ * A Lua script called by its SHA1 (EVALSHA), loaded with EVAL when a Redis does not know it yet (a new,
+ * restarted or promoted node). Called as plain EVALSHA rather than an ioredis custom command so that
+ * ioredis routes it (and auto-pipelines it on a cluster) by its first key.
+ */
+class Script {
+  readonly sha: string;
+  constructor(readonly lua: string) {
+    this.sha = createHash('sha1').update(lua).digest('hex');
+  }
+
+  async run<T>(redis: Redis, keys: string[], args: (string | number)[]): Promise<T> {
+    try {
+      return (await redis.evalsha(this.sha, keys.length, ...keys, ...args)) as T;
+    } catch (err) {
+      if (!(err instanceof Error) || !err.message.startsWith('NOSCRIPT')) throw err;
+      return (await redis.eval(this.lua, keys.length, ...keys, ...args)) as T;
+    }
+  }
+}
+
+const BATCH = new Script(BATCH_LUA);
+const RENEW = new Script(RENEW_LUA);
+const SEED = new Script(SEED_LUA);
 
 /** The checks of one key on one model (or its search / image budget), built once and reused. */
 interface Plan {
@@ -170,7 +189,7 @@ export class LimitsEngine {
   readonly prefix: string;
   readonly leaseTtlMs: number;
   clock: () => number;
-  private readonly redis: RedisWithScripts;
+  private readonly redis: Redis;
   private readonly cluster: boolean;
   private readonly base: EffectiveLimits;
   private readonly file: LimitsFile;
@@ -199,14 +218,8 @@ export class LimitsEngine {
     this.maxBatch = opts.maxBatch ?? 64;
     this.maxInFlight = opts.maxInFlight ?? 2;
     this.base = mergeLimits(DEFAULT_LIMITS, this.file);
-    const r = opts.redis as RedisWithScripts;
-    if (typeof r.limBatch !== 'function') {
-      r.defineCommand('limBatch', { lua: BATCH_LUA });
-      r.defineCommand('limRenew', { lua: RENEW_LUA });
-      r.defineCommand('limSeed', { lua: SEED_LUA, numberOfKeys: 1 });
-    }
-    this.redis = r;
-    this.cluster = isRedisCluster(r);
+    this.redis = opts.redis;
+    this.cluster = isRedisCluster(opts.redis);
   }
 
   /** Starts renewing the leases of running requests (every third of the lease TTL). */
@@ -403,7 +416,7 @@ export class LimitsEngine {
       for (const a of p.args) argv.push(a);
     }
     lane.inFlight++;
-    this.redis.limBatch(keys.length, ...keys, ...argv).then(
+    BATCH.run<(number | string)[][]>(this.redis, keys, argv).then(
       (out) => {
         let j = 0;
         for (const p of batch) {
@@ -472,7 +485,7 @@ export class LimitsEngine {
           code: 'service_unavailable',
         });
       }
-      const seeded = await this.call(() => this.redis.limSeed(key, total, ttl(win.end - now + WINDOW_GRACE_MS)));
+      const seeded = await this.call(() => SEED.run<number>(this.redis, [key], [total, ttl(win.end - now + WINDOW_GRACE_MS)]));
       if (seeded) {
         this.opts.on?.rebuilt?.(c.name.replace(/^models\.[^.]+\./, 'models.'));
         this.opts.log.info({ counter: key, total }, 'quota counter rebuilt from the ledger');
@@ -551,7 +564,7 @@ export class LimitsEngine {
       [...byLane.values()].map(async ({ keys, ids }) => {
         if (!keys.length) return;
         try {
-          await this.redis.limRenew(keys.length, ...keys, now + this.leaseTtlMs, 2 * this.leaseTtlMs, ...ids);
+          await RENEW.run(this.redis, keys, [now + this.leaseTtlMs, 2 * this.leaseTtlMs, ...ids]);
         } catch (err) {
           this.opts.log.warn({ err }, 'could not renew concurrency leases');
         }
