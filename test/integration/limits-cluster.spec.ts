@@ -23,7 +23,7 @@ import { type LimitSubject, memberTag } from '../../apps/gateway/src/limits/plan
 import { type PrivateRedisCluster, privateRedisCluster } from '../support/private-servers.js';
 import { waitFor } from '../support/wait-for.js';
 
-const log = createLogger('limits-cluster-test', 'error');
+const log = createLogger('limits-cluster-test', 'silent');
 const ledger: LedgerSource = { total: async () => 0 };
 
 const chatA = CatalogEntrySchema.parse({
@@ -222,7 +222,9 @@ describe('limits on a Redis Cluster (3 primaries + 3 replicas)', () => {
     // Another member, on a live primary, is admitted meanwhile.
     assert.equal(await outcome(replicas[0]!.admitModel(other, chatA, { input: 'x' }).then((a) => a.settle(0))), 200);
     // The loops end when the limit refuses them; a deadline stops them otherwise (asserted below).
+    let timedOut = false;
     const deadline = setTimeout(() => {
+      timedOut = true;
       stop = true;
     }, 30_000);
     await Promise.all(loops);
@@ -232,12 +234,16 @@ describe('limits on a Redis Cluster (3 primaries + 3 replicas)', () => {
     await jobs;
     const st = await replicas[0]!.state(s, [chatA]);
     const counted = st.find((x) => x.name === 'key.requests_per_minute')!.used;
-    const lost = admitted - counted;
-    assert.ok(lost >= 0);
-    assert.ok(lost <= 10, `at most the writes in flight to the replica at the kill were lost (${lost})`);
-    assert.ok(admitted <= limit + lost, `admitted ${admitted} of ${limit} (+${lost} lost in the failover)`);
-    assert.ok(admitted >= limit, 'the limit was reached after the failover');
-    assert.ok(unavailable >= 0);
+    // Asynchronous replication may lose the takes acknowledged just before the kill (not yet sent to
+    // the replica): each lost one can be admitted once more. Calls that timed out during the failover
+    // (503 to the client) may still have taken on the new primary: counted, not admitted (fail closed).
+    const REPLICATION_BOUND = 10;
+    assert.ok(!timedOut, 'the limit was reached (429) after the failover');
+    assert.ok(
+      admitted <= limit + REPLICATION_BOUND,
+      `admitted ${admitted} of ${limit}; counted ${counted}; ${unavailable} answered 503 during the failover`,
+    );
+    assert.ok(counted >= limit, `the new primary counts at least the limit (${counted})`);
     // Every acknowledged job is still queued, and a worker runs each once.
     const done = new Set<string>();
     const worker = new Worker(
@@ -277,7 +283,7 @@ describe('limits on a Redis Cluster (3 primaries + 3 replicas)', () => {
       const code = await outcome(e.admitModel(lostMember, chatA, { input: 'x' }));
       const ms = Date.now() - t0;
       assert.equal(code, 503);
-      assert.ok(ms <= 1_300, `failed closed in ${ms} ms`);
+      assert.ok(ms <= 1_100, `failed closed in ${ms} ms`);
       assert.equal(await outcome(e.admitModel(keptMember, chatA, { input: 'x' }).then((a) => a.settle(0))), 200);
     }
   });

@@ -58,6 +58,12 @@ export interface LimitsEngineOptions {
   maxBatch?: number;
   /** Script calls in flight per Redis slot (default 2); more requests wait for the next batch. */
   maxInFlight?: number;
+  /**
+   * A script call not answered by then fails its admissions with 503 (default 900 ms), whatever the
+   * client's own retries: with a Redis Cluster slot left without a node, ioredis keeps retrying. Until a
+   * call to that slot succeeds again, its new admissions fail at once (one probe call at a time).
+   */
+  callTimeoutMs?: number;
   /** Observers (metrics). */
   on?: {
     refused?(limit: string, status: number): void;
@@ -108,10 +114,11 @@ interface Plan {
 
 /** Admissions and settlements waiting for the next script call on one Redis slot. */
 interface Lane {
-  /** The slot's first key (routes the call on a cluster). */
   queue: Pending[];
   inFlight: number;
   scheduled: boolean;
+  /** The last call failed or timed out: admissions fail at once while one probe call is out. */
+  down: boolean;
 }
 
 interface PendingAdmit {
@@ -202,6 +209,7 @@ export class LimitsEngine {
   private readonly singleLane: Lane = newLane();
   private readonly maxBatch: number;
   private readonly maxInFlight: number;
+  private readonly callTimeoutMs: number;
   /** Lease ids: this replica's random prefix and a counter (unique across replicas, no per-request RNG). */
   private readonly leasePrefix = randomBytes(9).toString('base64url');
   private leaseSeq = 0;
@@ -217,6 +225,7 @@ export class LimitsEngine {
     this.clock = opts.clock ?? Date.now;
     this.maxBatch = opts.maxBatch ?? 64;
     this.maxInFlight = opts.maxInFlight ?? 2;
+    this.callTimeoutMs = opts.callTimeoutMs ?? 900;
     this.base = mergeLimits(DEFAULT_LIMITS, this.file);
     this.redis = opts.redis;
     this.cluster = isRedisCluster(opts.redis);
@@ -388,6 +397,8 @@ export class LimitsEngine {
 
   /** Queues an admission on its lane; resolves with its part of the script's answer. */
   private submit(lane: Lane, keys: string[], args: (string | number)[]): Promise<(number | string)[]> {
+    // A slot that just failed: fail at once while the probe call finds out whether it is back.
+    if (lane.down && lane.inFlight > 0) return Promise.reject(storeUnavailable());
     return new Promise((resolve, reject) => {
       lane.queue.push({ t: 'A', keys, args, resolve, reject });
       this.schedule(lane);
@@ -395,7 +406,7 @@ export class LimitsEngine {
   }
 
   private schedule(lane: Lane): void {
-    if (lane.scheduled || lane.inFlight >= this.maxInFlight) return;
+    if (lane.scheduled || lane.inFlight >= (lane.down ? 1 : this.maxInFlight)) return;
     lane.scheduled = true;
     // Everything queued in this turn of the event loop goes in one call.
     setImmediate(() => {
@@ -406,7 +417,7 @@ export class LimitsEngine {
 
   /** Sends what a lane has queued (up to maxBatch records) as one script call. */
   private flush(lane: Lane): void {
-    if (!lane.queue.length || lane.inFlight >= this.maxInFlight) return;
+    if (!lane.queue.length || lane.inFlight >= (lane.down ? 1 : this.maxInFlight)) return;
     const batch = lane.queue.length <= this.maxBatch ? lane.queue : lane.queue.slice(0, this.maxBatch);
     lane.queue = lane.queue.length <= this.maxBatch ? [] : lane.queue.slice(this.maxBatch);
     const keys: string[] = [];
@@ -416,8 +427,34 @@ export class LimitsEngine {
       for (const a of p.args) argv.push(a);
     }
     lane.inFlight++;
+    let over = false;
+    const fail = (err: unknown) => {
+      lane.down = true;
+      this.opts.log.error({ err }, 'limits store (Redis) failed');
+      const unavailable = storeUnavailable();
+      let settles = 0;
+      for (const p of batch) {
+        if (p.t === 'A') p.reject(unavailable);
+        else {
+          settles++;
+          p.done();
+        }
+      }
+      if (settles) this.opts.log.error({ settles }, 'could not settle limits; leases will expire on their own');
+      this.landed(lane);
+    };
+    // One timer per call, not per request.
+    const timer = setTimeout(() => {
+      if (over) return;
+      over = true;
+      fail(new Error(`no answer from Redis in ${this.callTimeoutMs} ms`));
+    }, this.callTimeoutMs);
     BATCH.run<(number | string)[][]>(this.redis, keys, argv).then(
       (out) => {
+        clearTimeout(timer);
+        if (over) return;
+        over = true;
+        lane.down = false;
         let j = 0;
         for (const p of batch) {
           if (p.t === 'A') p.resolve(out[j++] ?? [-2]);
@@ -426,28 +463,27 @@ export class LimitsEngine {
         this.landed(lane);
       },
       (err: unknown) => {
-        this.opts.log.error({ err }, 'limits store (Redis) failed');
-        const unavailable = storeUnavailable();
-        let settles = 0;
-        for (const p of batch) {
-          if (p.t === 'A') p.reject(unavailable);
-          else {
-            settles++;
-            p.done();
-          }
-        }
-        if (settles) this.opts.log.error({ settles }, 'could not settle limits; leases will expire on their own');
-        this.landed(lane);
+        clearTimeout(timer);
+        if (over) return;
+        over = true;
+        fail(err);
       },
     );
   }
 
   private landed(lane: Lane): void {
     lane.inFlight--;
-    if (lane.queue.length) {
-      if (lane.queue.length >= this.maxBatch) this.flush(lane);
-      else this.schedule(lane);
+    if (!lane.queue.length) return;
+    if (lane.down) {
+      // Fail the waiting admissions now rather than after another timeout; settlements wait for the probe.
+      const unavailable = storeUnavailable();
+      lane.queue = lane.queue.filter((p) => {
+        if (p.t === 'A') p.reject(unavailable);
+        return p.t === 'S';
+      });
     }
+    if (lane.queue.length >= this.maxBatch) this.flush(lane);
+    else this.schedule(lane);
   }
 
   /** Redis errors become a retryable 503: limits are never skipped silently. */
@@ -644,7 +680,7 @@ export class LimitsEngine {
 }
 
 function newLane(): Lane {
-  return { queue: [], inFlight: 0, scheduled: false };
+  return { queue: [], inFlight: 0, scheduled: false, down: false };
 }
 
 function storeUnavailable(): ApiError {
