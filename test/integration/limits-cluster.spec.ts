@@ -67,7 +67,7 @@ describe('limits on a Redis Cluster (3 primaries + 3 replicas)', () => {
   let cluster: PrivateRedisCluster;
   const clients: Redis[] = [];
   const engines: LimitsEngine[] = [];
-  let now = Date.UTC(2031, 4, 10, 12, 0, 20);
+  const now = Date.UTC(2031, 4, 10, 12, 0, 20);
   const used = new Set<string>();
   let primaries: number[] = [];
 
@@ -117,7 +117,11 @@ describe('limits on a Redis Cluster (3 primaries + 3 replicas)', () => {
       key: { requests_per_minute: 50, concurrent: 7 },
       models: { 'chat-A': { tokens_per_minute: null, allowance_tokens: null } },
     };
-    const replicas = [engine(await client(), file), engine(await client(), file), engine(await client(), file)];
+    const replicas = [
+      engine(await client(), file),
+      engine(await client(), file),
+      engine(await client(), file),
+    ];
     const subjects = primaries.map((p) => subjectOn(cluster, p, used));
     const body = { model: 'chat-A', messages: [{ role: 'user', content: 'x'.repeat(52) }], max_tokens: 10 };
     // Concurrency: 60 at once per member, none settled: exactly 7 admitted each.
@@ -128,7 +132,7 @@ describe('limits on a Redis Cluster (3 primaries + 3 replicas)', () => {
     );
     for (const tries of held) {
       const ok = tries.flatMap((t) => (t.status === 'fulfilled' ? [t.value] : []));
-            assert.equal(ok.length, 7, 'exactly the 7 concurrent slots');
+      assert.equal(ok.length, 7, 'exactly the 7 concurrent slots');
       for (const t of tries) if (t.status === 'rejected') assert.equal((t.reason as ApiError).status, 429);
       await Promise.all(ok.map((a) => a.settle(25)));
     }
@@ -151,10 +155,15 @@ describe('limits on a Redis Cluster (3 primaries + 3 replicas)', () => {
       }),
     );
     // Token allowance (3,000 tokens, each request holding prompt + 10 tokens): 300 at once.
-    const quota = { key: { requests_per_minute: null, concurrent: null }, models: { 'chat-A': { tokens_per_minute: null, allowance_tokens: 3000 } } };
+    const quota = {
+      key: { requests_per_minute: null, concurrent: null },
+      models: { 'chat-A': { tokens_per_minute: null, allowance_tokens: 3000 } },
+    };
     const q = [engine(await client(), quota), engine(await client(), quota), engine(await client(), quota)];
     const s = subjectOn(cluster, primaries[1]!, used);
-    const tries = await Promise.allSettled(Array.from({ length: 300 }, (_, i) => q[i % 3]!.admitModel(s, chatA, body)));
+    const tries = await Promise.allSettled(
+      Array.from({ length: 300 }, (_, i) => q[i % 3]!.admitModel(s, chatA, body)),
+    );
     const admitted = tries.flatMap((t) => (t.status === 'fulfilled' ? [t.value] : []));
     for (const t of tries) if (t.status === 'rejected') assert.equal((t.reason as ApiError).status, 402);
     await Promise.all(admitted.map((a) => a.settle(30)));
@@ -166,8 +175,15 @@ describe('limits on a Redis Cluster (3 primaries + 3 replicas)', () => {
 
   it('a primary killed under load: its replica takes over, counts kept within the replication bound, no queued job lost', async () => {
     const limit = 400;
-    const file = { key: { requests_per_minute: limit, concurrent: null }, models: { 'chat-A': { tokens_per_minute: null, allowance_tokens: null } } };
-    const replicas = [engine(await client(), file), engine(await client(), file), engine(await client(), file)];
+    const file = {
+      key: { requests_per_minute: limit, concurrent: null },
+      models: { 'chat-A': { tokens_per_minute: null, allowance_tokens: null } },
+    };
+    const replicas = [
+      engine(await client(), file),
+      engine(await client(), file),
+      engine(await client(), file),
+    ];
     // The member and the BullMQ queue on the same primary: the one killed.
     const queuePrefix = clusterSafeQueuePrefix(`limc-bull-${randomBytes(3).toString('hex')}`);
     const victim = cluster.primaryOf(redisSlot(queuePrefix));
@@ -212,15 +228,22 @@ describe('limits on a Redis Cluster (3 primaries + 3 replicas)', () => {
     await waitFor('load under way', () => admitted >= 60, { timeoutMs: 20_000 });
     const replica = cluster.replicasOf(victim.port)[0]!;
     await victim.kill();
-    await waitFor('the replica promoted', () => {
-      try {
-        return cluster.primaryOf(redisSlot(memberTag(PREFIX, s.memberId))).port === replica.port;
-      } catch {
-        return false;
-      }
-    }, { timeoutMs: 20_000, everyMs: 50 });
+    await waitFor(
+      'the replica promoted',
+      () => {
+        try {
+          return cluster.primaryOf(redisSlot(memberTag(PREFIX, s.memberId))).port === replica.port;
+        } catch {
+          return false;
+        }
+      },
+      { timeoutMs: 20_000, everyMs: 50 },
+    );
     // Another member, on a live primary, is admitted meanwhile.
-    assert.equal(await outcome(replicas[0]!.admitModel(other, chatA, { input: 'x' }).then((a) => a.settle(0))), 200);
+    assert.equal(
+      await outcome(replicas[0]!.admitModel(other, chatA, { input: 'x' }).then((a) => a.settle(0))),
+      200,
+    );
     // The loops end when the limit refuses them; a deadline stops them otherwise (asserted below).
     let timedOut = false;
     const deadline = setTimeout(() => {
@@ -267,14 +290,20 @@ describe('limits on a Redis Cluster (3 primaries + 3 replicas)', () => {
   });
 
   it('a slot with no node left: its members get 503 within 1 s, the other members keep working', async () => {
-    const file = { key: { requests_per_minute: null, concurrent: 5 }, models: { 'chat-A': { tokens_per_minute: null, allowance_tokens: null } } };
+    const file = {
+      key: { requests_per_minute: null, concurrent: 5 },
+      models: { 'chat-A': { tokens_per_minute: null, allowance_tokens: null } },
+    };
     const e = engine(await client(), file);
     const live = [...new Set([0, 6000, 12000].map((slot) => cluster.primaryOf(slot).port))];
     assert.equal(live.length, 3);
     const [gone, kept] = live as [number, number];
     const lostMember = subjectOn(cluster, gone, used);
     const keptMember = subjectOn(cluster, kept, used);
-    assert.equal(await outcome(e.admitModel(lostMember, chatA, { input: 'x' }).then((a) => a.settle(0))), 200);
+    assert.equal(
+      await outcome(e.admitModel(lostMember, chatA, { input: 'x' }).then((a) => a.settle(0))),
+      200,
+    );
     // Kill the primary's replicas first (no failover possible), then the primary.
     for (const r of cluster.replicasOf(gone)) await r.kill();
     await cluster.nodes.find((n) => n.port === gone)!.kill();
@@ -284,7 +313,10 @@ describe('limits on a Redis Cluster (3 primaries + 3 replicas)', () => {
       const ms = Date.now() - t0;
       assert.equal(code, 503);
       assert.ok(ms <= 1_100, `failed closed in ${ms} ms`);
-      assert.equal(await outcome(e.admitModel(keptMember, chatA, { input: 'x' }).then((a) => a.settle(0))), 200);
+      assert.equal(
+        await outcome(e.admitModel(keptMember, chatA, { input: 'x' }).then((a) => a.settle(0))),
+        200,
+      );
     }
   });
 });

@@ -17,6 +17,8 @@ export interface PrivateServer {
   stop(): Promise<void>;
   /** Stops it for good and removes its files. */
   destroy(): Promise<void>;
+  /** The server's process id while it runs (benchmarks read its CPU time). */
+  pid?(): number | undefined;
 }
 
 export async function waitForPort(port: number, up: boolean, ms = 15_000): Promise<void> {
@@ -67,6 +69,7 @@ export async function privateRedis(): Promise<PrivateServer> {
       await waitForPort(port, false);
     },
     destroy: () => server.stop(),
+    pid: () => child?.pid,
   };
   await server.start();
   return server;
@@ -154,6 +157,7 @@ export interface ClusterNode {
   /** Kills the node (SIGKILL, like a crash). */
   kill(): Promise<void>;
   alive(): boolean;
+  pid(): number | undefined;
 }
 
 export interface PrivateRedisCluster {
@@ -201,17 +205,28 @@ export async function privateRedisCluster(primaries = 3, replicas = 1): Promise<
     const child = spawn(
       'redis-server',
       [
-        '--bind', '127.0.0.1',
-        '--port', String(port),
-        '--cluster-enabled', 'yes',
-        '--cluster-port', String(bus.get(port)),
-        '--cluster-config-file', join(dir, `nodes-${port}.conf`),
-        '--cluster-node-timeout', '1000',
-        '--cluster-require-full-coverage', 'no',
-        '--cluster-replica-validity-factor', '0',
-        '--save', '',
-        '--appendonly', 'no',
-        '--dir', dir,
+        '--bind',
+        '127.0.0.1',
+        '--port',
+        String(port),
+        '--cluster-enabled',
+        'yes',
+        '--cluster-port',
+        String(bus.get(port)),
+        '--cluster-config-file',
+        join(dir, `nodes-${port}.conf`),
+        '--cluster-node-timeout',
+        '1000',
+        '--cluster-require-full-coverage',
+        'no',
+        '--cluster-replica-validity-factor',
+        '0',
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+        '--dir',
+        dir,
       ],
       { stdio: 'ignore' },
     );
@@ -221,7 +236,14 @@ export async function privateRedisCluster(primaries = 3, replicas = 1): Promise<
   await Promise.all(ports.map((p) => waitForPort(p, true)));
   execFileSync(
     'redis-cli',
-    ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', String(replicas), '--cluster-yes'],
+    [
+      '--cluster',
+      'create',
+      ...ports.map((p) => `127.0.0.1:${p}`),
+      '--cluster-replicas',
+      String(replicas),
+      '--cluster-yes',
+    ],
     { stdio: 'ignore', timeout: 30_000 },
   );
   const cli = (port: number, ...args: string[]) =>
@@ -236,6 +258,7 @@ export async function privateRedisCluster(primaries = 3, replicas = 1): Promise<
       await killed(children.get(port) ?? null);
       children.set(port, null);
     },
+    pid: () => children.get(port)?.pid,
   }));
   const byPort = (port: number) => nodes.find((n) => n.port === port)!;
   /** Lines of CLUSTER NODES from a live node: id, port, flags, primary id, slots. */

@@ -1,5 +1,6 @@
-import { Cluster, type ClusterOptions, Redis, type RedisOptions } from 'ioredis';
 import calculateSlot from 'cluster-key-slot';
+import { Cluster, type ClusterOptions, Redis, type RedisOptions } from 'ioredis';
+import { z } from 'zod';
 import type { Logger } from './logger.js';
 
 /** What watchRedis needs of a client (ioredis's Redis and Cluster both have it). */
@@ -64,7 +65,9 @@ export function parseRedisUrl(url: string): RedisTarget {
     try {
       u = new URL(url);
     } catch {
-      throw new Error(`REDIS_URL "${redact(url)}" is not a URL (redis://host:port or redis+cluster://h1:p1,h2:p2)`);
+      throw new Error(
+        `REDIS_URL "${redact(url)}" is not a URL (redis://host:port or redis+cluster://h1:p1,h2:p2)`,
+      );
     }
     if (u.protocol !== 'redis:' && u.protocol !== 'rediss:')
       throw new Error(
@@ -96,8 +99,15 @@ export function parseRedisUrl(url: string): RedisTarget {
         throw new Error(`REDIS_URL cluster node "${hp}" is not host:port`);
       return { host, port };
     });
-  if (!nodes.length) throw new Error('REDIS_URL redis+cluster:// names no node (redis+cluster://h1:p1,h2:p2)');
-  return { kind: 'cluster', nodes, tls, ...(username ? { username } : {}), ...(password ? { password } : {}) };
+  if (!nodes.length)
+    throw new Error('REDIS_URL redis+cluster:// names no node (redis+cluster://h1:p1,h2:p2)');
+  return {
+    kind: 'cluster',
+    nodes,
+    tls,
+    ...(username ? { username } : {}),
+    ...(password ? { password } : {}),
+  };
 }
 
 function redact(url: string): string {
@@ -162,4 +172,31 @@ export function clusterSafeQueuePrefix(prefix: string): string {
 /** The Redis Cluster hash slot (0..16383) of a key (CRC16 of its `{hash tag}` when it has one). */
 export function redisSlot(key: string): number {
   return calculateSlot(key);
+}
+
+/** REDIS_URL of every app: one primary (redis://, rediss://) or a cluster (redis+cluster://h1:p1,...). */
+export const RedisUrlSchema = z
+  .string()
+  .default('redis://127.0.0.1:6379')
+  .superRefine((url, ctx) => {
+    try {
+      parseRedisUrl(url);
+    } catch (err) {
+      ctx.addIssue({ code: 'custom', message: (err as Error).message });
+    }
+  });
+
+/** The BullMQ prefix to use: on a Redis Cluster, one with a hash tag (clusterSafeQueuePrefix). */
+export function queuePrefixFor(redisUrl: string, prefix: string): string {
+  return parseRedisUrl(redisUrl).kind === 'cluster' ? clusterSafeQueuePrefix(prefix) : prefix;
+}
+
+/**
+ * BullMQ's `connection` for a REDIS_URL: connection options for one primary (BullMQ opens and closes
+ * its own connections, as before), or a Cluster client for a cluster (BullMQ duplicates it for its
+ * blocking connections). BullMQ wants no per-request retry limit on them.
+ */
+export function bullConnection(redisUrl: string): Redis | { url: string; maxRetriesPerRequest: null } {
+  if (parseRedisUrl(redisUrl).kind === 'single') return { url: redisUrl, maxRetriesPerRequest: null };
+  return createRedisClient(redisUrl, { maxRetriesPerRequest: null });
 }

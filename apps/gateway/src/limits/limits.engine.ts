@@ -219,7 +219,9 @@ export class LimitsEngine {
     this.enabled = opts.enabled ?? true;
     this.prefix = opts.prefix ?? 'lim:';
     if (/[{}]/.test(this.prefix))
-      throw new Error(`LIMITS_REDIS_PREFIX "${this.prefix}" must not contain { or } (the member's hash tag follows it)`);
+      throw new Error(
+        `LIMITS_REDIS_PREFIX "${this.prefix}" must not contain { or } (the member's hash tag follows it)`,
+      );
     this.file = opts.file ?? {};
     this.leaseTtlMs = this.file.lease_ttl_ms ?? DEFAULT_LEASE_TTL_MS;
     this.clock = opts.clock ?? Date.now;
@@ -315,7 +317,14 @@ export class LimitsEngine {
       return hit;
     const ctx = this.ctx(subject, limits);
     const checks = model ? planModel(ctx, model) : what === 'images' ? planImages(ctx) : planSearch(ctx);
-    const plan: Plan = { checks, lane: this.laneOf(ctx.prefix), limits, model, memberId: subject.memberId, anchor };
+    const plan: Plan = {
+      checks,
+      lane: this.laneOf(ctx.prefix),
+      limits,
+      model,
+      memberId: subject.memberId,
+      anchor,
+    };
     if (this.plans.size >= MAX_PLANS) this.plans.clear();
     this.plans.set(id, plan);
     return plan;
@@ -375,7 +384,8 @@ export class LimitsEngine {
       res = await this.submit(plan.lane, keys, args);
       if (res[0] === -1) throw ApiError.internal('Quota counters could not be rebuilt.');
     }
-    if (res[0] !== 0 && res[0] !== 1) throw ApiError.internal('The limits script gave no answer for a request.');
+    if (res[0] !== 0 && res[0] !== 1)
+      throw ApiError.internal('The limits script gave no answer for a request.');
     if (res[0] === 0) {
       const c = checks[Number(res[1]) - 1]!;
       this.opts.on?.refused?.(c.name.replace(/^models\.[^.]+\./, 'models.'), c.status);
@@ -387,7 +397,8 @@ export class LimitsEngine {
       const c = checks[i]!;
       if (!c.header) continue;
       const used = Number(res[1 + 2 * i]);
-      const resetMs = c.kind === 'W' ? windowAt(c, now).win.end - now : c.kind === 'R' ? Number(res[2 + 2 * i]) : 0;
+      const resetMs =
+        c.kind === 'W' ? windowAt(c, now).win.end - now : c.kind === 'R' ? Number(res[2 + 2 * i]) : 0;
       setRateHeaders(headers, c.header, c.limit, used, resetMs);
     }
     const adm = new Admission(this, headers, leaseId, checks, keys, estimate, hold, now, leases, plan.lane);
@@ -440,7 +451,8 @@ export class LimitsEngine {
           p.done();
         }
       }
-      if (settles) this.opts.log.error({ settles }, 'could not settle limits; leases will expire on their own');
+      if (settles)
+        this.opts.log.error({ settles }, 'could not settle limits; leases will expire on their own');
       this.landed(lane);
     };
     // One timer per call, not per request.
@@ -521,7 +533,9 @@ export class LimitsEngine {
           code: 'service_unavailable',
         });
       }
-      const seeded = await this.call(() => SEED.run<number>(this.redis, [key], [total, ttl(win.end - now + WINDOW_GRACE_MS)]));
+      const seeded = await this.call(() =>
+        SEED.run<number>(this.redis, [key], [total, ttl(win.end - now + WINDOW_GRACE_MS)]),
+      );
       if (seeded) {
         this.opts.on?.rebuilt?.(c.name.replace(/^models\.[^.]+\./, 'models.'));
         this.opts.log.info({ counter: key, total }, 'quota counter rebuilt from the ledger');
@@ -718,6 +732,6 @@ function setRateHeaders(
 ): void {
   const n = HEADER_NAMES[unit];
   h[n.limit] = String(limit);
-  h[n.remaining] = String(limit - used > 0 ? limit - used : 0);
+  h[n.remaining] = String(Math.max(limit - used, 0));
   h[n.reset] = formatResetDuration(resetMs);
 }

@@ -176,7 +176,9 @@ function quotaSpent(status: 429 | 402, code: string, what: string) {
  * A rate over the current minute (429 rate_limit_exceeded, "`what`"). Request rates report the
  * x-ratelimit-*-requests headers.
  */
-function perMinute(c: Counter & { base: string; what: string | ((estimate: number) => string) }): WindowCheck {
+function perMinute(
+  c: Counter & { base: string; what: string | ((estimate: number) => string) },
+): WindowCheck {
   const fields = counter(c, 'minute');
   return {
     kind: 'W',
