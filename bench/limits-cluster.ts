@@ -12,8 +12,9 @@
 // Redis CPU is the user+system time of the redis-server processes (/proc/<pid>/stat, all primaries of
 // the cluster) over the measured round; engine CPU is this process's (the driver loop included, the
 // same for every engine). Numbers, not pass/fail; every server stops by itself at the end.
+
+import { type CatalogEntry, CatalogEntrySchema, type LimitsFile } from '@infer/contracts';
 import { createLogger, createRedisClient, failFastRedisOptions } from '@infer/service-kit';
-import { CatalogEntrySchema, type CatalogEntry, type LimitsFile } from '@infer/contracts';
 import type { Redis } from 'ioredis';
 import { LimitsEngine } from '../apps/gateway/src/limits/limits.engine.js';
 import type { LimitSubject } from '../apps/gateway/src/limits/plan.js';
@@ -39,7 +40,11 @@ const chatA = CatalogEntrySchema.parse({
   engine: { type: 'simulator' },
   max_output_tokens: 256,
 }) as CatalogEntry;
-const body = { model: 'chat-A', messages: [{ role: 'user', content: 'Say hello in five words.' }], max_tokens: 64 };
+const body = {
+  model: 'chat-A',
+  messages: [{ role: 'user', content: 'Say hello in five words.' }],
+  max_tokens: 64,
+};
 const subjects: LimitSubject[] = Array.from({ length: MEMBERS }, (_, i) => ({
   keyId: `bk${i}`,
   memberId: `bm${i}`,
@@ -66,7 +71,13 @@ interface Row {
   errors: number;
 }
 
-async function round(name: string, target: string, engine: Engine, pids: number[], seconds: number): Promise<Row> {
+async function round(
+  name: string,
+  target: string,
+  engine: Engine,
+  pids: number[],
+  seconds: number,
+): Promise<Row> {
   const lat: number[] = [];
   let errors = 0;
   let n = 0;
@@ -121,7 +132,11 @@ async function main(): Promise<void> {
   const cluster = await privateRedisCluster(3, 0);
   const clients: Redis[] = [];
   const client = async (url: string) => {
-    const c = createRedisClient(url, { lazyConnect: true, enableAutoPipelining: true, ...failFastRedisOptions(1_000) });
+    const c = createRedisClient(url, {
+      lazyConnect: true,
+      enableAutoPipelining: true,
+      ...failFastRedisOptions(1_000),
+    });
     c.on('error', () => undefined);
     await c.connect();
     clients.push(c);

@@ -9,7 +9,14 @@ import {
   type Tier,
 } from '@infer/contracts';
 import type { UsageTotalQuery } from '@infer/persistence';
-import { billingPeriod, dayWindow, MINUTE_MS, minuteWindow, monthWindow, type Window } from '../../apps/gateway/src/limits/periods.js';
+import {
+  billingPeriod,
+  dayWindow,
+  MINUTE_MS,
+  minuteWindow,
+  monthWindow,
+  type Window,
+} from '../../apps/gateway/src/limits/periods.js';
 
 /** Who a request counts against: what the auth step knows about the key. */
 export interface LimitSubject {

@@ -104,6 +104,10 @@ const SEED = new Script(SEED_LUA);
 /** The checks of one key on one model (or its search / image budget), built once and reused. */
 interface Plan {
   checks: Check[];
+  /** The checks as the script reads them (BATCH_LUA: kind code, limit[, bucket ms, buckets]). */
+  spec: (string | number)[];
+  /** It takes a concurrency slot. */
+  leases: boolean;
   lane: Lane;
   /** What the plan was built from: a change (new overrides, tier, anchor) builds it again. */
   limits: EffectiveLimits;
@@ -195,6 +199,12 @@ export class LimitsEngine {
   readonly enabled: boolean;
   readonly prefix: string;
   readonly leaseTtlMs: number;
+  /**
+   * How long a set of leases lives without renewals: set when the set is created and pushed by every
+   * renewal (not by every admission). Only a dead replica's leases on a key nobody uses any more stay
+   * that long; live ones are renewed every third of the lease TTL.
+   */
+  readonly leaseKeyTtlMs: number;
   clock: () => number;
   private readonly redis: Redis;
   private readonly cluster: boolean;
@@ -224,6 +234,7 @@ export class LimitsEngine {
       );
     this.file = opts.file ?? {};
     this.leaseTtlMs = this.file.lease_ttl_ms ?? DEFAULT_LEASE_TTL_MS;
+    this.leaseKeyTtlMs = Math.max(2 * this.leaseTtlMs, 3_600_000);
     this.clock = opts.clock ?? Date.now;
     this.maxBatch = opts.maxBatch ?? 64;
     this.maxInFlight = opts.maxInFlight ?? 2;
@@ -319,6 +330,8 @@ export class LimitsEngine {
     const checks = model ? planModel(ctx, model) : what === 'images' ? planImages(ctx) : planSearch(ctx);
     const plan: Plan = {
       checks,
+      spec: scriptSpec(checks),
+      leases: checks.some((c) => c.kind === 'L'),
       lane: this.laneOf(ctx.prefix),
       limits,
       model,
@@ -356,33 +369,22 @@ export class LimitsEngine {
     if (!checks.length) return Admission.none;
     const leaseId = this.nextLeaseId();
     const keys: string[] = new Array(checks.length);
-    const args: (string | number)[] = ['A', leaseId, now + this.leaseTtlMs, now, checks.length];
-    let leases = false;
     for (let i = 0; i < checks.length; i++) {
       const c = checks[i]!;
-      const cost = costOf(c, estimate);
-      const take = cost + (c.holdsOutput && cost > 0 ? hold : 0);
-      if (c.kind === 'W') {
-        const w = windowAt(c, now);
-        keys[i] = w.key;
-        args.push('W', c.limit, cost, take, ttl(w.win.end - now + WINDOW_GRACE_MS), c.rebuild ? 1 : 0, 0);
-      } else if (c.kind === 'L') {
-        keys[i] = c.key;
-        if (cost > 0) leases = true;
-        args.push('L', c.limit, cost, take, 2 * this.leaseTtlMs, 0, 0);
-      } else {
-        keys[i] = c.key;
-        args.push('R', c.limit, cost, take, ttl(c.bucketMs * (c.buckets + 1)), c.bucketMs, c.buckets);
-      }
+      keys[i] = c.kind === 'W' ? windowAt(c, now).key : c.key;
     }
+    const args: (string | number)[] = ['A', leaseId, now, estimate, hold, checks.length, ...plan.spec];
+    const leases = plan.leases;
     let res = await this.submit(plan.lane, keys, args);
-    if (res[0] === -1) {
+    // A quota counter Redis does not have (a new period, or lost data): rebuilt from the ledger, then
+    // the request is tried again (each try reports the first missing counter; a plan has at most two).
+    for (let tries = 0; res[0] === -1; tries++) {
+      if (tries === 3) throw ApiError.internal('Quota counters could not be rebuilt.');
       await this.rebuild(
         res.slice(1).map((i) => checks[Number(i) - 1]!),
         now,
       );
       res = await this.submit(plan.lane, keys, args);
-      if (res[0] === -1) throw ApiError.internal('Quota counters could not be rebuilt.');
     }
     if (res[0] !== 0 && res[0] !== 1)
       throw ApiError.internal('The limits script gave no answer for a request.');
@@ -432,7 +434,7 @@ export class LimitsEngine {
     const batch = lane.queue.length <= this.maxBatch ? lane.queue : lane.queue.slice(0, this.maxBatch);
     lane.queue = lane.queue.length <= this.maxBatch ? [] : lane.queue.slice(this.maxBatch);
     const keys: string[] = [];
-    const argv: (string | number)[] = [batch.length];
+    const argv: (string | number)[] = [batch.length, this.leaseTtlMs, WINDOW_GRACE_MS, this.leaseKeyTtlMs];
     for (const p of batch) {
       for (const k of p.keys) keys.push(k);
       for (const a of p.args) argv.push(a);
@@ -557,17 +559,11 @@ export class LimitsEngine {
       const delta = used - adm.reserved - (c.holdsOutput ? adm.held : 0);
       if (c.kind === 'L') {
         keys.push(c.key);
-        args.push('L', 0, '', 0);
+        args.push('L');
       } else if (c.settlesTokens && delta !== 0 && c.kind === 'W') {
         // More tokens go to the window current now; a refund goes back where the reservation was.
-        if (delta > 0) {
-          const w = windowAt(c, now);
-          keys.push(w.key);
-          args.push(c.rebuild ? 'WX' : 'W', delta, '', ttl(w.win.end - now + WINDOW_GRACE_MS));
-        } else {
-          keys.push(adm.keys[i]!);
-          args.push(c.rebuild ? 'WX' : 'W', delta, '', WINDOW_GRACE_MS);
-        }
+        keys.push(delta > 0 ? windowAt(c, now).key : adm.keys[i]!);
+        args.push(c.rebuild ? 'X' : 'W', delta);
       } else if (c.settlesTokens && delta !== 0 && c.kind === 'R') {
         const bucket = Math.floor((delta > 0 ? now : adm.at) / c.bucketMs);
         // A refund to a bucket that already left the window has nothing left to give back.
@@ -614,7 +610,7 @@ export class LimitsEngine {
       [...byLane.values()].map(async ({ keys, ids }) => {
         if (!keys.length) return;
         try {
-          await RENEW.run(this.redis, keys, [now + this.leaseTtlMs, 2 * this.leaseTtlMs, ...ids]);
+          await RENEW.run(this.redis, keys, [now + this.leaseTtlMs, this.leaseKeyTtlMs, ...ids]);
         } catch (err) {
           this.opts.log.warn({ err }, 'could not renew concurrency leases');
         }
@@ -659,7 +655,8 @@ export class LimitsEngine {
       if (c.kind === 'W') {
         const { win } = windowAt(c, now);
         if (value === null && c.rebuild) used = await this.opts.ledger.total(c.rebuild(win));
-        else used = Number(value ?? 0);
+        // Quota counters are kept as use + 1 (see BATCH_LUA).
+        else used = Math.max(0, Number(value ?? 0) - (c.rebuild ? 1 : 0));
         resetsAt = win.end;
       } else if (c.kind === 'L') {
         used = Number(value ?? 0);
@@ -691,6 +688,32 @@ export class LimitsEngine {
     }
     return out;
   }
+}
+
+/**
+ * The checks in the script's form (see BATCH_LUA): a kind code that also says what the check costs and
+ * takes, its limit, and for a rolling window its bucket length and count. Built once per plan.
+ */
+function scriptSpec(checks: readonly Check[]): (string | number)[] {
+  const spec: (string | number)[] = [];
+  for (const c of checks) {
+    if (c.kind === 'L') spec.push('L', c.limit);
+    else if (c.kind === 'R') {
+      if (!c.holdsOutput || c.unit !== 'tokens')
+        throw new Error(`rolling check ${c.name}: tokens holding output only`);
+      spec.push('R', c.limit, c.bucketMs, c.buckets);
+    } else if (c.rebuild) {
+      // Quota counters (must exist): token quotas hold the possible output, request quotas take 1.
+      if (c.unit === 'tokens' && !c.holdsOutput)
+        throw new Error(`quota ${c.name}: a token quota holds output`);
+      spec.push(c.unit === 'tokens' ? 'Q' : 'q', c.limit);
+    } else {
+      if (c.window !== 'minute')
+        throw new Error(`check ${c.name}: counters without a rebuild are per minute`);
+      spec.push(c.unit === 'tokens' ? 't' : 'r', c.limit);
+    }
+  }
+  return spec;
 }
 
 function newLane(): Lane {

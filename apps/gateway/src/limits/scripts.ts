@@ -3,30 +3,41 @@
  * N gateway replicas sharing one Redis (or one slot of a Redis Cluster) admit exactly what one would.
  *
  * One call carries a batch: the settlements and admissions a gateway collected since its previous call
- * to the same Redis slot (see LimitsEngine: one call in flight per slot, the next batch builds up
- * meanwhile). Settlements run first, then each admission in order, each all or nothing. Batching pays
- * the script call, the network read and write once for many requests; at low load a batch is a single
- * request and nothing waits.
+ * to the same Redis slot (see LimitsEngine: at most two calls in flight per slot, the next batch builds
+ * up meanwhile). Settlements run first, then each admission in order, each all or nothing. Batching
+ * pays the script call, the network read and write once for many requests; at low load a batch is a
+ * single request and nothing waits.
  *
- * ARGV[1] = number of records; then records, each consuming the next KEYS in order:
+ * Arguments are kept few (Redis turns each into a Lua string): what can be derived in the script (the
+ * cost and take of a check from its kind, key lifetimes from the clock) is not sent.
  *
- *   'S' leaseId n   then n ops of 4 fields (kind delta field ttl), one KEY each:
- *       L   release the lease
- *       W   add delta (may be negative) to a counter, never below 0 (sets the ttl when it creates it)
- *       WX  the same, but only when the counter exists (a quota counter: if Redis lost it, it is rebuilt
- *           from the ledger instead)
- *       R   add delta to bucket `field` of a rolling window (and to its total), never below 0
+ * ARGV[1] = number of records, ARGV[2] = lease TTL (ms), ARGV[3] = grace (ms) a fixed-window counter
+ * outlives its window, ARGV[4] = lifetime (ms) of a lease set without renewals; then records, each
+ * consuming the next KEYS in order:
  *
- *   'A' leaseId leaseExpiry now n   then n checks of 7 fields (kind limit cost take ttl p q), one KEY each.
- *       `cost` is what the check compares with the limit; `take` (cost + the held output on a token quota)
- *       is what it takes.
- *       W  fixed-window counter; p = 1: the counter must exist (a quota counter rebuilt from the ledger)
- *       L  concurrency leases: a sorted set of lease ids scored by their expiry. Expired leases are only
- *          dropped when they would cause a refusal (the common case costs ZCARD + ZADD + PEXPIRE).
- *       R  rolling window: a hash of bucket index -> amount plus `t` (the total of the live buckets) and
- *          `o` (the oldest bucket counted); p = bucket length (ms), q = buckets per window. Buckets that
- *          left the window are subtracted from `t` once, when `o` shows there are some.
- *       `ttl` is the key's time to live (ms) when taken.
+ *   'S' leaseId n   then n ops, one KEY each:
+ *       'L'                   release the lease
+ *       'W' delta             add delta (may be negative) to a per-minute counter, never below 0
+ *       'X' delta             the same on a quota counter, only when it exists (if Redis lost it, it
+ *                             is rebuilt from the ledger instead). Quota counters hold use + 1: a
+ *                             kept counter is never 0, so INCRBY alone tells a missing one.
+ *       'R' delta field ttl   add delta to bucket `field` of a rolling window (and its total), never
+ *                             below 0
+ *
+ *   'A' leaseId now estimate hold n   then n checks, one KEY each:
+ *       'r' limit             requests in the current minute (takes 1)
+ *       't' limit             tokens in the current minute (takes the prompt estimate)
+ *       'q' limit             a request quota counter that must exist (day, month; takes 1), kept as
+ *                             use + 1
+ *       'Q' limit             a token quota counter that must exist (takes the estimate and holds
+ *                             `hold`, the possible output, until settle)
+ *       'L' limit             concurrency leases: a sorted set of lease ids scored by their expiry;
+ *                             expired leases are only dropped when they would cause a refusal
+ *       'R' limit bms nb      a rolling token window (takes the estimate, holds `hold`): a hash of
+ *                             bucket index -> amount plus `t` (the total of the live buckets) and `o`
+ *                             (the oldest bucket counted); bms = bucket length (ms), nb = buckets
+ *       A check compares its cost (1, or the estimate) with the limit; it takes cost (+ hold). With an
+ *       estimate of 0 a token check takes nothing.
  *
  * Returns one entry per 'A' record, in order:
  *   {-1, i...}               counters that must be rebuilt first (nothing taken)
@@ -37,7 +48,10 @@
  */
 export const BATCH_LUA = `
 local nrec = tonumber(ARGV[1])
-local a = 2
+local leaseTtl = tonumber(ARGV[2])
+local grace = tonumber(ARGV[3])
+local leaseKeyTtl = tonumber(ARGV[4])
+local a = 5
 local k = 1
 local out = {}
 
@@ -87,23 +101,17 @@ local function rollRetry(key, need, cur, nb, bms, now)
 end
 
 for r = 1, nrec do
-  local t = ARGV[a]
-  if t == 'S' then
+  if ARGV[a] == 'S' then
     local lease = ARGV[a + 1]
     local n = tonumber(ARGV[a + 2])
     a = a + 3
     for i = 1, n do
       local kind = ARGV[a]
       local key = KEYS[k]
+      k = k + 1
       if kind == 'L' then
         redis.call('ZREM', key, lease)
-      elseif kind == 'W' or kind == 'WX' then
-        local delta = tonumber(ARGV[a + 1])
-        if kind == 'W' or redis.call('EXISTS', key) == 1 then
-          local v = redis.call('INCRBY', key, delta)
-          if v < 0 then redis.call('SET', key, 0, 'KEEPTTL') end
-          if kind == 'W' and v == delta then redis.call('PEXPIRE', key, ARGV[a + 3]) end
-        end
+        a = a + 1
       elseif kind == 'R' then
         local delta = tonumber(ARGV[a + 1])
         local f = ARGV[a + 2]
@@ -116,86 +124,120 @@ for r = 1, nrec do
         if tot < 0 then redis.call('HSET', key, 't', 0) end
         if delta > 0 then redis.call('HSETNX', key, 'o', f) end
         redis.call('PEXPIRE', key, ARGV[a + 3])
+        a = a + 4
+      else
+        local delta = tonumber(ARGV[a + 1])
+        local v = redis.call('INCRBY', key, delta)
+        if kind == 'W' then
+          if v < 0 then redis.call('SET', key, 0, 'KEEPTTL') end
+          if v == delta then redis.call('PEXPIRE', key, 60000 + grace) end
+        elseif v == delta then
+          -- A quota counter (kept as use + 1) that Redis lost: it is rebuilt from the ledger instead.
+          redis.call('DEL', key)
+        elseif v < 1 then
+          redis.call('SET', key, 1, 'KEEPTTL')
+        end
+        a = a + 2
       end
-      a = a + 4
-      k = k + 1
     end
   else
     local lease = ARGV[a + 1]
-    local leaseExp = ARGV[a + 2]
-    local now = tonumber(ARGV[a + 3])
-    local n = tonumber(ARGV[a + 4])
-    local base = a + 5
-    a = base + n * 7
+    local now = tonumber(ARGV[a + 2])
+    local est = tonumber(ARGV[a + 3])
+    local hold = 0
+    if est > 0 then hold = tonumber(ARGV[a + 4]) end
+    local n = tonumber(ARGV[a + 5])
+    a = a + 6
+    local base = a
     local k0 = k
-    k = k + n
-    -- Quota counters that must exist: all present, or nothing is taken.
-    local known = {}
-    local missing = nil
+    -- Where each check's arguments start (a rolling window has two more).
+    local at = {}
     for i = 1, n do
-      local b = base + (i - 1) * 7
-      if ARGV[b] == 'W' and ARGV[b + 5] == '1' then
-        local v = redis.call('GET', KEYS[k0 + i - 1])
-        if v then
-          known[i] = tonumber(v)
-        else
-          missing = missing or {-1}
-          missing[#missing + 1] = i
-        end
-      end
+      at[i] = a
+      if ARGV[a] == 'R' then a = a + 4 else a = a + 2 end
     end
-    if missing then
-      out[#out + 1] = missing
-    else
-      -- Check and take in order; a refusal gives back what the earlier checks took.
+    k = k + n
+    do
+      -- Check and take in order; a refusal (or a quota counter Redis does not have) gives back what
+      -- the earlier checks took.
       local res = {1}
       local refused = nil
       local done = 0
+      local takes = {}
       for i = 1, n do
-        local b = base + (i - 1) * 7
+        local b = at[i]
         local kind = ARGV[b]
         local key = KEYS[k0 + i - 1]
         local limit = tonumber(ARGV[b + 1])
-        local cost = tonumber(ARGV[b + 2])
-        local take = tonumber(ARGV[b + 3])
+        local cost = 1
+        local take = 1
+        if kind == 't' then
+          cost = est
+          take = est
+        elseif kind == 'Q' or kind == 'R' then
+          cost = est
+          take = est + hold
+        end
+        takes[i] = take
         local used = 0
         local reset = 0
-        if kind == 'W' then
-          if known[i] ~= nil then
-            used = known[i]
-            if used + cost > limit then
-              refused = {0, i, 0, used}
-            elseif take > 0 then
-              used = redis.call('INCRBY', key, take)
+        if kind == 'q' or kind == 'Q' then
+          -- Quota counters are kept as use + 1, so that a missing one shows in the same call.
+          if take > 0 then
+            local v = redis.call('INCRBY', key, take)
+            if v == take then
+              redis.call('DEL', key)
+              refused = {-1, i}
+            else
+              used = v - 1 - take
+              if used + cost > limit then
+                redis.call('DECRBY', key, take)
+                refused = {0, i, 0, used}
+              else
+                used = v - 1
+              end
             end
-          elseif take > 0 then
+          else
+            local v = redis.call('GET', key)
+            if not v then
+              refused = {-1, i}
+            else
+              used = tonumber(v) - 1
+              if used + cost > limit then refused = {0, i, 0, used} end
+            end
+          end
+        elseif kind == 'r' or kind == 't' then
+          if take > 0 then
             used = redis.call('INCRBY', key, take)
-            if used == take then redis.call('PEXPIRE', key, ARGV[b + 4]) end
+            if used == take then
+              redis.call('PEXPIRE', key, (math.floor(now / 60000) + 1) * 60000 - now + grace)
+            end
             if used - take + cost > limit then
               redis.call('DECRBY', key, take)
               refused = {0, i, 0, used - take}
             end
           else
             used = tonumber(redis.call('GET', key) or '0')
-            if used + cost > limit then refused = {0, i, 0, used} end
+            if used > limit then refused = {0, i, 0, used} end
           end
         elseif kind == 'L' then
           used = redis.call('ZCARD', key)
-          if used + cost > limit then
+          if used + 1 > limit then
             redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
             used = redis.call('ZCARD', key)
           end
-          if used + cost > limit then
+          if used + 1 > limit then
             -- A slot frees when a running request ends; the earliest possible moment is unknown: 1 s.
             refused = {0, i, 1000, used}
-          elseif take > 0 then
-            redis.call('ZADD', key, leaseExp, lease)
-            redis.call('PEXPIRE', key, ARGV[b + 4])
+          else
+            redis.call('ZADD', key, now + leaseTtl, lease)
+            -- The set's own lifetime (renewals push it): only set when the set is new.
+            if used == 0 then redis.call('PEXPIRE', key, leaseKeyTtl) end
             used = used + 1
           end
         else
-          local bms = tonumber(ARGV[b + 5])
-          local nb = tonumber(ARGV[b + 6])
+          local bms = tonumber(ARGV[b + 2])
+          local nb = tonumber(ARGV[b + 3])
           local cur = math.floor(now / bms)
           local st = redis.call('HMGET', key, 't', 'o')
           local tot = tonumber(st[1] or '0')
@@ -211,7 +253,7 @@ for r = 1, nrec do
               redis.call('HSET', key, 'o', cur)
               o = cur
             end
-            redis.call('PEXPIRE', key, ARGV[b + 4])
+            redis.call('PEXPIRE', key, bms * (nb + 1))
           end
           if o ~= nil then reset = (o + nb) * bms - now end
         end
@@ -222,19 +264,18 @@ for r = 1, nrec do
       end
       if refused then
         for i = 1, done do
-          local b = base + (i - 1) * 7
-          local kind = ARGV[b]
+          local kind = ARGV[at[i]]
           local key = KEYS[k0 + i - 1]
-          local take = tonumber(ARGV[b + 3])
+          local take = takes[i]
           if take > 0 then
-            if kind == 'W' then
-              redis.call('DECRBY', key, take)
-            elseif kind == 'L' then
+            if kind == 'L' then
               redis.call('ZREM', key, lease)
-            else
-              local cur = math.floor(now / tonumber(ARGV[b + 5]))
+            elseif kind == 'R' then
+              local cur = math.floor(now / tonumber(ARGV[at[i] + 2]))
               redis.call('HINCRBY', key, cur, -take)
               redis.call('HINCRBY', key, 't', -take)
+            else
+              redis.call('DECRBY', key, take)
             end
           end
         end
@@ -260,8 +301,11 @@ end
 return renewed
 `;
 
-/** SEED  a rebuilt quota counter: set only if still missing (another replica may have done it). */
+/**
+ * SEED  a rebuilt quota counter (ARGV: the ledger's total, ttl), kept as total + 1: set only if still
+ * missing (another replica may have done it).
+ */
 export const SEED_LUA = `
-if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end
+if redis.call('SET', KEYS[1], tonumber(ARGV[1]) + 1, 'NX', 'PX', ARGV[2]) then return 1 end
 return 0
 `;
