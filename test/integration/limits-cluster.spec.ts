@@ -22,6 +22,8 @@ import { type LedgerSource, LimitsEngine } from '../../apps/gateway/src/limits/l
 import { type LimitSubject, memberTag } from '../../apps/gateway/src/limits/plan.js';
 import { type PrivateRedisCluster, privateRedisCluster } from '../support/private-servers.js';
 import { waitFor } from '../support/wait-for.js';
+import { apiError, startStack } from './harness.js';
+import { countBy, newKey, rawChat, TestClock, writeCatalog, writeLimitsFile } from './limits-support.js';
 
 const log = createLogger('limits-cluster-test', 'silent');
 const ledger: LedgerSource = { total: async () => 0 };
@@ -171,6 +173,50 @@ describe('limits on a Redis Cluster (3 primaries + 3 replicas)', () => {
     assert.ok(admitted.length * 30 <= 3000 + 30, `spent ${admitted.length * 30}: at most one request over`);
     const st = await q[0]!.state(s, [chatA]);
     assert.equal(st.find((x) => x.name === 'models.chat-A.allowance_tokens')?.used, admitted.length * 30);
+  });
+
+  it('a gateway with REDIS_URL=redis+cluster://: exact through the SDK, BullMQ prefix tagged', async () => {
+    const stack = await startStack({
+      catalogFile: writeCatalog({}),
+      env: {
+        REDIS_URL: cluster.url,
+        LIMITS_ENABLED: '1',
+        LIMITS_FILE: writeLimitsFile({}),
+        LIMITS_REDIS_PREFIX: 'limgw:',
+        MODEL_SUBJECT_PREFIX: `test.${randomBytes(6).toString('hex')}.`,
+      },
+    });
+    try {
+      assert.equal(stack.gateway.config.BULLMQ_PREFIX, '{infer:bull}');
+      new TestClock(Date.UTC(2031, 4, 10, 12, 0, 15)).install(stack.gateway);
+      const k = await newKey(stack, 'inference', { key: { requests_per_minute: 20, concurrent: null } });
+      const ok = await k.client.chat.completions.create({
+        model: 'chat-E',
+        messages: [{ role: 'user', content: 'hi' }],
+        max_tokens: 1,
+      });
+      assert.ok(ok.choices.length);
+      const results = await Promise.all(
+        Array.from({ length: 60 }, () =>
+          rawChat(stack.baseURL, k.key, {
+            model: 'chat-E',
+            messages: [{ role: 'user', content: 'hi' }],
+            max_tokens: 1,
+          }),
+        ),
+      );
+      assert.deepEqual(
+        countBy(results, (r) => r.status),
+        { 200: 19, 429: 41 },
+      );
+      const err = await apiError(
+        k.client.chat.completions.create({ model: 'chat-E', messages: [{ role: 'user', content: 'hi' }] }),
+      );
+      assert.equal(err.status, 429);
+      assert.equal(err.headers?.get('retry-after'), '45');
+    } finally {
+      await stack.close();
+    }
   });
 
   it('a primary killed under load: its replica takes over, counts kept within the replication bound, no queued job lost', async () => {
