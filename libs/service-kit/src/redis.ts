@@ -110,10 +110,6 @@ export function parseRedisUrl(url: string): RedisTarget {
   };
 }
 
-function redact(url: string): string {
-  return url.replace(/\/\/[^@/]*@/, '//***@');
-}
-
 /** Options for createRedisClient: ioredis's, plus what a cluster needs on top. */
 export type RedisClientOptions = RedisOptions & {
   /** Cluster only: ioredis Cluster options (slot refresh, retries) merged over the defaults. */

@@ -26,6 +26,7 @@ import {
   planImages,
   planModel,
   planSearch,
+  planSlot,
   type RebuildQuery,
   redisKeyOf,
   windowAt,
@@ -328,6 +329,8 @@ export class LimitsEngine {
       return hit;
     const ctx = this.ctx(subject, limits);
     const checks = model ? planModel(ctx, model) : what === 'images' ? planImages(ctx) : planSearch(ctx);
+    // Every key of one admission in one hash slot, or no admission at all (a 500 naming the keys).
+    if (this.cluster) planSlot(checks, redisSlot, this.clock());
     const plan: Plan = {
       checks,
       spec: scriptSpec(checks),

@@ -126,6 +126,28 @@ function rateLimited(what: string | ((estimate: number) => string)) {
   };
 }
 
+/**
+ * The one Redis Cluster hash slot of a plan's keys. A layout whose keys span slots cannot run as one
+ * script on a cluster: it is refused here, when the plan is built, with the keys that differ.
+ */
+export function planSlot(checks: readonly Check[], slotOf: (key: string) => number, now: number): number {
+  let slot = -1;
+  let first = '';
+  for (const c of checks) {
+    const key = redisKeyOf(c, now);
+    const s = slotOf(key);
+    if (slot === -1) {
+      slot = s;
+      first = key;
+    } else if (s !== slot)
+      throw new Error(
+        `limit layout crosses Redis Cluster hash slots: ${first} (slot ${slot}) and ${key} (slot ${s}) ` +
+          'are checked by one admission; every key of an admission must carry the member hash tag',
+      );
+  }
+  return slot;
+}
+
 export interface PlanContext {
   subject: LimitSubject;
   limits: EffectiveLimits;
