@@ -65,9 +65,7 @@ export function parseRedisUrl(url: string): RedisTarget {
     try {
       u = new URL(url);
     } catch {
-      throw new Error(
-        `REDIS_URL "${redact(url)}" is not a URL (redis://host:port or redis+cluster://h1:p1,h2:p2)`,
-      );
+      throw new Error('REDIS_URL is not a URL (redis://host:port or redis+cluster://h1:p1,h2:p2)');
     }
     if (u.protocol !== 'redis:' && u.protocol !== 'rediss:')
       throw new Error(
