@@ -13,13 +13,17 @@
 // the cluster) over the measured round; engine CPU is this process's (the driver loop included, the
 // same for every engine). Numbers, not pass/fail; every server stops by itself at the end.
 
+import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { type CatalogEntry, CatalogEntrySchema, type LimitsFile } from '@infer/contracts';
 import { createLogger, createRedisClient, failFastRedisOptions } from '@infer/service-kit';
 import type { Redis } from 'ioredis';
 import { LimitsEngine } from '../apps/gateway/src/limits/limits.engine.js';
 import type { LimitSubject } from '../apps/gateway/src/limits/plan.js';
+import { BATCH_LUA } from '../apps/gateway/src/limits/scripts.js';
 import { privateRedis, privateRedisCluster } from '../test/support/private-servers.js';
 import { LimitsEngine as BaselineEngine } from './limits-baseline/limits.engine.js';
+import { ADMIT_LUA, SETTLE_LUA } from './limits-baseline/scripts.js';
 import { cpuMs, pct } from './support.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 6);
@@ -127,6 +131,86 @@ async function measure(name: string, target: string, make: () => Engine, pids: n
   return row;
 }
 
+const sha = (lua: string) => createHash('sha1').update(lua).digest('hex');
+
+/**
+ * The scripts alone at saturation: redis-benchmark (pipelined, 4 connections) calls EVALSHA with the
+ * exact keys and arguments the engines send for chat-A's plan, as fast as Redis answers, while we read
+ * redis-server's CPU time. `perCall` requests (distinct members) per call for the batched script; the
+ * previous engine needs two calls per request (admit, then settle).
+ */
+function scriptCost(
+  port: number,
+  pid: number,
+  calls: { label: string; perCall: number; args: string[][] }[],
+) {
+  const out: {
+    script: string;
+    'requests per call': number;
+    'requests/s': string;
+    'Redis CPU us/request': string;
+  }[] = [];
+  for (const c of calls) {
+    const n = Math.max(2000, Math.floor(200_000 / c.perCall));
+    const cpu0 = cpuMs(pid);
+    const t0 = performance.now();
+    for (const args of c.args)
+      execFileSync(
+        'redis-benchmark',
+        ['-p', String(port), '-c', '4', '-P', '16', '-n', String(n), '-q', ...args],
+        {
+          stdio: 'ignore',
+        },
+      );
+    const wall = (performance.now() - t0) / 1000;
+    const cpu = cpuMs(pid) - cpu0;
+    const requests = n * c.perCall;
+    out.push({
+      script: c.label,
+      'requests per call': c.perCall,
+      'requests/s': (requests / wall).toFixed(0),
+      'Redis CPU us/request': ((cpu * 1000) / requests).toFixed(1),
+    });
+  }
+  return out;
+}
+
+/** EVALSHA of the batched script: `b` requests (members) per call, each a settlement and an admission. */
+function batchedCall(b: number, now: number): string[] {
+  const keys: string[] = [];
+  const argv: (string | number)[] = [2 * b, 30_000, 60_000, 3_600_000];
+  const min = Math.floor(now / 60_000);
+  for (let i = 0; i < b; i++) {
+    const p = `sat:{m${i}}:`;
+    const q = `${p}m:chat-A:mo:203105`;
+    const rpm = `${p}k:k${i}:rpm:${min}`;
+    const tpm = `${p}k:k${i}:m:chat-A:tpm:${min}`;
+    const cc = `${p}k:k${i}:cc`;
+    keys.push(cc, tpm, q);
+    argv.push('S', `l${i}`, 3, 'L', 'W', 5, 'X', -59);
+    keys.push(q, rpm, tpm, cc);
+    argv.push('A', `l${i}`, now, 15, 64, 4, 'Q', huge, 'r', huge, 't', huge, 'L', huge);
+  }
+  return ['EVALSHA', sha(BATCH_LUA), String(keys.length), ...keys, ...argv.map(String)];
+}
+
+/** The previous engine's two calls for one request: ADMIT (4 checks) and SETTLE (3 operations). */
+function baselineCalls(now: number): string[][] {
+  const min = Math.floor(now / 60_000);
+  const q = 'satb:m:m0:chat-A:mo:203105';
+  const rpm = `satb:k:k0:rpm:${min}`;
+  const tpm = `satb:k:k0:m:chat-A:tpm:${min}`;
+  const cc = 'satb:k:k0:cc';
+  const admit = [now, 'lease0', now + 30_000, 4];
+  admit.push('W', huge, 15, 0, 0, 60_000, 1, 64, 'W', huge, 1, 0, 0, 60_000, 0, 0);
+  admit.push('W', huge, 15, 0, 0, 60_000, 0, 0, 'L', huge, 1, 0, 0, 60_000, 0, 0);
+  const settle = ['lease0', 3, 'L', 0, '', 0, 'W', 5, '', 60_000, 'WX', -59, '', 60_000];
+  return [
+    ['EVALSHA', sha(ADMIT_LUA), '4', q, rpm, tpm, cc, ...admit.map(String)],
+    ['EVALSHA', sha(SETTLE_LUA), '3', cc, tpm, q, ...settle.map(String)],
+  ];
+}
+
 async function main(): Promise<void> {
   const single = await privateRedis();
   const cluster = await privateRedisCluster(3, 0);
@@ -194,6 +278,21 @@ async function main(): Promise<void> {
         errors: r.errors,
       })),
     );
+    // The scripts alone, Redis saturated by redis-benchmark (the number that sizes a primary).
+    const now = Date.UTC(2031, 4, 10, 12, 0, 30);
+    for (const lua of [BATCH_LUA, ADMIT_LUA, SETTLE_LUA]) await singleRedis.script('LOAD', lua);
+    for (let i = 0; i < 16; i++) await singleRedis.set(`sat:{m${i}}:m:chat-A:mo:203105`, 1);
+    await singleRedis.set('satb:m:m0:chat-A:mo:203105', 0);
+    const sat = scriptCost(single.port, singlePids[0]!, [
+      { label: 'previous: ADMIT + SETTLE', perCall: 1, args: baselineCalls(now) },
+      { label: 'batched: 1 request per call', perCall: 1, args: [batchedCall(1, now)] },
+      { label: 'batched: 4 requests per call', perCall: 4, args: [batchedCall(4, now)] },
+      { label: 'batched: 16 requests per call', perCall: 16, args: [batchedCall(16, now)] },
+    ]);
+    console.log(
+      '\nthe scripts alone at saturation (redis-benchmark -c 4 -P 16, one primary, chat-A plan):\n',
+    );
+    console.table(sat);
     for (const r of rows)
       console.log(
         `${r.engine} on ${r.redis}: one Redis core would carry about ` +
