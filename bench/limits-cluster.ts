@@ -68,12 +68,24 @@ interface Row {
   admissions: number;
   perSec: number;
   redisUs: number;
+  /** Redis CPU per admission less what the servers use idle (cron, cluster bus), measured before. */
+  redisNetUs: number;
   redisBusy: number;
   engineUs: number;
   p50: number;
   p99: number;
   errors: number;
 }
+
+/** CPU ms per second the servers use with no traffic (serverCron, the cluster bus's pings). */
+async function idleCpu(pids: number[]): Promise<number> {
+  const c0 = pids.reduce((s, p) => s + cpuMs(p), 0);
+  const t0 = performance.now();
+  await new Promise((r) => setTimeout(r, 3000));
+  return (pids.reduce((s, p) => s + cpuMs(p), 0) - c0) / ((performance.now() - t0) / 1000);
+}
+
+const idle = new Map<string, number>();
 
 async function round(
   name: string,
@@ -114,6 +126,7 @@ async function round(
     admissions: n,
     perSec: n / wall,
     redisUs: (redisMs * 1000) / n,
+    redisNetUs: ((redisMs - (idle.get(target) ?? 0) * wall) * 1000) / n,
     redisBusy: redisMs / 1000 / wall / pids.length,
     engineUs: (own.user + own.system) / n,
     p50: pct(lat, 50),
@@ -232,6 +245,8 @@ async function main(): Promise<void> {
     const clusterRedis = await client(cluster.url);
     const singlePids = [single.pid!()!];
     const clusterPids = cluster.nodes.map((n) => n.pid()!);
+    idle.set('1 primary', await idleCpu(singlePids));
+    idle.set('3-primary cluster', await idleCpu(clusterPids));
     const rows: Row[] = [];
     for (let r = 0; r < 2; r++) {
       const last: Row[] = [];
@@ -262,6 +277,10 @@ async function main(): Promise<void> {
       if (r === 1) rows.push(...last);
     }
     console.log(
+      `\nRedis CPU with no traffic: one primary ${idle.get('1 primary')!.toFixed(1)} ms/s, ` +
+        `the 3 cluster primaries ${idle.get('3-primary cluster')!.toFixed(1)} ms/s`,
+    );
+    console.log(
       `\nlimits admission path, ${SECONDS} s per round, ${IN_FLIGHT} requests in flight, ${MEMBERS} members, ` +
         `chat-A default plan (4 checks) + settle, ${new Date().toISOString()}\n`,
     );
@@ -271,6 +290,7 @@ async function main(): Promise<void> {
         redis: r.redis,
         'admissions/s': r.perSec.toFixed(0),
         'Redis CPU us/adm': r.redisUs.toFixed(1),
+        'net of idle': r.redisNetUs.toFixed(1),
         'Redis busy (per primary)': `${(r.redisBusy * 100).toFixed(0)} %`,
         'engine CPU us/adm': r.engineUs.toFixed(1),
         'admit p50 ms': r.p50.toFixed(2),
