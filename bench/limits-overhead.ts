@@ -2,6 +2,8 @@
 //
 //   node --conditions=source --import ./tools/ts-register.js bench/limits-overhead.ts
 //   BENCH_REQUESTS=4000 BENCH_CONCURRENCY=1,32 node ... bench/limits-overhead.ts
+//   BENCH_REDIS=cluster node ... bench/limits-overhead.ts   (both gateways on a private 3-primary
+//                                                            Redis Cluster started here)
 //
 // Starts two gateway processes on the same fresh database, Redis and NATS, one with LIMITS_ENABLED=1
 // and one with LIMITS_ENABLED=0, and the chat-service in this process with the simulator engine (a
@@ -14,8 +16,9 @@
 // Numbers, not pass/fail; bounded in count and time; everything stops by itself.
 import { type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { Redis } from 'ioredis';
+import { createRedisClient } from '@infer/service-kit';
 import { startChatService } from '../apps/chat-service/src/app.js';
+import { type PrivateRedisCluster, privateRedisCluster } from '../test/support/private-servers.js';
 import { createBenchDatabase, pct, type Round, round, startGatewayProcess } from './support.js';
 
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 2000);
@@ -29,6 +32,8 @@ async function main(): Promise<void> {
   // NATS subjects of this run only, so that no other chat-service on this NATS answers our requests.
   const subjectPrefix = `bench.${randomBytes(6).toString('hex')}.`;
   const chat = await startChatService({ env: { ...process.env, LOG_LEVEL: 'silent' }, subjectPrefix });
+  const cluster: PrivateRedisCluster | null =
+    process.env.BENCH_REDIS === 'cluster' ? await privateRedisCluster(3, 0) : null;
   try {
     const huge = 1_000_000_000;
     await keys.setLimits(db.keyId, {
@@ -39,6 +44,7 @@ async function main(): Promise<void> {
       DATABASE_URL: databaseUrl,
       LIMITS_REDIS_PREFIX: prefix,
       MODEL_SUBJECT_PREFIX: subjectPrefix,
+      ...(cluster ? { REDIS_URL: cluster.url } : {}),
     };
     const on = await startGatewayProcess({ ...env, LIMITS_ENABLED: '1' });
     children.push(on.child);
@@ -71,6 +77,7 @@ async function main(): Promise<void> {
     }));
     console.log(
       `\nlimits overhead: ${REQUESTS} requests per round, chat-A non-streamed (simulator), ` +
+        `Redis: ${cluster ? 'a private 3-primary cluster' : 'one primary'}, ` +
         `${new Date().toISOString()}\n`,
     );
     console.table(rows);
@@ -84,7 +91,7 @@ async function main(): Promise<void> {
       );
     }
     console.log(
-      '(with limits on, each request makes two Redis calls: the admission script and the settle script)',
+      '(with limits on, each request is one admission record and one settlement record in the batched limits script)',
     );
   } finally {
     for (const c of children) c.kill('SIGTERM');
@@ -92,10 +99,13 @@ async function main(): Promise<void> {
       children.map((c) => new Promise((r) => (c.exitCode !== null ? r(null) : c.once('exit', r)))),
     );
     await chat.stop();
-    const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
-    const left = await redis.keys(`${prefix}*`);
-    if (left.length) await redis.del(...left);
-    redis.disconnect();
+    if (cluster) await cluster.destroy();
+    else {
+      const redis = createRedisClient(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
+      const left = await redis.keys(`${prefix}*`);
+      for (const k of left) await redis.del(k);
+      redis.disconnect();
+    }
     await db.drop();
   }
 }

@@ -248,7 +248,7 @@ describe('limits through the gateway (openai SDK)', () => {
     );
     assert.equal(err.status, 402);
     // Redis loses its data: still refused, rebuilt again.
-    const lost = await redis.keys(`${prefix}m:${k.memberId}:*`);
+    const lost = await redis.keys(`${prefix}{${k.memberId}}:m:*`);
     assert.ok(lost.length >= 1);
     await redis.del(...lost);
     const again = await apiError(

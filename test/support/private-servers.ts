@@ -17,6 +17,8 @@ export interface PrivateServer {
   stop(): Promise<void>;
   /** Stops it for good and removes its files. */
   destroy(): Promise<void>;
+  /** The server's process id while it runs (benchmarks read its CPU time). */
+  pid?(): number | undefined;
 }
 
 export async function waitForPort(port: number, up: boolean, ms = 15_000): Promise<void> {
@@ -67,6 +69,7 @@ export async function privateRedis(): Promise<PrivateServer> {
       await waitForPort(port, false);
     },
     destroy: () => server.stop(),
+    pid: () => child?.pid,
   };
   await server.start();
   return server;
@@ -147,4 +150,177 @@ export async function privatePostgres(): Promise<PrivateServer> {
   };
   await server.start();
   return server;
+}
+
+export interface ClusterNode {
+  port: number;
+  /** Kills the node (SIGKILL, like a crash). */
+  kill(): Promise<void>;
+  alive(): boolean;
+  pid(): number | undefined;
+}
+
+export interface PrivateRedisCluster {
+  /** redis+cluster://127.0.0.1:p1,... (createRedisClient's form). */
+  url: string;
+  nodes: ClusterNode[];
+  /** The node serving a hash slot as primary now (CLUSTER SHARDS via redis-cli on a live node). */
+  primaryOf(slot: number): ClusterNode;
+  /** The replicas of the primary on `port`. */
+  replicasOf(port: number): ClusterNode[];
+  /** Waits until every live node reports cluster_state:ok and every live replica is in sync. */
+  settled(ms?: number): Promise<void>;
+  destroy(): Promise<void>;
+}
+
+/**
+ * A Redis Cluster of Debian's redis-server: `primaries` primaries, each with `replicas` replicas, on free
+ * loopback ports, created with `redis-cli --cluster create --cluster-yes`. Nothing is kept on disk but
+ * the nodes files; node timeout 1 s (a killed primary's replica takes over in about 2 s) and
+ * `cluster-require-full-coverage no` (a lost slot does not stop the others).
+ */
+export async function privateRedisCluster(primaries = 3, replicas = 1): Promise<PrivateRedisCluster> {
+  const dir = mkdtempSync(join(tmpdir(), 'infer-rc-'));
+  const count = primaries * (1 + replicas);
+  const ports: number[] = [];
+  const bus = new Map<number, number>();
+  const taken = new Set<number>();
+  const fresh = async () => {
+    for (;;) {
+      const p = await freePort();
+      if (!taken.has(p)) {
+        taken.add(p);
+        return p;
+      }
+    }
+  };
+  while (ports.length < count) {
+    const p = await fresh();
+    ports.push(p);
+    // The cluster bus on a port of its own (cluster-port), not the default port + 10000.
+    bus.set(p, await fresh());
+  }
+  const children = new Map<number, ChildProcess | null>();
+  const start = (port: number) => {
+    const child = spawn(
+      'redis-server',
+      [
+        '--bind',
+        '127.0.0.1',
+        '--port',
+        String(port),
+        '--cluster-enabled',
+        'yes',
+        '--cluster-port',
+        String(bus.get(port)),
+        '--cluster-config-file',
+        join(dir, `nodes-${port}.conf`),
+        '--cluster-node-timeout',
+        '1000',
+        '--cluster-require-full-coverage',
+        'no',
+        '--cluster-replica-validity-factor',
+        '0',
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+        '--dir',
+        dir,
+      ],
+      { stdio: 'ignore' },
+    );
+    children.set(port, child);
+  };
+  for (const p of ports) start(p);
+  await Promise.all(ports.map((p) => waitForPort(p, true)));
+  execFileSync(
+    'redis-cli',
+    [
+      '--cluster',
+      'create',
+      ...ports.map((p) => `127.0.0.1:${p}`),
+      '--cluster-replicas',
+      String(replicas),
+      '--cluster-yes',
+    ],
+    { stdio: 'ignore', timeout: 30_000 },
+  );
+  const cli = (port: number, ...args: string[]) =>
+    execFileSync('redis-cli', ['-p', String(port), ...args], { encoding: 'utf8', timeout: 5_000 });
+  const nodes: ClusterNode[] = ports.map((port) => ({
+    port,
+    alive: () => {
+      const c = children.get(port);
+      return !!c && c.exitCode === null && c.signalCode === null;
+    },
+    async kill() {
+      await killed(children.get(port) ?? null);
+      children.set(port, null);
+    },
+    pid: () => children.get(port)?.pid,
+  }));
+  const byPort = (port: number) => nodes.find((n) => n.port === port)!;
+  /** Lines of CLUSTER NODES from a live node: id, port, flags, primary id, slots. */
+  const table = () => {
+    const live = nodes.find((n) => n.alive());
+    if (!live) throw new Error('no live cluster node');
+    return cli(live.port, 'cluster', 'nodes')
+      .trim()
+      .split('\n')
+      .map((line) => {
+        const f = line.split(' ');
+        return {
+          id: f[0]!,
+          port: Number(f[1]!.split('@')[0]!.split(':')[1]),
+          flags: f[2]!.split(','),
+          primary: f[3]!,
+          slots: f.slice(8),
+        };
+      });
+  };
+  const cluster: PrivateRedisCluster = {
+    url: `redis+cluster://${ports.map((p) => `127.0.0.1:${p}`).join(',')}`,
+    nodes,
+    primaryOf(slot) {
+      for (const row of table()) {
+        if (!row.flags.includes('master') || row.flags.includes('fail')) continue;
+        for (const s of row.slots) {
+          const [a, b] = s.split('-').map(Number);
+          if (slot >= a! && slot <= (b ?? a!)) return byPort(row.port);
+        }
+      }
+      throw new Error(`no primary serves slot ${slot}`);
+    },
+    replicasOf(port) {
+      const rows = table();
+      const id = rows.find((r) => r.port === port)?.id;
+      return rows.filter((r) => r.primary === id && byPort(r.port).alive()).map((r) => byPort(r.port));
+    },
+    async settled(ms = 20_000) {
+      const deadline = Date.now() + ms;
+      for (;;) {
+        const live = nodes.filter((n) => n.alive());
+        // Every node sees the cluster ok, and every replica is in sync with its primary.
+        const ok = live.every((n) => {
+          try {
+            if (!/cluster_state:ok/.test(cli(n.port, 'cluster', 'info'))) return false;
+            const repl = cli(n.port, 'info', 'replication');
+            return !/role:slave/.test(repl) || /master_link_status:up/.test(repl);
+          } catch {
+            return false;
+          }
+        });
+        if (ok) return;
+        if (Date.now() > deadline) throw new Error(`the Redis Cluster did not settle in ${ms} ms`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    },
+    async destroy() {
+      await Promise.all(nodes.map((n) => n.kill()));
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+  await cluster.settled();
+  return cluster;
 }

@@ -1,6 +1,8 @@
 import { QueueGroups, Queues, Subjects } from '@infer/contracts';
 import {
+  bullConnection,
   createLogger,
+  createRedisClient,
   type NatsConnection,
   startAppContext,
   startMicroservice,
@@ -8,7 +10,6 @@ import {
   watchRedis,
 } from '@infer/service-kit';
 import { Queue, QueueEvents } from 'bullmq';
-import { Redis } from 'ioredis';
 import { AudioServiceModule, TranscriptionWorkerHost } from './audio.module.js';
 import { BlobStore } from './blobs.js';
 import { type AudioConfig, type AudioRole, loadAudioConfig, toolsOf } from './config.js';
@@ -69,13 +70,13 @@ export async function startAudioService(opts: AudioServiceOptions = {}): Promise
   const tools = toolsOf(config);
   const metrics = new AudioMetrics({ defaultMetrics: config.AUDIO_METRICS_PORT !== undefined });
   const redis = watchRedis(
-    new Redis(config.REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 2 }),
+    createRedisClient(config.REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 2 }),
     log,
     'audio-service',
   );
   await redis.connect();
   const blobs = new BlobStore(redis);
-  const connection = { url: config.REDIS_URL, maxRetriesPerRequest: null };
+  const connection = bullConnection(config.REDIS_URL);
   const queue = new Queue(Queues.audioTranscriptions, { connection, prefix: config.BULLMQ_PREFIX });
   metrics.readQueuesWith(async () => ({ [Queues.audioTranscriptions]: await queue.getJobCounts() }));
   const sttEngines = new EngineRegistry<TranscriptionEngine>(

@@ -28,6 +28,7 @@ export class BlobStore {
   }
 
   async del(...keys: string[]): Promise<void> {
-    if (keys.length) await this.redis.del(...keys);
+    // One DEL per key: the keys may live in different Redis Cluster slots.
+    await Promise.all(keys.map((k) => this.redis.del(k)));
   }
 }

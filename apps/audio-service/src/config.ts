@@ -1,6 +1,6 @@
 import { hostname, tmpdir } from 'node:os';
 import { DEFAULT_QUEUE_PREFIX } from '@infer/contracts';
-import { envInt, NatsUrlSchema, parseConfig } from '@infer/service-kit';
+import { envInt, NatsUrlSchema, parseConfig, queuePrefixFor, RedisUrlSchema } from '@infer/service-kit';
 import { z } from 'zod';
 
 export const AUDIO_ROLES = ['api', 'worker', 'all'] as const;
@@ -15,7 +15,7 @@ export const MAX_SEGMENT_SECONDS = 120;
  */
 export const AudioEnvSchema = z.object({
   NATS_URL: NatsUrlSchema,
-  REDIS_URL: z.string().default('redis://127.0.0.1:6379'),
+  REDIS_URL: RedisUrlSchema,
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** api: NATS-facing (speech, transcription requests -> jobs); worker: BullMQ workers; all: both. */
   AUDIO_ROLE: z.enum(AUDIO_ROLES).default('all'),
@@ -66,7 +66,9 @@ export const AudioEnvSchema = z.object({
 export type AudioConfig = z.infer<typeof AudioEnvSchema>;
 
 export function loadAudioConfig(env: NodeJS.ProcessEnv = process.env): AudioConfig {
-  return parseConfig('audio-service', AudioEnvSchema, env);
+  const config = parseConfig('audio-service', AudioEnvSchema, env);
+  // On a Redis Cluster every BullMQ queue needs its keys in one hash slot: a {tag} in the prefix.
+  return { ...config, BULLMQ_PREFIX: queuePrefixFor(config.REDIS_URL, config.BULLMQ_PREFIX) };
 }
 
 /** The external programs the engines spawn. */

@@ -5,6 +5,7 @@ import multipart from '@fastify/multipart';
 import {
   connectNats,
   createLogger,
+  createRedisClient,
   currentTraceId,
   ensureUsageStream,
   failFastRedisOptions,
@@ -15,7 +16,6 @@ import {
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import { type FastifyInstance, type FastifyReply, type FastifyRequest, LogController } from 'fastify';
-import { Redis } from 'ioredis';
 import { AppModule, type GatewayDeps } from './app.module.js';
 import { newRequestId } from './common/request-id.js';
 import { errorCodeOf, sendError } from './common/send-error.js';
@@ -52,7 +52,7 @@ export async function startGateway(env: NodeJS.ProcessEnv = process.env): Promis
   const persistence = await openPersistence(config.DATABASE_URL);
   // Fails fast while Redis is unreachable: admission answers 503 at once, never queues (ADR 0003).
   const redis = watchRedis(
-    new Redis(config.REDIS_URL, {
+    createRedisClient(config.REDIS_URL, {
       lazyConnect: true,
       enableAutoPipelining: true,
       ...failFastRedisOptions(1_000),

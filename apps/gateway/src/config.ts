@@ -1,6 +1,14 @@
 import { DEFAULT_QUEUE_PREFIX, UsageStream } from '@infer/contracts';
 import { checkImageStoreEnv, ImageStoreEnvShape } from '@infer/image-store';
-import { envBool, envInt, envList, NatsUrlSchema, parseConfig } from '@infer/service-kit';
+import {
+  envBool,
+  envInt,
+  envList,
+  NatsUrlSchema,
+  parseConfig,
+  queuePrefixFor,
+  RedisUrlSchema,
+} from '@infer/service-kit';
 import { z } from 'zod';
 
 /** An origin as browsers send it: scheme://host[:port], no path. */
@@ -11,7 +19,7 @@ export const GatewayEnvSchema = z
     HOST: z.string().default('0.0.0.0'),
     PORT: envInt(8080),
     DATABASE_URL: z.string().default('postgresql://postgres@127.0.0.1:5432/infer'),
-    REDIS_URL: z.string().default('redis://127.0.0.1:6379'),
+    REDIS_URL: RedisUrlSchema,
     NATS_URL: NatsUrlSchema,
     /** PEM files; when both are set the gateway speaks TLS itself. */
     TLS_CERT_FILE: z.string().optional(),
@@ -73,7 +81,11 @@ export const GatewayEnvSchema = z
     /** YAML or JSON file with limit overrides (LimitsFileSchema); the spec's values are the defaults. */
     LIMITS_FILE: z.string().optional(),
     /** Prefix of the limits' Redis keys. */
-    LIMITS_REDIS_PREFIX: z.string().min(1).default('lim:'),
+    LIMITS_REDIS_PREFIX: z
+      .string()
+      .min(1)
+      .regex(/^[^{}]*$/, "must not contain { or } (each member's hash tag follows the prefix)")
+      .default('lim:'),
     /** BullMQ key prefix of the services' job queues (GET /admin/queues reads their counts). */
     BULLMQ_PREFIX: z.string().min(1).default(DEFAULT_QUEUE_PREFIX),
     /**
@@ -102,7 +114,9 @@ export const GatewayEnvSchema = z
 export type GatewayConfig = z.infer<typeof GatewayEnvSchema>;
 
 export function loadGatewayConfig(env: NodeJS.ProcessEnv = process.env): GatewayConfig {
-  return parseConfig('gateway', GatewayEnvSchema, env);
+  const config = parseConfig('gateway', GatewayEnvSchema, env);
+  // On a Redis Cluster every BullMQ queue needs its keys in one hash slot: a {tag} in the prefix.
+  return { ...config, BULLMQ_PREFIX: queuePrefixFor(config.REDIS_URL, config.BULLMQ_PREFIX) };
 }
 
 export const GATEWAY_CONFIG = Symbol('GATEWAY_CONFIG');

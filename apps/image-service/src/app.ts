@@ -1,8 +1,15 @@
 import { QueueGroups, Queues, Subjects } from '@infer/contracts';
 import { createImageStore, type ImageStore } from '@infer/image-store';
-import { createLogger, startAppContext, startMicroservice, watchQueue, watchRedis } from '@infer/service-kit';
+import {
+  bullConnection,
+  createLogger,
+  createRedisClient,
+  startAppContext,
+  startMicroservice,
+  watchQueue,
+  watchRedis,
+} from '@infer/service-kit';
 import { Queue, QueueEvents } from 'bullmq';
-import { Redis } from 'ioredis';
 import { type ImageConfig, type ImageRole, loadImageConfig } from './config.js';
 import { ContentPolicy } from './content-policy.js';
 import { builtinImageEngineFactories } from './engines/builtin.js';
@@ -58,7 +65,7 @@ export async function startImageService(opts: ImageServiceOptions = {}): Promise
   const log = createLogger('image-service', config.LOG_LEVEL).child({ role });
   const policy = ContentPolicy.load(config.IMAGE_CONTENT_POLICY_FILE);
   const engines = new ImageEngineRegistry(log, opts.engines ?? builtinImageEngineFactories);
-  const connection = { url: config.REDIS_URL, maxRetriesPerRequest: null };
+  const connection = bullConnection(config.REDIS_URL);
   const queueName = Queues.imageJobs;
 
   const closers: Array<() => Promise<unknown>> = [];
@@ -67,7 +74,7 @@ export async function startImageService(opts: ImageServiceOptions = {}): Promise
     closers.length = 0;
   };
   const redis = watchRedis(
-    new Redis(config.REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 2 }),
+    createRedisClient(config.REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 2 }),
     log,
     'image-service',
   );

@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import { DEFAULT_QUEUE_PREFIX } from '@infer/contracts';
 import { checkImageStoreEnv, ImageStoreEnvShape } from '@infer/image-store';
-import { envInt, NatsUrlSchema, parseConfig } from '@infer/service-kit';
+import { envInt, NatsUrlSchema, parseConfig, queuePrefixFor, RedisUrlSchema } from '@infer/service-kit';
 import { z } from 'zod';
 
 export const IMAGE_ROLES = ['api', 'worker', 'all'] as const;
@@ -14,7 +14,7 @@ export type ImageRole = (typeof IMAGE_ROLES)[number];
 export const ImageEnvSchema = z
   .object({
     NATS_URL: NatsUrlSchema,
-    REDIS_URL: z.string().default('redis://127.0.0.1:6379'),
+    REDIS_URL: RedisUrlSchema,
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
     /** api: NATS-facing (requests -> jobs, waits for results); worker: runs the engines; all: both. */
     IMAGE_ROLE: z.enum(IMAGE_ROLES).default('all'),
@@ -44,5 +44,7 @@ export const ImageEnvSchema = z
 export type ImageConfig = z.infer<typeof ImageEnvSchema>;
 
 export function loadImageConfig(env: NodeJS.ProcessEnv = process.env): ImageConfig {
-  return parseConfig('image-service', ImageEnvSchema, env);
+  const config = parseConfig('image-service', ImageEnvSchema, env);
+  // On a Redis Cluster every BullMQ queue needs its keys in one hash slot: a {tag} in the prefix.
+  return { ...config, BULLMQ_PREFIX: queuePrefixFor(config.REDIS_URL, config.BULLMQ_PREFIX) };
 }

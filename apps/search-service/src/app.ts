@@ -2,8 +2,13 @@ import { resolve } from 'node:path';
 import { QueueGroups, Subjects } from '@infer/contracts';
 import { createPrisma } from '@infer/persistence';
 import { SearchDocumentsRepository, type SeedResult, seedProjectDocs } from '@infer/search-index';
-import { createLogger, type RunningService, startMicroservice, watchRedis } from '@infer/service-kit';
-import { Redis } from 'ioredis';
+import {
+  createLogger,
+  createRedisClient,
+  type RunningService,
+  startMicroservice,
+  watchRedis,
+} from '@infer/service-kit';
 import { loadSearchConfig, type SearchConfig } from './config.js';
 import type { SearchEngine } from './engines/engine.js';
 import { startHybrid } from './engines/hybrid-wiring.js';
@@ -52,7 +57,7 @@ export async function startSearchService(opts: SearchServiceOptions = {}): Promi
   const prisma = createPrisma(config.DATABASE_URL, { poolSize: 5 });
   const repo = new SearchDocumentsRepository(prisma);
   const redis = watchRedis(
-    new Redis(config.REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 1 }),
+    createRedisClient(config.REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 1 }),
     log,
     'search-service',
   );

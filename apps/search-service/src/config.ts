@@ -1,4 +1,4 @@
-import { envBool, envInt, envList, NatsUrlSchema, parseConfig } from '@infer/service-kit';
+import { envBool, envInt, envList, NatsUrlSchema, parseConfig, RedisUrlSchema } from '@infer/service-kit';
 import { z } from 'zod';
 
 export const SEARCH_ENGINES = ['local', 'searxng', 'brave'] as const;
@@ -22,7 +22,7 @@ export const SearchEnvSchema = z
     NATS_URL: NatsUrlSchema,
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
     DATABASE_URL: z.string().default('postgresql://postgres@127.0.0.1:5432/infer'),
-    REDIS_URL: z.string().default('redis://127.0.0.1:6379'),
+    REDIS_URL: RedisUrlSchema,
 
     /** Which engine answers: the local full-text index (default), a SearXNG instance, or Brave. */
     SEARCH_ENGINE: z.enum(SEARCH_ENGINES).default('local'),

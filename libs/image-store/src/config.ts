@@ -1,5 +1,5 @@
-import { envBool, envInt } from '@infer/service-kit';
-import { Redis } from 'ioredis';
+import { createRedisClient, envBool, envInt, RedisUrlSchema } from '@infer/service-kit';
+import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import { FsImageStore } from './fs-store.js';
 import { RedisImageStore } from './redis-store.js';
@@ -44,7 +44,7 @@ export function checkImageStoreEnv(env: Partial<ImageStoreEnv>, ctx: z.Refinemen
 }
 
 export const ImageStoreEnvSchema = z
-  .object({ REDIS_URL: z.string().default('redis://127.0.0.1:6379'), ...ImageStoreEnvShape })
+  .object({ REDIS_URL: RedisUrlSchema, ...ImageStoreEnvShape })
   .superRefine(checkImageStoreEnv);
 
 /**
@@ -73,7 +73,7 @@ export function createImageStore(
       });
     default: {
       if (opts.redis) return new RedisImageStore(opts.redis, env.IMAGE_STORE_REDIS_PREFIX);
-      const redis = new Redis(opts.redisUrl ?? 'redis://127.0.0.1:6379', { maxRetriesPerRequest: 2 });
+      const redis = createRedisClient(opts.redisUrl ?? 'redis://127.0.0.1:6379', { maxRetriesPerRequest: 2 });
       return new RedisImageStore(redis, env.IMAGE_STORE_REDIS_PREFIX, true);
     }
   }

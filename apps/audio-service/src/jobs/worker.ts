@@ -2,6 +2,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ApiError, Queues } from '@infer/contracts';
 import {
+  bullConnection,
   closeWorkerRequeueing,
   instrumentJobs,
   type Logger,
@@ -84,7 +85,7 @@ export class TranscriptionWorker {
         }),
       ),
       {
-        connection: { url: config.REDIS_URL, maxRetriesPerRequest: null },
+        connection: bullConnection(config.REDIS_URL),
         prefix: config.BULLMQ_PREFIX,
         name: config.AUDIO_WORKER_NAME,
         concurrency: config.AUDIO_WORKER_CONCURRENCY,

@@ -421,6 +421,45 @@ describe('LimitsEngine (real Redis, injected clock)', () => {
     assert.equal(after['models.chat-A.allowance_tokens']?.used, 150);
   });
 
+  it('a refusal by a later check gives back what the earlier checks took (rates, quotas, rolling budget)', async () => {
+    now = Date.UTC(2031, 4, 10, 12, 0, 10);
+    const e = engine({
+      key: { requests_per_minute: 3, concurrent: 1 },
+      models: {
+        'chat-A': {
+          tokens_per_minute: null,
+          rolling_tokens: { tokens: 10_000, window_minutes: 240 },
+          allowance_tokens: 10_000,
+        },
+      },
+    });
+    const held = await e.admitModel(subject, chatA, { ...bodyOf(100), max_tokens: 50 });
+    // Five more are refused by the key's single slot, after the allowance, the rolling budget and the
+    // key's rate were checked (and taken) before it.
+    for (let i = 0; i < 5; i++) {
+      const err = await refused(e.admitModel(subject, chatA, { ...bodyOf(100), max_tokens: 50 }));
+      assert.match(err.message, /concurrent/);
+    }
+    const by = async () => Object.fromEntries((await e.state(subject, [chatA])).map((s) => [s.name, s.used]));
+    assert.deepEqual(
+      [
+        (await by())['key.requests_per_minute'],
+        (await by())['models.chat-A.rolling_tokens'],
+        (await by())['models.chat-A.allowance_tokens'],
+      ],
+      [1, 150, 150],
+      'only the admitted request is counted',
+    );
+    await held.settle(120);
+    await (await e.admitModel(subject, chatA, bodyOf(100))).settle(100);
+    await (await e.admitModel(subject, chatA, bodyOf(100))).settle(100);
+    const rate = await refused(e.admitModel(subject, chatA, bodyOf(100)));
+    assert.match(rate.message, /requests per minute/);
+    const after = await by();
+    assert.equal(after['models.chat-A.rolling_tokens'], 320);
+    assert.equal(after['models.chat-A.allowance_tokens'], 320);
+  });
+
   it('off: admits everything and counts nothing', async () => {
     const e = new LimitsEngine({
       redis,

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import {
   ApiError,
   type CatalogEntry,
@@ -13,21 +13,25 @@ import {
   mergeLimits,
   type Tier,
 } from '@infer/contracts';
-import type { Logger } from '@infer/service-kit';
+import { isRedisCluster, type Logger, redisSlot } from '@infer/service-kit';
 import type { Redis } from 'ioredis';
 import { estimateOutputTokens, estimatePromptTokens } from './estimate.js';
 import { formatResetDuration, retryAfterSeconds } from './periods.js';
 import {
   type Check,
+  costOf,
   type LimitSubject,
+  memberTag,
   type PlanContext,
   planImages,
   planModel,
   planSearch,
+  planSlot,
   type RebuildQuery,
   redisKeyOf,
+  windowAt,
 } from './plan.js';
-import { ADMIT_LUA, RENEW_LUA, SEED_LUA, SETTLE_LUA } from './scripts.js';
+import { BATCH_LUA, RENEW_LUA, SEED_LUA } from './scripts.js';
 
 /** Where lost quota counters are rebuilt from: the usage ledger (PostgreSQL). */
 export interface LedgerSource {
@@ -42,7 +46,7 @@ export interface LimitsEngineOptions {
   file?: LimitsFile;
   /** Off: every request is admitted and nothing is counted (benchmarks, or limits enforced elsewhere). */
   enabled?: boolean;
-  /** Prefix of every Redis key. */
+  /** Prefix of every Redis key (no `{` or `}`: the member's hash tag follows it). */
   prefix?: string;
   /** Epoch milliseconds. Injectable for tests; all replicas must share a clock (NTP). */
   clock?: () => number;
@@ -51,6 +55,16 @@ export interface LimitsEngineOptions {
    * released by the renewal loop instead of being renewed forever. Default 15 minutes.
    */
   maxHoldMs?: number;
+  /** Most admissions and settlements in one script call (default 64): bounds how long one call runs. */
+  maxBatch?: number;
+  /** Script calls in flight per Redis slot (default 2); more requests wait for the next batch. */
+  maxInFlight?: number;
+  /**
+   * A script call not answered by then fails its admissions with 503 (default 900 ms), whatever the
+   * client's own retries: with a Redis Cluster slot left without a node, ioredis keeps retrying. Until a
+   * call to that slot succeeds again, its new admissions fail at once (one probe call at a time).
+   */
+  callTimeoutMs?: number;
   /** Observers (metrics). */
   on?: {
     refused?(limit: string, status: number): void;
@@ -60,13 +74,74 @@ export interface LimitsEngineOptions {
 
 /** Extra time a fixed-window counter outlives its window (clock skew between replicas). */
 const WINDOW_GRACE_MS = 60_000;
+/** Plans kept (one per key and model in use); the cache starts over when full. */
+const MAX_PLANS = 50_000;
 
-type RedisWithScripts = Redis & {
-  limAdmit(...args: (string | number)[]): Promise<number[]>;
-  limSettle(...args: (string | number)[]): Promise<number>;
-  limRenew(...args: (string | number)[]): Promise<number>;
-  limSeed(...args: (string | number)[]): Promise<number>;
-};
+/**
+ * A Lua script called by its SHA1 (EVALSHA), loaded with EVAL when a Redis does not know it yet (a new,
+ * restarted or promoted node). Called as plain EVALSHA rather than an ioredis custom command so that
+ * ioredis routes it (and auto-pipelines it on a cluster) by its first key.
+ */
+class Script {
+  readonly sha: string;
+  constructor(readonly lua: string) {
+    this.sha = createHash('sha1').update(lua).digest('hex');
+  }
+
+  async run<T>(redis: Redis, keys: string[], args: (string | number)[]): Promise<T> {
+    try {
+      return (await redis.evalsha(this.sha, keys.length, ...keys, ...args)) as T;
+    } catch (err) {
+      if (!(err instanceof Error) || !err.message.startsWith('NOSCRIPT')) throw err;
+      return (await redis.eval(this.lua, keys.length, ...keys, ...args)) as T;
+    }
+  }
+}
+
+const BATCH = new Script(BATCH_LUA);
+const RENEW = new Script(RENEW_LUA);
+const SEED = new Script(SEED_LUA);
+
+/** The checks of one key on one model (or its search / image budget), built once and reused. */
+interface Plan {
+  checks: Check[];
+  /** The checks as the script reads them (BATCH_LUA: kind code, limit[, bucket ms, buckets]). */
+  spec: (string | number)[];
+  /** It takes a concurrency slot. */
+  leases: boolean;
+  lane: Lane;
+  /** What the plan was built from: a change (new overrides, tier, anchor) builds it again. */
+  limits: EffectiveLimits;
+  model: CatalogEntry | null;
+  memberId: string;
+  anchor: number;
+}
+
+/** Admissions and settlements waiting for the next script call on one Redis slot. */
+interface Lane {
+  queue: Pending[];
+  inFlight: number;
+  scheduled: boolean;
+  /** The last call failed or timed out: admissions fail at once while one probe call is out. */
+  down: boolean;
+}
+
+interface PendingAdmit {
+  t: 'A';
+  keys: string[];
+  args: (string | number)[];
+  resolve(res: (number | string)[]): void;
+  reject(err: unknown): void;
+}
+
+interface PendingSettle {
+  t: 'S';
+  keys: string[];
+  args: (string | number)[];
+  done: () => void;
+}
+
+type Pending = PendingAdmit | PendingSettle;
 
 /**
  * The outcome of an admitted request: the headers to send and the slots/reservations it holds.
@@ -80,22 +155,24 @@ export class Admission {
     readonly headers: Record<string, string>,
     readonly leaseId: string,
     readonly checks: readonly Check[],
+    /** The Redis key each check used (the window current at admission). */
+    readonly keys: readonly string[],
     /** Tokens reserved on each token budget: the prompt estimate. */
     readonly reserved: number,
     /** Tokens held besides on each token quota (holdsOutput): the possible output. */
     readonly held: number,
     /** Clock reading at admission. */
     readonly at: number,
+    /** Takes concurrency slots (renewed while it runs). */
+    readonly holdsLeases: boolean,
+    /** @internal */ readonly lane: Lane | null,
   ) {}
-
-  get holdsLeases(): boolean {
-    return this.checks.some((c) => c.kind === 'L' && c.cost > 0);
-  }
 
   /**
    * Releases the concurrency slots and charges the token budgets with the real usage (the reservation
    * is replaced by `totalTokens`; 0 when the request produced nothing). Fire and forget: failures are
-   * logged, and leases left behind expire on their own.
+   * logged, and leases left behind expire on their own. The promise settles when Redis has it (the
+   * settlement rides on the next script call to the member's Redis slot).
    */
   settle(totalTokens = 0): Promise<void> {
     if (this.done || !this.engine) return Promise.resolve();
@@ -108,44 +185,64 @@ export class Admission {
     return this.settle(0);
   }
 
-  static readonly none = new Admission(null, {}, '', [], 0, 0, 0);
+  static readonly none = new Admission(null, {}, '', [], [], 0, 0, 0, false, null);
 }
 
 /**
- * Every limit of the spec, enforced in Redis: each request's checks and takes run as one Lua script
- * (one round trip), concurrency slots are leases renewed while the request runs, token budgets are
- * reserved with the prompt estimate and settled with the real usage, and quota counters that Redis
- * lost are rebuilt from the usage ledger before anything is admitted against them.
+ * Every limit of the spec, enforced in Redis: each request's checks and takes run atomically in one
+ * Lua script call, batched with the other requests and settlements bound for the same Redis slot;
+ * concurrency slots are leases renewed while the request runs; token budgets are reserved with the
+ * prompt estimate and settled with the real usage; quota counters that Redis lost are rebuilt from
+ * the usage ledger before anything is admitted against them. All the keys of one member carry the
+ * member's hash tag, so on a Redis Cluster one admission never crosses slots (ADR 0013).
  */
 export class LimitsEngine {
   readonly enabled: boolean;
   readonly prefix: string;
   readonly leaseTtlMs: number;
+  /**
+   * How long a set of leases lives without renewals: set when the set is created and pushed by every
+   * renewal (not by every admission). Only a dead replica's leases on a key nobody uses any more stay
+   * that long; live ones are renewed every third of the lease TTL.
+   */
+  readonly leaseKeyTtlMs: number;
   clock: () => number;
-  private readonly redis: RedisWithScripts;
+  private readonly redis: Redis;
+  private readonly cluster: boolean;
   private readonly base: EffectiveLimits;
   private readonly file: LimitsFile;
   private readonly byTier = new Map<Tier, EffectiveLimits>();
   private readonly byOverrides = new WeakMap<object, { tier: Tier; limits: EffectiveLimits }>();
   private readonly warnedOverrides = new WeakSet<object>();
   private readonly active = new Set<Admission>();
+  private readonly plans = new Map<string, Plan>();
+  private readonly lanes = new Map<number, Lane>();
+  private readonly singleLane: Lane = newLane();
+  private readonly maxBatch: number;
+  private readonly maxInFlight: number;
+  private readonly callTimeoutMs: number;
+  /** Lease ids: this replica's random prefix and a counter (unique across replicas, no per-request RNG). */
+  private readonly leasePrefix = randomBytes(9).toString('base64url');
+  private leaseSeq = 0;
   private renewTimer: NodeJS.Timeout | undefined;
 
   constructor(private readonly opts: LimitsEngineOptions) {
     this.enabled = opts.enabled ?? true;
     this.prefix = opts.prefix ?? 'lim:';
+    if (/[{}]/.test(this.prefix))
+      throw new Error(
+        `LIMITS_REDIS_PREFIX "${this.prefix}" must not contain { or } (the member's hash tag follows it)`,
+      );
     this.file = opts.file ?? {};
     this.leaseTtlMs = this.file.lease_ttl_ms ?? DEFAULT_LEASE_TTL_MS;
+    this.leaseKeyTtlMs = Math.max(2 * this.leaseTtlMs, 3_600_000);
     this.clock = opts.clock ?? Date.now;
+    this.maxBatch = opts.maxBatch ?? 64;
+    this.maxInFlight = opts.maxInFlight ?? 2;
+    this.callTimeoutMs = opts.callTimeoutMs ?? 900;
     this.base = mergeLimits(DEFAULT_LIMITS, this.file);
-    const r = opts.redis as RedisWithScripts;
-    if (typeof r.limAdmit !== 'function') {
-      r.defineCommand('limAdmit', { lua: ADMIT_LUA });
-      r.defineCommand('limSettle', { lua: SETTLE_LUA });
-      r.defineCommand('limRenew', { lua: RENEW_LUA });
-      r.defineCommand('limSeed', { lua: SEED_LUA, numberOfKeys: 1 });
-    }
-    this.redis = r;
+    this.redis = opts.redis;
+    this.cluster = isRedisCluster(opts.redis);
   }
 
   /** Starts renewing the leases of running requests (every third of the lease TTL). */
@@ -192,12 +289,12 @@ export class LimitsEngine {
   /** Admits one request to a model endpoint, or throws the 429/402 ApiError with its headers. */
   admitModel(subject: LimitSubject, model: CatalogEntry, body: unknown): Promise<Admission> {
     if (!this.enabled) return Promise.resolve(Admission.none);
-    const now = this.clock();
     const estimate = estimatePromptTokens(body);
-    const checks = planModel(this.ctx(subject, now), model, estimate);
+    const plan = this.plan(subject, model);
     // Token budgets also hold the possible output until settle (so concurrent requests cannot together
     // overspend an allowance); the admission check itself is on the prompt estimate, as before.
-    return this.admit(checks, now, estimate, estimateOutputTokens(body, model, estimate));
+    const hold = plan.checks.some((c) => c.holdsOutput) ? estimateOutputTokens(body, model, estimate) : 0;
+    return this.admit(plan, this.clock(), estimate, hold);
   }
 
   /**
@@ -206,77 +303,204 @@ export class LimitsEngine {
    */
   admitImages(subject: LimitSubject): Promise<Admission> {
     if (!this.enabled) return Promise.resolve(Admission.none);
-    const now = this.clock();
-    return this.admit(planImages(this.ctx(subject, now)), now, 0);
+    return this.admit(this.plan(subject, 'images'), this.clock(), 0);
   }
 
   /** Admits one web search or MCP tool call (the shared search budget of the key). */
   admitSearch(subject: LimitSubject): Promise<Admission> {
     if (!this.enabled) return Promise.resolve(Admission.none);
-    const now = this.clock();
-    return this.admit(planSearch(this.ctx(subject, now)), now, 0);
+    return this.admit(this.plan(subject, 'search'), this.clock(), 0);
   }
 
-  private ctx(subject: LimitSubject, now: number): PlanContext {
-    return { subject, limits: this.limitsFor(subject), prefix: this.prefix, now };
+  /** The cached plan of a key for a model (or its image / search budget), built on first use. */
+  private plan(subject: LimitSubject, what: CatalogEntry | 'images' | 'search'): Plan {
+    const model = typeof what === 'string' ? null : what;
+    const id = `${subject.keyId}\u0000${model ? model.id : what}`;
+    const limits = this.limitsFor(subject);
+    const anchor = +subject.billingAnchor;
+    const hit = this.plans.get(id);
+    if (
+      hit &&
+      hit.limits === limits &&
+      hit.model === model &&
+      hit.memberId === subject.memberId &&
+      hit.anchor === anchor
+    )
+      return hit;
+    const ctx = this.ctx(subject, limits);
+    const checks = model ? planModel(ctx, model) : what === 'images' ? planImages(ctx) : planSearch(ctx);
+    // Every key of one admission in one hash slot, or no admission at all (a 500 naming the keys).
+    if (this.cluster) planSlot(checks, redisSlot, this.clock());
+    const plan: Plan = {
+      checks,
+      spec: scriptSpec(checks),
+      leases: checks.some((c) => c.kind === 'L'),
+      lane: this.laneOf(ctx.prefix),
+      limits,
+      model,
+      memberId: subject.memberId,
+      anchor,
+    };
+    if (this.plans.size >= MAX_PLANS) this.plans.clear();
+    this.plans.set(id, plan);
+    return plan;
   }
 
-  private async admit(checks: Check[], now: number, estimate: number, hold = 0): Promise<Admission> {
+  private ctx(subject: LimitSubject, limits = this.limitsFor(subject)): PlanContext {
+    return { subject, limits, prefix: memberTag(this.prefix, subject.memberId) };
+  }
+
+  /** One lane per Redis Cluster slot (all of a member's keys share it); one lane for a single Redis. */
+  private laneOf(memberPrefix: string): Lane {
+    if (!this.cluster) return this.singleLane;
+    const slot = redisSlot(memberPrefix);
+    let lane = this.lanes.get(slot);
+    if (!lane) {
+      lane = newLane();
+      this.lanes.set(slot, lane);
+    }
+    return lane;
+  }
+
+  private nextLeaseId(): string {
+    this.leaseSeq = (this.leaseSeq + 1) % Number.MAX_SAFE_INTEGER;
+    return this.leasePrefix + this.leaseSeq.toString(36);
+  }
+
+  private async admit(plan: Plan, now: number, estimate: number, hold = 0): Promise<Admission> {
+    const checks = plan.checks;
     if (!checks.length) return Admission.none;
-    const leaseId = randomBytes(12).toString('base64url');
-    const keys = checks.map(redisKeyOf);
-    const args: (string | number)[] = [
-      keys.length,
-      ...keys,
-      now,
-      leaseId,
-      now + this.leaseTtlMs,
-      checks.length,
-    ];
-    for (const c of checks) args.push(...this.checkArgs(c, now), c.holdsOutput && c.cost > 0 ? hold : 0);
-    let res = await this.call(() => this.redis.limAdmit(...args));
-    if (res[0] === -1) {
+    const leaseId = this.nextLeaseId();
+    const keys: string[] = new Array(checks.length);
+    for (let i = 0; i < checks.length; i++) {
+      const c = checks[i]!;
+      keys[i] = c.kind === 'W' ? windowAt(c, now).key : c.key;
+    }
+    const args: (string | number)[] = ['A', leaseId, now, estimate, hold, checks.length, ...plan.spec];
+    const leases = plan.leases;
+    let res = await this.submit(plan.lane, keys, args);
+    // A quota counter Redis does not have (a new period, or lost data): rebuilt from the ledger, then
+    // the request is tried again (each try reports the first missing counter; a plan has at most two).
+    for (let tries = 0; res[0] === -1; tries++) {
+      if (tries === 3) throw ApiError.internal('Quota counters could not be rebuilt.');
       await this.rebuild(
-        res.slice(1).map((i) => checks[i - 1]!),
+        res.slice(1).map((i) => checks[Number(i) - 1]!),
         now,
       );
-      res = await this.call(() => this.redis.limAdmit(...args));
-      if (res[0] === -1) throw ApiError.internal('Quota counters could not be rebuilt.');
+      res = await this.submit(plan.lane, keys, args);
     }
+    if (res[0] !== 0 && res[0] !== 1)
+      throw ApiError.internal('The limits script gave no answer for a request.');
     if (res[0] === 0) {
-      const c = checks[res[1]! - 1]!;
+      const c = checks[Number(res[1]) - 1]!;
       this.opts.on?.refused?.(c.name.replace(/^models\.[^.]+\./, 'models.'), c.status);
-      throw this.refusal(c, res[2]!, res[3]!, now);
+      const retry = c.kind === 'W' ? windowAt(c, now).win.end - now : Number(res[2]);
+      throw this.refusal(c, retry, Number(res[3]), now, estimate);
     }
     const headers: Record<string, string> = {};
-    checks.forEach((c, i) => {
-      if (!c.header) return;
-      const used = res[3 + 2 * i]!;
-      const resetMs = c.kind === 'W' ? c.win.end - now : c.kind === 'R' ? res[4 + 2 * i]! : 0;
+    for (let i = 0; i < checks.length; i++) {
+      const c = checks[i]!;
+      if (!c.header) continue;
+      const used = Number(res[1 + 2 * i]);
+      const resetMs =
+        c.kind === 'W' ? windowAt(c, now).win.end - now : c.kind === 'R' ? Number(res[2 + 2 * i]) : 0;
       setRateHeaders(headers, c.header, c.limit, used, resetMs);
-    });
-    const adm = new Admission(this, headers, leaseId, checks, estimate, hold, now);
-    if (adm.holdsLeases) this.active.add(adm);
+    }
+    const adm = new Admission(this, headers, leaseId, checks, keys, estimate, hold, now, leases, plan.lane);
+    if (leases) this.active.add(adm);
     return adm;
   }
 
-  private checkArgs(c: Check, now: number): (string | number)[] {
-    switch (c.kind) {
-      case 'W':
-        return [
-          'W',
-          c.limit,
-          c.cost,
-          c.win.end,
-          0,
-          ttl(c.win.end - now + WINDOW_GRACE_MS),
-          c.rebuild ? 1 : 0,
-        ];
-      case 'L':
-        return ['L', c.limit, c.cost, 0, 0, 2 * this.leaseTtlMs, 0];
-      case 'R':
-        return ['R', c.limit, c.cost, c.bucketMs, c.buckets, ttl(c.bucketMs * (c.buckets + 1)), 0];
+  /** Queues an admission on its lane; resolves with its part of the script's answer. */
+  private submit(lane: Lane, keys: string[], args: (string | number)[]): Promise<(number | string)[]> {
+    // A slot that just failed: fail at once while the probe call finds out whether it is back.
+    if (lane.down && lane.inFlight > 0) return Promise.reject(storeUnavailable());
+    return new Promise((resolve, reject) => {
+      lane.queue.push({ t: 'A', keys, args, resolve, reject });
+      this.schedule(lane);
+    });
+  }
+
+  private schedule(lane: Lane): void {
+    if (lane.scheduled || lane.inFlight >= (lane.down ? 1 : this.maxInFlight)) return;
+    lane.scheduled = true;
+    // Everything queued in this turn of the event loop goes in one call.
+    setImmediate(() => {
+      lane.scheduled = false;
+      this.flush(lane);
+    });
+  }
+
+  /** Sends what a lane has queued (up to maxBatch records) as one script call. */
+  private flush(lane: Lane): void {
+    if (!lane.queue.length || lane.inFlight >= (lane.down ? 1 : this.maxInFlight)) return;
+    const batch = lane.queue.length <= this.maxBatch ? lane.queue : lane.queue.slice(0, this.maxBatch);
+    lane.queue = lane.queue.length <= this.maxBatch ? [] : lane.queue.slice(this.maxBatch);
+    const keys: string[] = [];
+    const argv: (string | number)[] = [batch.length, this.leaseTtlMs, WINDOW_GRACE_MS, this.leaseKeyTtlMs];
+    for (const p of batch) {
+      for (const k of p.keys) keys.push(k);
+      for (const a of p.args) argv.push(a);
     }
+    lane.inFlight++;
+    let over = false;
+    const fail = (err: unknown) => {
+      lane.down = true;
+      this.opts.log.error({ err }, 'limits store (Redis) failed');
+      const unavailable = storeUnavailable();
+      let settles = 0;
+      for (const p of batch) {
+        if (p.t === 'A') p.reject(unavailable);
+        else {
+          settles++;
+          p.done();
+        }
+      }
+      if (settles)
+        this.opts.log.error({ settles }, 'could not settle limits; leases will expire on their own');
+      this.landed(lane);
+    };
+    // One timer per call, not per request.
+    const timer = setTimeout(() => {
+      if (over) return;
+      over = true;
+      fail(new Error(`no answer from Redis in ${this.callTimeoutMs} ms`));
+    }, this.callTimeoutMs);
+    BATCH.run<(number | string)[][]>(this.redis, keys, argv).then(
+      (out) => {
+        clearTimeout(timer);
+        if (over) return;
+        over = true;
+        lane.down = false;
+        let j = 0;
+        for (const p of batch) {
+          if (p.t === 'A') p.resolve(out[j++] ?? [-2]);
+          else p.done();
+        }
+        this.landed(lane);
+      },
+      (err: unknown) => {
+        clearTimeout(timer);
+        if (over) return;
+        over = true;
+        fail(err);
+      },
+    );
+  }
+
+  private landed(lane: Lane): void {
+    lane.inFlight--;
+    if (!lane.queue.length) return;
+    if (lane.down) {
+      // Fail the waiting admissions now rather than after another timeout; settlements wait for the probe.
+      const unavailable = storeUnavailable();
+      lane.queue = lane.queue.filter((p) => {
+        if (p.t === 'A') p.reject(unavailable);
+        return p.t === 'S';
+      });
+    }
+    if (lane.queue.length >= this.maxBatch) this.flush(lane);
+    else this.schedule(lane);
   }
 
   /** Redis errors become a retryable 503: limits are never skipped silently. */
@@ -285,28 +509,25 @@ export class LimitsEngine {
       return await fn();
     } catch (err) {
       this.opts.log.error({ err }, 'limits store (Redis) failed');
-      throw new ApiError(503, 'The rate-limit store is unavailable. Retry shortly.', {
-        type: ErrorType.server,
-        code: 'service_unavailable',
-      });
+      throw storeUnavailable();
     }
   }
 
-  private refusal(c: Check, retryMs: number, used: number, now: number): ApiError {
+  private refusal(c: Check, retryMs: number, used: number, now: number, estimate: number): ApiError {
     const headers: Record<string, string> = {};
     if (c.status === 429) headers['retry-after'] = String(retryAfterSeconds(retryMs));
-    if (c.header)
-      setRateHeaders(headers, c.header, c.limit, used, c.kind === 'W' ? c.win.end - now : retryMs);
+    if (c.header) setRateHeaders(headers, c.header, c.limit, used, retryMs);
     // Concurrency has its own x-ratelimit-*-concurrent-requests (slots, slots free, when to retry).
     else if (c.kind === 'L') setRateHeaders(headers, 'concurrent-requests', c.limit, used, retryMs);
-    return new ApiError(c.status, c.message(retryMs, now), { type: c.type, code: c.code, headers });
+    return new ApiError(c.status, c.message(retryMs, now, estimate), { type: c.type, code: c.code, headers });
   }
 
   /** Rebuilds quota counters that Redis does not have from the ledger (set only if still missing). */
   private async rebuild(checks: Check[], now: number): Promise<void> {
     for (const c of checks) {
       if (c.kind !== 'W' || !c.rebuild) continue;
-      const q = c.rebuild(c.win);
+      const { win, key } = windowAt(c, now);
+      const q = c.rebuild(win);
       let total: number;
       try {
         total = await this.opts.ledger.total(q);
@@ -318,49 +539,52 @@ export class LimitsEngine {
         });
       }
       const seeded = await this.call(() =>
-        this.redis.limSeed(redisKeyOf(c), total, ttl(c.win.end - now + WINDOW_GRACE_MS)),
+        SEED.run<number>(this.redis, [key], [total, ttl(win.end - now + WINDOW_GRACE_MS)]),
       );
       if (seeded) {
         this.opts.on?.rebuilt?.(c.name.replace(/^models\.[^.]+\./, 'models.'));
-        this.opts.log.info({ counter: redisKeyOf(c), total }, 'quota counter rebuilt from the ledger');
+        this.opts.log.info({ counter: key, total }, 'quota counter rebuilt from the ledger');
       }
     }
   }
 
   /** See Admission.settle. */
-  async settle(adm: Admission, totalTokens: number): Promise<void> {
+  settle(adm: Admission, totalTokens: number): Promise<void> {
     this.active.delete(adm);
     const now = this.clock();
     const keys: string[] = [];
-    const ops: (string | number)[] = [];
+    const args: (string | number)[] = ['S', adm.leaseId, 0];
     const used = Math.max(0, Math.round(totalTokens));
-    for (const c of adm.checks) {
-      if (c.cost === 0) continue;
+    for (let i = 0; i < adm.checks.length; i++) {
+      const c = adm.checks[i]!;
+      if (costOf(c, adm.reserved) === 0) continue;
       // The real use replaces what admission took: the prompt estimate, and the held output on quotas.
       const delta = used - adm.reserved - (c.holdsOutput ? adm.held : 0);
       if (c.kind === 'L') {
         keys.push(c.key);
-        ops.push('L', 0, '', 0);
+        args.push('L');
       } else if (c.settlesTokens && delta !== 0 && c.kind === 'W') {
         // More tokens go to the window current now; a refund goes back where the reservation was.
-        const win = delta > 0 ? c.period(now) : c.win;
-        keys.push(`${c.base}:${win.id}`);
-        ops.push(c.rebuild ? 'WX' : 'W', delta, '', ttl(win.end - now + WINDOW_GRACE_MS));
+        keys.push(delta > 0 ? windowAt(c, now).key : adm.keys[i]!);
+        args.push(c.rebuild ? 'X' : 'W', delta);
       } else if (c.settlesTokens && delta !== 0 && c.kind === 'R') {
         const bucket = Math.floor((delta > 0 ? now : adm.at) / c.bucketMs);
+        // A refund to a bucket that already left the window has nothing left to give back.
+        if (bucket <= Math.floor(now / c.bucketMs) - c.buckets) continue;
         keys.push(c.key);
-        ops.push('R', delta, bucket, ttl(c.bucketMs * (c.buckets + 1)));
+        args.push('R', delta, bucket, ttl(c.bucketMs * (c.buckets + 1)));
       }
     }
-    if (!keys.length) return;
-    try {
-      await this.redis.limSettle(keys.length, ...keys, adm.leaseId, keys.length, ...ops);
-    } catch (err) {
-      this.opts.log.error({ err }, 'could not settle limits; leases will expire on their own');
-    }
+    if (!keys.length || !adm.lane) return Promise.resolve();
+    args[2] = keys.length;
+    const lane = adm.lane;
+    return new Promise<void>((done) => {
+      lane.queue.push({ t: 'S', keys, args, done });
+      this.schedule(lane);
+    });
   }
 
-  /** Pushes the expiry of every lease this replica holds (one script call). */
+  /** Pushes the expiry of every lease this replica holds (one script call per Redis slot). */
   async renew(): Promise<void> {
     if (!this.active.size) return;
     const now = this.clock();
@@ -371,22 +595,30 @@ export class LimitsEngine {
         void a.settle(0);
       }
     }
-    const keys: string[] = [];
-    const ids: string[] = [];
+    const byLane = new Map<Lane | null, { keys: string[]; ids: string[] }>();
     for (const a of this.active) {
+      let group = byLane.get(a.lane);
+      if (!group) {
+        group = { keys: [], ids: [] };
+        byLane.set(a.lane, group);
+      }
       for (const c of a.checks) {
-        if (c.kind === 'L' && c.cost > 0) {
-          keys.push(c.key);
-          ids.push(a.leaseId);
+        if (c.kind === 'L') {
+          group.keys.push(c.key);
+          group.ids.push(a.leaseId);
         }
       }
     }
-    try {
-      if (!keys.length) return;
-      await this.redis.limRenew(keys.length, ...keys, now + this.leaseTtlMs, 2 * this.leaseTtlMs, ...ids);
-    } catch (err) {
-      this.opts.log.warn({ err }, 'could not renew concurrency leases');
-    }
+    await Promise.all(
+      [...byLane.values()].map(async ({ keys, ids }) => {
+        if (!keys.length) return;
+        try {
+          await RENEW.run(this.redis, keys, [now + this.leaseTtlMs, this.leaseKeyTtlMs, ...ids]);
+        } catch (err) {
+          this.opts.log.warn({ err }, 'could not renew concurrency leases');
+        }
+      }),
+    );
   }
 
   /**
@@ -395,22 +627,23 @@ export class LimitsEngine {
    */
   async state(subject: LimitSubject, models: readonly CatalogEntry[]): Promise<LimitState[]> {
     const now = this.clock();
-    const ctx = this.ctx(subject, now);
+    const ctx = this.ctx(subject);
     const seen = new Set<string>();
     const checks: Check[] = [];
     const add = (cs: Check[]) => {
       for (const c of cs) {
-        const k = redisKeyOf(c);
+        const k = redisKeyOf(c, now);
         if (seen.has(k)) continue;
         seen.add(k);
         checks.push(c);
       }
     };
-    for (const m of models) add(planModel(ctx, m, 0, true));
-    add(planSearch(ctx, true));
+    for (const m of models) add(planModel(ctx, m));
+    add(planSearch(ctx));
+    // Every key here carries the member's hash tag: one pipeline to one Redis slot.
     const pipe = this.redis.pipeline();
     for (const c of checks) {
-      const k = redisKeyOf(c);
+      const k = redisKeyOf(c, now);
       if (c.kind === 'W') pipe.get(k);
       else if (c.kind === 'L') pipe.zcount(k, `(${now}`, '+inf');
       else pipe.hgetall(k);
@@ -423,15 +656,18 @@ export class LimitsEngine {
       let used = 0;
       let resetsAt: number | null = null;
       if (c.kind === 'W') {
-        if (value === null && c.rebuild) used = await this.opts.ledger.total(c.rebuild(c.win));
-        else used = Number(value ?? 0);
-        resetsAt = c.win.end;
+        const { win } = windowAt(c, now);
+        if (value === null && c.rebuild) used = await this.opts.ledger.total(c.rebuild(win));
+        // Quota counters are kept as use + 1 (see BATCH_LUA).
+        else used = Math.max(0, Number(value ?? 0) - (c.rebuild ? 1 : 0));
+        resetsAt = win.end;
       } else if (c.kind === 'L') {
         used = Number(value ?? 0);
       } else {
         const cur = Math.floor(now / c.bucketMs);
         let oldest = Number.POSITIVE_INFINITY;
         for (const [f, v] of Object.entries((value ?? {}) as Record<string, string>)) {
+          if (!/^\d+$/.test(f)) continue; // the running total and the oldest bucket's index
           const idx = Number(f);
           if (idx <= cur - c.buckets) continue;
           used += Number(v);
@@ -457,8 +693,60 @@ export class LimitsEngine {
   }
 }
 
+/**
+ * The checks in the script's form (see BATCH_LUA): a kind code that also says what the check costs and
+ * takes, its limit, and for a rolling window its bucket length and count. Built once per plan.
+ */
+function scriptSpec(checks: readonly Check[]): (string | number)[] {
+  const spec: (string | number)[] = [];
+  for (const c of checks) {
+    if (c.kind === 'L') spec.push('L', c.limit);
+    else if (c.kind === 'R') {
+      if (!c.holdsOutput || c.unit !== 'tokens')
+        throw new Error(`rolling check ${c.name}: tokens holding output only`);
+      spec.push('R', c.limit, c.bucketMs, c.buckets);
+    } else if (c.rebuild) {
+      // Quota counters (must exist): token quotas hold the possible output, request quotas take 1.
+      if (c.unit === 'tokens' && !c.holdsOutput)
+        throw new Error(`quota ${c.name}: a token quota holds output`);
+      spec.push(c.unit === 'tokens' ? 'Q' : 'q', c.limit);
+    } else {
+      if (c.window !== 'minute')
+        throw new Error(`check ${c.name}: counters without a rebuild are per minute`);
+      spec.push(c.unit === 'tokens' ? 't' : 'r', c.limit);
+    }
+  }
+  return spec;
+}
+
+function newLane(): Lane {
+  return { queue: [], inFlight: 0, scheduled: false, down: false };
+}
+
+function storeUnavailable(): ApiError {
+  return new ApiError(503, 'The rate-limit store is unavailable. Retry shortly.', {
+    type: ErrorType.server,
+    code: 'service_unavailable',
+  });
+}
+
 function ttl(ms: number): number {
   return Math.max(1000, Math.ceil(ms));
+}
+
+/** The x-ratelimit-* header names of each unit, built once. */
+const HEADER_NAMES = {
+  requests: names('requests'),
+  tokens: names('tokens'),
+  'concurrent-requests': names('concurrent-requests'),
+};
+
+function names(unit: string) {
+  return {
+    limit: `x-ratelimit-limit-${unit}`,
+    remaining: `x-ratelimit-remaining-${unit}`,
+    reset: `x-ratelimit-reset-${unit}`,
+  };
 }
 
 function setRateHeaders(
@@ -468,7 +756,8 @@ function setRateHeaders(
   used: number,
   resetMs: number,
 ): void {
-  h[`x-ratelimit-limit-${unit}`] = String(limit);
-  h[`x-ratelimit-remaining-${unit}`] = String(Math.max(0, limit - used));
-  h[`x-ratelimit-reset-${unit}`] = formatResetDuration(resetMs);
+  const n = HEADER_NAMES[unit];
+  h[n.limit] = String(limit);
+  h[n.remaining] = String(Math.max(limit - used, 0));
+  h[n.reset] = formatResetDuration(resetMs);
 }

@@ -35,8 +35,6 @@ interface CheckBase {
   unit: 'requests' | 'tokens';
   window: WindowName;
   limit: number;
-  /** Amount taken at admission (1 request, or the prompt estimate in tokens; 0 for a read). */
-  cost: number;
   /** Charged again with the real usage when the response ends (token budgets). */
   settlesTokens: boolean;
   /**
@@ -49,8 +47,8 @@ interface CheckBase {
   status: 429 | 402;
   code: string;
   type: string;
-  /** The refusal's message, given the time until the limit frees. */
-  message(retryMs: number, now: number): string;
+  /** The refusal's message, given the time until the limit frees and the request's prompt estimate. */
+  message(retryMs: number, now: number, estimate: number): string;
 }
 
 /** A counter in a fixed window (minute, day, calendar month, billing period). */
@@ -58,9 +56,10 @@ export interface WindowCheck extends CheckBase {
   kind: 'W';
   /** Redis key without the window id. */
   base: string;
-  win: Window;
   /** The window that holds an instant (used again when the request settles). */
   period: (now: number) => Window;
+  /** The last window used and its Redis key (computed once per window, not per request). */
+  cur: { win: Window; key: string } | null;
   /** A quota counter: rebuilt from the ledger when Redis does not have it. */
   rebuild?: (win: Window) => RebuildQuery;
 }
@@ -81,8 +80,34 @@ export interface RollingCheck extends CheckBase {
 
 export type Check = WindowCheck | LeaseCheck | RollingCheck;
 
-export function redisKeyOf(c: Check): string {
-  return c.kind === 'W' ? `${c.base}:${c.win.id}` : c.key;
+/** The window of a fixed-window check that holds `now`, with its Redis key (cached on the check). */
+export function windowAt(c: WindowCheck, now: number): { win: Window; key: string } {
+  const cur = c.cur;
+  if (cur && now >= cur.win.start && now < cur.win.end) return cur;
+  const win = c.period(now);
+  const next = { win, key: `${c.base}:${win.id}` };
+  c.cur = next;
+  return next;
+}
+
+/** The Redis key a check uses at `now`. */
+export function redisKeyOf(c: Check, now: number): string {
+  return c.kind === 'W' ? windowAt(c, now).key : c.key;
+}
+
+/** Amount a check takes for one request: 1 request, or the prompt estimate in tokens (0 for a read). */
+export function costOf(c: Check, estimate: number, read = false): number {
+  if (read) return 0;
+  return c.unit === 'tokens' ? estimate : 1;
+}
+
+/**
+ * The Redis key prefix of a member: every key of one admission (the key's own counters and the
+ * member's) carries the member's hash tag, so on a Redis Cluster they all live in one hash slot and one
+ * script can take them together.
+ */
+export function memberTag(prefix: string, memberId: string): string {
+  return `${prefix}{${memberId}}:`;
 }
 
 /** Buckets per rolling window: 240 (one minute each for chat-G's 4 hours). */
@@ -91,21 +116,43 @@ export const ROLLING_BUCKETS = 240;
 const iso = (ms: number) => new Date(ms).toISOString().replace('.000Z', 'Z');
 const secs = (ms: number) => Math.max(1, Math.ceil(ms / 1000));
 
-function rateLimited(what: string) {
+function rateLimited(what: string | ((estimate: number) => string)) {
   return {
     status: 429 as const,
     code: ErrorCode.rateLimit,
     type: ErrorType.rateLimit,
-    message: (retryMs: number) => `Rate limit reached: ${what}. Retry in ${secs(retryMs)}s.`,
+    message: (retryMs: number, _now: number, estimate: number) =>
+      `Rate limit reached: ${typeof what === 'string' ? what : what(estimate)}. Retry in ${secs(retryMs)}s.`,
   };
+}
+
+/**
+ * The one Redis Cluster hash slot of a plan's keys. A layout whose keys span slots cannot run as one
+ * script on a cluster: it is refused here, when the plan is built, with the keys that differ.
+ */
+export function planSlot(checks: readonly Check[], slotOf: (key: string) => number, now: number): number {
+  let slot = -1;
+  let first = '';
+  for (const c of checks) {
+    const key = redisKeyOf(c, now);
+    const s = slotOf(key);
+    if (slot === -1) {
+      slot = s;
+      first = key;
+    } else if (s !== slot)
+      throw new Error(
+        `limit layout crosses Redis Cluster hash slots: ${first} (slot ${slot}) and ${key} (slot ${s}) ` +
+          'are checked by one admission; every key of an admission must carry the member hash tag',
+      );
+  }
+  return slot;
 }
 
 export interface PlanContext {
   subject: LimitSubject;
   limits: EffectiveLimits;
-  /** Redis key prefix. */
+  /** Redis key prefix of the member (memberTag): the Redis key prefix and the member's hash tag. */
   prefix: string;
-  now: number;
 }
 
 function fmt(n: number): string {
@@ -121,7 +168,6 @@ interface Counter {
   /** Requests (the default), or tokens, which are charged again with the real usage. */
   unit?: 'requests' | 'tokens';
   limit: number;
-  cost: number;
 }
 
 function counter(c: Counter, window: WindowName) {
@@ -133,7 +179,6 @@ function counter(c: Counter, window: WindowName) {
     unit,
     window,
     limit: c.limit,
-    cost: c.cost,
     settlesTokens: unit === 'tokens',
     holdsOutput: unit === 'tokens' && window !== 'minute',
   };
@@ -153,22 +198,23 @@ function quotaSpent(status: 429 | 402, code: string, what: string) {
  * A rate over the current minute (429 rate_limit_exceeded, "`what`"). Request rates report the
  * x-ratelimit-*-requests headers.
  */
-function perMinute(now: number, c: Counter & { base: string; what: string }): WindowCheck {
+function perMinute(
+  c: Counter & { base: string; what: string | ((estimate: number) => string) },
+): WindowCheck {
   const fields = counter(c, 'minute');
   return {
     kind: 'W',
     ...fields,
     ...(fields.unit === 'requests' ? { header: 'requests' as const } : {}),
     base: c.base,
-    win: minuteWindow(now),
     period: minuteWindow,
+    cur: null,
     ...rateLimited(c.what),
   };
 }
 
 /** A quota over a period (day, month, billing period), rebuilt from the usage ledger when lost. */
 function quota(
-  now: number,
   c: Counter & {
     window: WindowName;
     period: (now: number) => Window;
@@ -183,8 +229,8 @@ function quota(
     kind: 'W',
     ...fields,
     base: c.base,
-    win: c.period(now),
     period: c.period,
+    cur: null,
     rebuild: (win) => ({
       unit: fields.unit,
       ...c.ledger,
@@ -224,23 +270,21 @@ function rollingBudget(c: Counter & { key: string; windowMs: number; what: strin
   };
 }
 
-function keyRpm(ctx: PlanContext, limit: number, cost: number): WindowCheck {
-  return perMinute(ctx.now, {
+function keyRpm(ctx: PlanContext, limit: number): WindowCheck {
+  return perMinute({
     name: 'key.requests_per_minute',
     scope: 'key',
     limit,
-    cost,
     base: `${ctx.prefix}k:${ctx.subject.keyId}:rpm`,
     what: `${fmt(limit)} requests per minute for this API key`,
   });
 }
 
-function keyConcurrency(ctx: PlanContext, limit: number, cost: number): LeaseCheck {
+function keyConcurrency(ctx: PlanContext, limit: number): LeaseCheck {
   return concurrency({
     name: 'key.concurrent',
     scope: 'key',
     limit,
-    cost,
     key: `${ctx.prefix}k:${ctx.subject.keyId}:cc`,
     what: `at most ${fmt(limit)} concurrent requests for this API key`,
   });
@@ -250,12 +294,10 @@ function keyConcurrency(ctx: PlanContext, limit: number, cost: number): LeaseChe
  * The checks of one request to a model endpoint, in the order they are reported when several fail:
  * the non-retryable allowance (402) first, then the rolling budget, rates, then concurrency.
  */
-export function planModel(ctx: PlanContext, model: CatalogEntry, estimate: number, read = false): Check[] {
-  if (model.kind === 'image') return planImages(ctx, read);
-  const { subject, limits, prefix, now } = ctx;
+export function planModel(ctx: PlanContext, model: CatalogEntry): Check[] {
+  if (model.kind === 'image') return planImages(ctx);
+  const { subject, limits, prefix } = ctx;
   const m = limits.models[model.id] ?? {};
-  const one = read ? 0 : 1;
-  const tokens = read ? 0 : estimate;
   const checks: Check[] = [];
   const mk = `${prefix}k:${subject.keyId}:m:${model.id}`;
   const name = (limit: string) => `models.${model.id}.${limit}`;
@@ -268,16 +310,15 @@ export function planModel(ctx: PlanContext, model: CatalogEntry, estimate: numbe
       : (t: number) => monthWindow(t);
     const what = billing ? 'billing period' : 'month';
     checks.push(
-      quota(now, {
+      quota({
         name: name('allowance_tokens'),
         scope: 'member',
         model: model.id,
         unit: 'tokens',
         limit: allowance,
-        cost: tokens,
         window: billing ? 'billing_period' : 'month',
         period,
-        base: `${prefix}m:${subject.memberId}:${model.id}:${billing ? 'bp' : 'mo'}`,
+        base: `${prefix}m:${model.id}:${billing ? 'bp' : 'mo'}`,
         ledger: { memberId: subject.memberId, model: model.id },
         refusal: quotaSpent(
           402,
@@ -302,7 +343,6 @@ export function planModel(ctx: PlanContext, model: CatalogEntry, estimate: numbe
         model: model.id,
         unit: 'tokens',
         limit: rolling.tokens,
-        cost: tokens,
         key: `${mk}:roll`,
         windowMs: rolling.window_minutes * MINUTE_MS,
         what: `The token budget of ${model.id} (${fmt(rolling.tokens)} tokens per rolling ${hours})`,
@@ -311,15 +351,14 @@ export function planModel(ctx: PlanContext, model: CatalogEntry, estimate: numbe
   }
 
   const rpm = m.requests_per_minute === undefined ? limits.key.requests_per_minute : m.requests_per_minute;
-  if (rpm !== null && m.requests_per_minute === undefined) checks.push(keyRpm(ctx, rpm, one));
+  if (rpm !== null && m.requests_per_minute === undefined) checks.push(keyRpm(ctx, rpm));
   else if (rpm !== null) {
     checks.push(
-      perMinute(now, {
+      perMinute({
         name: name('requests_per_minute'),
         scope: 'key',
         model: model.id,
         limit: rpm,
-        cost: one,
         base: `${mk}:rpm`,
         what: `${fmt(rpm)} requests per minute on ${model.id} for this API key`,
       }),
@@ -329,22 +368,21 @@ export function planModel(ctx: PlanContext, model: CatalogEntry, estimate: numbe
   const tpm = m.tokens_per_minute ?? null;
   if (tpm !== null) {
     checks.push(
-      perMinute(now, {
+      perMinute({
         name: name('tokens_per_minute'),
         scope: 'key',
         model: model.id,
         unit: 'tokens',
         limit: tpm,
-        cost: tokens,
         base: `${mk}:tpm`,
-        what:
+        what: (estimate) =>
           `${fmt(tpm)} tokens per minute on ${model.id} for this API key` +
           (estimate > tpm ? ` (this request's prompt alone is about ${fmt(estimate)} tokens)` : ''),
       }),
     );
   }
 
-  if (limits.key.concurrent !== null) checks.push(keyConcurrency(ctx, limits.key.concurrent, one));
+  if (limits.key.concurrent !== null) checks.push(keyConcurrency(ctx, limits.key.concurrent));
   const cc = m.concurrent ?? null;
   if (cc !== null) {
     checks.push(
@@ -353,7 +391,6 @@ export function planModel(ctx: PlanContext, model: CatalogEntry, estimate: numbe
         scope: 'key',
         model: model.id,
         limit: cc,
-        cost: one,
         key: `${mk}:cc`,
         what: `at most ${fmt(cc)} concurrent requests on ${model.id} for this API key`,
       }),
@@ -370,19 +407,17 @@ export function planModel(ctx: PlanContext, model: CatalogEntry, estimate: numbe
 }
 
 /** Images: per member 20 requests per minute and 100 per month, apart from the chat budgets. */
-export function planImages(ctx: PlanContext, read = false): Check[] {
-  const { subject, limits, prefix, now } = ctx;
-  const one = read ? 0 : 1;
+export function planImages(ctx: PlanContext): Check[] {
+  const { subject, limits, prefix } = ctx;
   const checks: Check[] = [];
-  const base = `${prefix}m:${subject.memberId}:img`;
+  const base = `${prefix}m:img`;
   const month = limits.images.requests_per_month;
   if (month !== null) {
     checks.push(
-      quota(now, {
+      quota({
         name: 'images.requests_per_month',
         scope: 'member',
         limit: month,
-        cost: one,
         window: 'month',
         period: monthWindow,
         base: `${base}:mo`,
@@ -398,34 +433,31 @@ export function planImages(ctx: PlanContext, read = false): Check[] {
   const rpm = limits.images.requests_per_minute;
   if (rpm !== null) {
     checks.push(
-      perMinute(now, {
+      perMinute({
         name: 'images.requests_per_minute',
         scope: 'member',
         limit: rpm,
-        cost: one,
         base: `${base}:rpm`,
         what: `${fmt(rpm)} image requests per minute`,
       }),
     );
   }
-  if (limits.key.concurrent !== null) checks.push(keyConcurrency(ctx, limits.key.concurrent, one));
+  if (limits.key.concurrent !== null) checks.push(keyConcurrency(ctx, limits.key.concurrent));
   return checks;
 }
 
 /** Web search and the MCP tool endpoint: one budget per key (20/min, 3 concurrent, 500/day). */
-export function planSearch(ctx: PlanContext, read = false): Check[] {
-  const { subject, limits, prefix, now } = ctx;
-  const one = read ? 0 : 1;
+export function planSearch(ctx: PlanContext): Check[] {
+  const { subject, limits, prefix } = ctx;
   const checks: Check[] = [];
   const base = `${prefix}k:${subject.keyId}:search`;
   const day = limits.search.requests_per_day;
   if (day !== null) {
     checks.push(
-      quota(now, {
+      quota({
         name: 'search.requests_per_day',
         scope: 'key',
         limit: day,
-        cost: one,
         window: 'day',
         period: dayWindow,
         base: `${base}:day`,
@@ -441,11 +473,10 @@ export function planSearch(ctx: PlanContext, read = false): Check[] {
   const rpm = limits.search.requests_per_minute;
   if (rpm !== null) {
     checks.push(
-      perMinute(now, {
+      perMinute({
         name: 'search.requests_per_minute',
         scope: 'key',
         limit: rpm,
-        cost: one,
         base: `${base}:rpm`,
         what: `${fmt(rpm)} web searches per minute for this API key`,
       }),
@@ -458,7 +489,6 @@ export function planSearch(ctx: PlanContext, read = false): Check[] {
         name: 'search.concurrent',
         scope: 'key',
         limit: cc,
-        cost: one,
         key: `${base}:cc`,
         what: `at most ${fmt(cc)} concurrent web searches for this API key`,
       }),

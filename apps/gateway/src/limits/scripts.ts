@@ -1,162 +1,292 @@
 /**
- * The Lua scripts of the limits. Each runs atomically inside Redis, so a check and its take are one
- * step: N gateway replicas sharing one Redis admit exactly what one would.
+ * The Lua script of the limits. It runs atomically inside Redis, so a check and its take are one step:
+ * N gateway replicas sharing one Redis (or one slot of a Redis Cluster) admit exactly what one would.
  *
- * Check kinds (one KEY each), ARGV after the header is 8 fields per check:
- *   type  limit  cost  p1  p2  ttl  flags  hold
- * `cost` is what the check compares with the limit; `cost + hold` is what it takes: a token budget
- * also holds the request's possible output (its max tokens) until settle replaces it with the real use.
- *   W  fixed-window counter (requests or tokens): p1 = window end (epoch ms), flags 1 = the counter must
- *      exist (a quota counter that is rebuilt from the ledger when Redis lost it)
- *   L  concurrency leases: a sorted set of lease ids scored by their expiry; expired leases are dropped
- *   R  rolling window: a hash of bucket index -> amount; p1 = bucket length (ms), p2 = buckets per window
- * `ttl` is the key's time to live (ms) once taken.
+ * One call carries a batch: the settlements and admissions a gateway collected since its previous call
+ * to the same Redis slot (see LimitsEngine: at most two calls in flight per slot, the next batch builds
+ * up meanwhile). Settlements run first, then each admission in order, each all or nothing. Batching
+ * pays the script call, the network read and write once for many requests; at low load a batch is a
+ * single request and nothing waits.
+ *
+ * Arguments are kept few (Redis turns each into a Lua string): what can be derived in the script (the
+ * cost and take of a check from its kind, key lifetimes from the clock) is not sent.
+ *
+ * ARGV[1] = number of records, ARGV[2] = lease TTL (ms), ARGV[3] = grace (ms) a fixed-window counter
+ * outlives its window, ARGV[4] = lifetime (ms) of a lease set without renewals; then records, each
+ * consuming the next KEYS in order:
+ *
+ *   'S' leaseId n   then n ops, one KEY each:
+ *       'L'                   release the lease
+ *       'W' delta             add delta (may be negative) to a per-minute counter, never below 0
+ *       'X' delta             the same on a quota counter, only when it exists (if Redis lost it, it
+ *                             is rebuilt from the ledger instead). Quota counters hold use + 1: a
+ *                             kept counter is never 0, so INCRBY alone tells a missing one.
+ *       'R' delta field ttl   add delta to bucket `field` of a rolling window (and its total), never
+ *                             below 0
+ *
+ *   'A' leaseId now estimate hold n   then n checks, one KEY each:
+ *       'r' limit             requests in the current minute (takes 1)
+ *       't' limit             tokens in the current minute (takes the prompt estimate)
+ *       'q' limit             a request quota counter that must exist (day, month; takes 1), kept as
+ *                             use + 1
+ *       'Q' limit             a token quota counter that must exist (takes the estimate and holds
+ *                             `hold`, the possible output, until settle)
+ *       'L' limit             concurrency leases: a sorted set of lease ids scored by their expiry;
+ *                             expired leases are only dropped when they would cause a refusal
+ *       'R' limit bms nb      a rolling token window (takes the estimate, holds `hold`): a hash of
+ *                             bucket index -> amount plus `t` (the total of the live buckets) and `o`
+ *                             (the oldest bucket counted); bms = bucket length (ms), nb = buckets
+ *       A check compares its cost (1, or the estimate) with the limit; it takes cost (+ hold). With an
+ *       estimate of 0 a token check takes nothing.
+ *
+ * Returns one entry per 'A' record, in order:
+ *   {-1, i...}               counters that must be rebuilt first (nothing taken)
+ *   {0, i, retryMs, used_i}  check i refused (nothing taken); retryMs is 0 for fixed windows (the
+ *                            gateway knows the window's end)
+ *   {1, used_1, reset_1, ..., used_n, reset_n}  all taken; used_i after the take, reset_i = ms until a
+ *                            rolling window's oldest use drops out (0 otherwise)
  */
+export const BATCH_LUA = `
+local nrec = tonumber(ARGV[1])
+local leaseTtl = tonumber(ARGV[2])
+local grace = tonumber(ARGV[3])
+local leaseKeyTtl = tonumber(ARGV[4])
+local a = 5
+local k = 1
+local out = {}
 
-/**
- * ADMIT  ARGV: now, leaseId, leaseExpiry, n, then the checks.
- * Returns {-1, i...}      counters that must be rebuilt first (nothing taken)
- *         {0, i, retryMs, used_i} check i refused (nothing taken)
- *         {1, 0, 0, used_1, reset_1, ..., used_n, reset_n} all taken; used_i after the take,
- *                         reset_i = ms until a rolling window's oldest use drops out (0 otherwise)
- */
-export const ADMIT_LUA = `
-local now = tonumber(ARGV[1])
-local lease = ARGV[2]
-local leaseExp = tonumber(ARGV[3])
-local n = tonumber(ARGV[4])
-local missing = {}
-for i = 1, n do
-  local b = 4 + (i - 1) * 8
-  if ARGV[b + 7] == '1' and redis.call('EXISTS', KEYS[i]) == 0 then missing[#missing + 1] = i end
-end
-if #missing > 0 then
-  local out = {-1}
-  for _, i in ipairs(missing) do out[#out + 1] = i end
-  return out
-end
-local used = {}
-local reset = {}
-local bucket = {}
-for i = 1, n do
-  local b = 4 + (i - 1) * 8
-  local t = ARGV[b + 1]
-  local limit = tonumber(ARGV[b + 2])
-  local cost = tonumber(ARGV[b + 3])
-  reset[i] = 0
-  if t == 'W' then
-    local u = tonumber(redis.call('GET', KEYS[i]) or '0')
-    used[i] = u
-    if u + cost > limit then return {0, i, tonumber(ARGV[b + 4]) - now, u} end
-  elseif t == 'L' then
-    redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', now)
-    local u = redis.call('ZCARD', KEYS[i])
-    used[i] = u
-    if u + cost > limit then
-      -- A slot frees when a running request ends; the earliest possible moment is unknown: 1 s.
-      return {0, i, 1000, u}
-    end
-  elseif t == 'R' then
-    local bms = tonumber(ARGV[b + 4])
-    local nb = tonumber(ARGV[b + 5])
-    local cur = math.floor(now / bms)
-    bucket[i] = cur
-    local h = redis.call('HGETALL', KEYS[i])
-    local u = 0
-    local idx = {}
-    local val = {}
-    for j = 1, #h, 2 do
-      local f = tonumber(h[j])
-      local v = tonumber(h[j + 1])
+local function rollExpire(key, cur, nb)
+  local h = redis.call('HGETALL', key)
+  local t = 0
+  local o = nil
+  local drop = {}
+  for j = 1, #h, 2 do
+    local f = tonumber(h[j])
+    if f then
       if f <= cur - nb then
-        redis.call('HDEL', KEYS[i], h[j])
+        drop[#drop + 1] = h[j]
       else
-        u = u + v
-        idx[#idx + 1] = f
-        val[f] = v
+        t = t + tonumber(h[j + 1])
+        if o == nil or f < o then o = f end
       end
-    end
-    table.sort(idx)
-    used[i] = u
-    if #idx > 0 then reset[i] = (idx[1] + nb) * bms - now end
-    if u + cost > limit then
-      local need = u + cost - limit
-      local freed = 0
-      local retry = nb * bms
-      for _, f in ipairs(idx) do
-        freed = freed + val[f]
-        if freed >= need then
-          retry = (f + nb) * bms - now
-          break
-        end
-      end
-      return {0, i, retry, u}
     end
   end
+  if #drop > 0 then redis.call('HDEL', key, unpack(drop)) end
+  if o == nil then
+    redis.call('DEL', key)
+    return 0, nil
+  end
+  redis.call('HSET', key, 't', t, 'o', o)
+  return t, o
 end
-local out = {1, 0, 0}
-for i = 1, n do
-  local b = 4 + (i - 1) * 8
-  local t = ARGV[b + 1]
-  local cost = tonumber(ARGV[b + 3]) + tonumber(ARGV[b + 8])
-  local ttl = ARGV[b + 6]
-  if t == 'W' then
-    if cost > 0 then
-      redis.call('INCRBY', KEYS[i], cost)
-      redis.call('PEXPIRE', KEYS[i], ttl)
-    end
-  elseif t == 'L' then
-    if cost > 0 then
-      redis.call('ZADD', KEYS[i], leaseExp, lease)
-      redis.call('PEXPIRE', KEYS[i], ttl)
-    end
-  elseif t == 'R' then
-    if cost > 0 then
-      redis.call('HINCRBY', KEYS[i], bucket[i], cost)
-      redis.call('PEXPIRE', KEYS[i], ttl)
-    end
-    if reset[i] == 0 and cost > 0 then
-      reset[i] = (bucket[i] + tonumber(ARGV[b + 5])) * tonumber(ARGV[b + 4]) - now
+
+local function rollRetry(key, need, cur, nb, bms, now)
+  local h = redis.call('HGETALL', key)
+  local idx = {}
+  local val = {}
+  for j = 1, #h, 2 do
+    local f = tonumber(h[j])
+    if f and f > cur - nb then
+      idx[#idx + 1] = f
+      val[f] = tonumber(h[j + 1])
     end
   end
-  out[#out + 1] = used[i] + cost
-  out[#out + 1] = reset[i]
+  table.sort(idx)
+  local freed = 0
+  for _, f in ipairs(idx) do
+    freed = freed + val[f]
+    if freed >= need then return (f + nb) * bms - now end
+  end
+  return nb * bms
+end
+
+for r = 1, nrec do
+  if ARGV[a] == 'S' then
+    local lease = ARGV[a + 1]
+    local n = tonumber(ARGV[a + 2])
+    a = a + 3
+    for i = 1, n do
+      local kind = ARGV[a]
+      local key = KEYS[k]
+      k = k + 1
+      if kind == 'L' then
+        redis.call('ZREM', key, lease)
+        a = a + 1
+      elseif kind == 'R' then
+        local delta = tonumber(ARGV[a + 1])
+        local f = ARGV[a + 2]
+        local v = redis.call('HINCRBY', key, f, delta)
+        if v < 0 then
+          redis.call('HSET', key, f, 0)
+          delta = delta - v
+        end
+        local tot = redis.call('HINCRBY', key, 't', delta)
+        if tot < 0 then redis.call('HSET', key, 't', 0) end
+        if delta > 0 then redis.call('HSETNX', key, 'o', f) end
+        redis.call('PEXPIRE', key, ARGV[a + 3])
+        a = a + 4
+      else
+        local delta = tonumber(ARGV[a + 1])
+        local v = redis.call('INCRBY', key, delta)
+        if kind == 'W' then
+          if v < 0 then redis.call('SET', key, 0, 'KEEPTTL') end
+          if v == delta then redis.call('PEXPIRE', key, 60000 + grace) end
+        elseif v == delta then
+          -- A quota counter (kept as use + 1) that Redis lost: it is rebuilt from the ledger instead.
+          redis.call('DEL', key)
+        elseif v < 1 then
+          redis.call('SET', key, 1, 'KEEPTTL')
+        end
+        a = a + 2
+      end
+    end
+  else
+    local lease = ARGV[a + 1]
+    local now = tonumber(ARGV[a + 2])
+    local est = tonumber(ARGV[a + 3])
+    local hold = 0
+    if est > 0 then hold = tonumber(ARGV[a + 4]) end
+    local n = tonumber(ARGV[a + 5])
+    a = a + 6
+    local base = a
+    local k0 = k
+    -- Where each check's arguments start (a rolling window has two more).
+    local at = {}
+    for i = 1, n do
+      at[i] = a
+      if ARGV[a] == 'R' then a = a + 4 else a = a + 2 end
+    end
+    k = k + n
+    do
+      -- Check and take in order; a refusal (or a quota counter Redis does not have) gives back what
+      -- the earlier checks took.
+      local res = {1}
+      local refused = nil
+      local done = 0
+      local takes = {}
+      for i = 1, n do
+        local b = at[i]
+        local kind = ARGV[b]
+        local key = KEYS[k0 + i - 1]
+        local limit = tonumber(ARGV[b + 1])
+        local cost = 1
+        local take = 1
+        if kind == 't' then
+          cost = est
+          take = est
+        elseif kind == 'Q' or kind == 'R' then
+          cost = est
+          take = est + hold
+        end
+        takes[i] = take
+        local used = 0
+        local reset = 0
+        if kind == 'q' or kind == 'Q' then
+          -- Quota counters are kept as use + 1, so that a missing one shows in the same call.
+          if take > 0 then
+            local v = redis.call('INCRBY', key, take)
+            if v == take then
+              redis.call('DEL', key)
+              refused = {-1, i}
+            else
+              used = v - 1 - take
+              if used + cost > limit then
+                redis.call('DECRBY', key, take)
+                refused = {0, i, 0, used}
+              else
+                used = v - 1
+              end
+            end
+          else
+            local v = redis.call('GET', key)
+            if not v then
+              refused = {-1, i}
+            else
+              used = tonumber(v) - 1
+              if used + cost > limit then refused = {0, i, 0, used} end
+            end
+          end
+        elseif kind == 'r' or kind == 't' then
+          if take > 0 then
+            used = redis.call('INCRBY', key, take)
+            if used == take then
+              redis.call('PEXPIRE', key, (math.floor(now / 60000) + 1) * 60000 - now + grace)
+            end
+            if used - take + cost > limit then
+              redis.call('DECRBY', key, take)
+              refused = {0, i, 0, used - take}
+            end
+          else
+            used = tonumber(redis.call('GET', key) or '0')
+            if used > limit then refused = {0, i, 0, used} end
+          end
+        elseif kind == 'L' then
+          used = redis.call('ZCARD', key)
+          if used + 1 > limit then
+            redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
+            used = redis.call('ZCARD', key)
+          end
+          if used + 1 > limit then
+            -- A slot frees when a running request ends; the earliest possible moment is unknown: 1 s.
+            refused = {0, i, 1000, used}
+          else
+            redis.call('ZADD', key, now + leaseTtl, lease)
+            -- The set's own lifetime (renewals push it): only set when the set is new.
+            if used == 0 then redis.call('PEXPIRE', key, leaseKeyTtl) end
+            used = used + 1
+          end
+        else
+          local bms = tonumber(ARGV[b + 2])
+          local nb = tonumber(ARGV[b + 3])
+          local cur = math.floor(now / bms)
+          local st = redis.call('HMGET', key, 't', 'o')
+          local tot = tonumber(st[1] or '0')
+          local o = tonumber(st[2])
+          if o ~= nil and o <= cur - nb then tot, o = rollExpire(key, cur, nb) end
+          used = tot
+          if used + cost > limit then
+            refused = {0, i, rollRetry(key, used + cost - limit, cur, nb, bms, now), used}
+          elseif take > 0 then
+            redis.call('HINCRBY', key, cur, take)
+            used = redis.call('HINCRBY', key, 't', take)
+            if o == nil then
+              redis.call('HSET', key, 'o', cur)
+              o = cur
+            end
+            redis.call('PEXPIRE', key, bms * (nb + 1))
+          end
+          if o ~= nil then reset = (o + nb) * bms - now end
+        end
+        if refused then break end
+        done = i
+        res[#res + 1] = used
+        res[#res + 1] = reset
+      end
+      if refused then
+        for i = 1, done do
+          local kind = ARGV[at[i]]
+          local key = KEYS[k0 + i - 1]
+          local take = takes[i]
+          if take > 0 then
+            if kind == 'L' then
+              redis.call('ZREM', key, lease)
+            elseif kind == 'R' then
+              local cur = math.floor(now / tonumber(ARGV[at[i] + 2]))
+              redis.call('HINCRBY', key, cur, -take)
+              redis.call('HINCRBY', key, 't', -take)
+            else
+              redis.call('DECRBY', key, take)
+            end
+          end
+        end
+        out[#out + 1] = refused
+      else
+        out[#out + 1] = res
+      end
+    end
+  end
 end
 return out
-`;
-
-/**
- * SETTLE  ARGV: leaseId, n, then 4 fields per operation: type delta field ttl, flags in the type:
- *   L   release the lease
- *   W   add delta (may be negative) to a counter, never below 0 (creates it with ttl when missing)
- *   WX  the same, but only when the counter exists (a quota counter: if Redis lost it, it is rebuilt
- *       from the ledger instead)
- *   R   add delta to bucket `field` of a rolling window, never below 0
- */
-export const SETTLE_LUA = `
-local lease = ARGV[1]
-local n = tonumber(ARGV[2])
-for i = 1, n do
-  local b = 2 + (i - 1) * 4
-  local t = ARGV[b + 1]
-  local delta = tonumber(ARGV[b + 2])
-  if t == 'L' then
-    redis.call('ZREM', KEYS[i], lease)
-  elseif t == 'W' or t == 'WX' then
-    if delta ~= 0 and (t == 'W' or redis.call('EXISTS', KEYS[i]) == 1) then
-      local v = redis.call('INCRBY', KEYS[i], delta)
-      if v < 0 then redis.call('SET', KEYS[i], 0, 'KEEPTTL') end
-      if redis.call('PTTL', KEYS[i]) < 0 then redis.call('PEXPIRE', KEYS[i], ARGV[b + 4]) end
-    end
-  elseif t == 'R' then
-    if delta ~= 0 then
-      local v = redis.call('HINCRBY', KEYS[i], ARGV[b + 3], delta)
-      if v < 0 then redis.call('HSET', KEYS[i], ARGV[b + 3], 0) end
-      if redis.call('PTTL', KEYS[i]) < 0 then redis.call('PEXPIRE', KEYS[i], ARGV[b + 4]) end
-    end
-  end
-end
-return n
 `;
 
 /** RENEW  ARGV: expiry, ttl, then one lease id per KEY: pushes the expiry of leases still held. */
@@ -171,8 +301,11 @@ end
 return renewed
 `;
 
-/** SEED  a rebuilt quota counter: set only if still missing (another replica may have done it). */
+/**
+ * SEED  a rebuilt quota counter (ARGV: the ledger's total, ttl), kept as total + 1: set only if still
+ * missing (another replica may have done it).
+ */
 export const SEED_LUA = `
-if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end
+if redis.call('SET', KEYS[1], tonumber(ARGV[1]) + 1, 'NX', 'PX', ARGV[2]) then return 1 end
 return 0
 `;

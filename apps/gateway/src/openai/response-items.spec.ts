@@ -46,7 +46,7 @@ describe('ResponseItemStore (item_reference, real Redis)', () => {
       { type: 'function_call', call_id: 'call_1', name: 'f', arguments: '{}' },
       { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'hi' }] },
     ]);
-    const ttl = await redis.ttl(`${prefix}m1:msg_1`);
+    const ttl = await redis.ttl(`${prefix}{m1}:msg_1`);
     assert.ok(ttl > 0 && ttl <= 60);
   });
 

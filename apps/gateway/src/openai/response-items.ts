@@ -12,7 +12,7 @@ export const RESPONSE_ITEM_TTL_S = 3600;
  * only when the request did not say `store: false`. A member can only reference its own items.
  *
  * Redis, not the chat-service's memory: the next request may reach another chat-service replica or
- * gateway. One key per item, `<prefix><member>:<item id>`, JSON, expiring after RESPONSE_ITEM_TTL_S.
+ * gateway. One key per item, `<prefix>{<member>}:<item id>`, JSON, expiring after RESPONSE_ITEM_TTL_S.
  */
 export class ResponseItemStore {
   constructor(
@@ -22,7 +22,8 @@ export class ResponseItemStore {
   ) {}
 
   private key(memberId: string, id: string): string {
-    return `${this.prefix}${memberId}:${id}`;
+    // The member as a hash tag: one member's items share a Redis Cluster slot (one MGET, one MULTI).
+    return `${this.prefix}{${memberId}}:${id}`;
   }
 
   /** Keeps the output items of a finished response (when its request did not opt out). */

@@ -28,8 +28,13 @@ export class LoginThrottle {
   /** Seconds to wait, or 0 when a sign-in attempt may proceed. */
   async blockedFor(email: string, ip: string): Promise<number> {
     const [a, i] = this.keys(email, ip);
-    const r = await this.redis.multi().get(a).ttl(a).get(i).ttl(i).exec();
-    const val = (n: number) => Number((r?.[n]?.[1] as string | null) ?? 0);
+    // One transaction per key: the two keys may live in different Redis Cluster slots.
+    const [ra, ri] = await Promise.all([
+      this.redis.multi().get(a).ttl(a).exec(),
+      this.redis.multi().get(i).ttl(i).exec(),
+    ]);
+    const r = [...(ra ?? []), ...(ri ?? [])];
+    const val = (n: number) => Number((r[n]?.[1] as string | null) ?? 0);
     let wait = 0;
     if (val(0) >= this.limits.perAccount) wait = Math.max(wait, val(1));
     if (val(2) >= this.limits.perIp) wait = Math.max(wait, val(3));
@@ -37,9 +42,9 @@ export class LoginThrottle {
   }
 
   async failed(email: string, ip: string): Promise<void> {
-    const m = this.redis.multi();
-    for (const k of this.keys(email, ip)) m.incr(k).expire(k, this.limits.windowS, 'NX');
-    await m.exec();
+    await Promise.all(
+      this.keys(email, ip).map((k) => this.redis.multi().incr(k).expire(k, this.limits.windowS, 'NX').exec()),
+    );
   }
 
   async succeeded(email: string): Promise<void> {

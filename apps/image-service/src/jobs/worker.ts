@@ -3,13 +3,14 @@ import { ApiError, type StoredImageRef } from '@infer/contracts';
 import { type ImageStore, pngDimensions, sniffImageType } from '@infer/image-store';
 import {
   closeWorkerRequeueing,
+  createRedisClient,
   instrumentJobs,
   type Logger,
   requeueOnShutdown,
   watchRedis,
 } from '@infer/service-kit';
 import { type ConnectionOptions, type Job, Worker } from 'bullmq';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import type { EngineImage } from '../engines/engine.js';
 import type { ImageEngineRegistry } from '../engines/registry.js';
 import { cancelChannel, type ImageJobData, type ImageJobResult, toWire } from './jobs.js';
@@ -50,7 +51,7 @@ export class ImageWorker {
 
   static async start(o: ImageWorkerOptions): Promise<ImageWorker> {
     const subscriber = watchRedis(
-      new Redis(o.redisUrl, { lazyConnect: true, maxRetriesPerRequest: null }),
+      createRedisClient(o.redisUrl, { lazyConnect: true, maxRetriesPerRequest: null }),
       o.log,
       'image-worker-cancel',
     );

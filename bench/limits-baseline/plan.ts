@@ -1,0 +1,475 @@
+import {
+  type CatalogEntry,
+  type EffectiveLimits,
+  ErrorCode,
+  ErrorType,
+  IMAGE_ENDPOINT_PREFIX,
+  type LimitState,
+  SEARCH_ENDPOINTS,
+  type Tier,
+} from '@infer/contracts';
+import type { UsageTotalQuery } from '@infer/persistence';
+import {
+  billingPeriod,
+  dayWindow,
+  MINUTE_MS,
+  minuteWindow,
+  monthWindow,
+  type Window,
+} from '../../apps/gateway/src/limits/periods.js';
+
+/** Who a request counts against: what the auth step knows about the key. */
+export interface LimitSubject {
+  keyId: string;
+  memberId: string;
+  tier: Tier;
+  /** Start of the member's billing periods (chat-G's allowance period). */
+  billingAnchor: Date;
+  /** The key's own overrides (ApiKey.limits), validated by the limits service. */
+  overrides: Record<string, unknown> | null;
+}
+
+/** What a lost quota counter is rebuilt from: a sum over the usage ledger (the ledger's own query). */
+export type RebuildQuery = UsageTotalQuery;
+
+type WindowName = LimitState['window'];
+
+interface CheckBase {
+  /** Stable name shown by the admin API, e.g. `key.requests_per_minute`. */
+  name: string;
+  scope: 'key' | 'member';
+  model: string | null;
+  unit: 'requests' | 'tokens';
+  window: WindowName;
+  limit: number;
+  /** Amount taken at admission (1 request, or the prompt estimate in tokens; 0 for a read). */
+  cost: number;
+  /** Charged again with the real usage when the response ends (token budgets). */
+  settlesTokens: boolean;
+  /**
+   * A token quota (allowance, rolling budget) also holds the request's possible output from admission
+   * to settle, so that concurrent requests cannot together spend past it (a per-minute rate does not).
+   */
+  holdsOutput: boolean;
+  /** Which x-ratelimit-*-{requests,tokens} headers this check reports. */
+  header?: 'requests' | 'tokens';
+  status: 429 | 402;
+  code: string;
+  type: string;
+  /** The refusal's message, given the time until the limit frees. */
+  message(retryMs: number, now: number): string;
+}
+
+/** A counter in a fixed window (minute, day, calendar month, billing period). */
+export interface WindowCheck extends CheckBase {
+  kind: 'W';
+  /** Redis key without the window id. */
+  base: string;
+  win: Window;
+  /** The window that holds an instant (used again when the request settles). */
+  period: (now: number) => Window;
+  /** A quota counter: rebuilt from the ledger when Redis does not have it. */
+  rebuild?: (win: Window) => RebuildQuery;
+}
+
+/** Concurrency slots: leases that expire unless renewed. */
+export interface LeaseCheck extends CheckBase {
+  kind: 'L';
+  key: string;
+}
+
+/** A token budget over a rolling window, kept in buckets. */
+export interface RollingCheck extends CheckBase {
+  kind: 'R';
+  key: string;
+  bucketMs: number;
+  buckets: number;
+}
+
+export type Check = WindowCheck | LeaseCheck | RollingCheck;
+
+export function redisKeyOf(c: Check): string {
+  return c.kind === 'W' ? `${c.base}:${c.win.id}` : c.key;
+}
+
+/** Buckets per rolling window: 240 (one minute each for chat-G's 4 hours). */
+export const ROLLING_BUCKETS = 240;
+
+const iso = (ms: number) => new Date(ms).toISOString().replace('.000Z', 'Z');
+const secs = (ms: number) => Math.max(1, Math.ceil(ms / 1000));
+
+function rateLimited(what: string) {
+  return {
+    status: 429 as const,
+    code: ErrorCode.rateLimit,
+    type: ErrorType.rateLimit,
+    message: (retryMs: number) => `Rate limit reached: ${what}. Retry in ${secs(retryMs)}s.`,
+  };
+}
+
+export interface PlanContext {
+  subject: LimitSubject;
+  limits: EffectiveLimits;
+  /** Redis key prefix. */
+  prefix: string;
+  now: number;
+}
+
+function fmt(n: number): string {
+  return n.toLocaleString('en-US');
+}
+
+/** What every check states: its name, whom it counts against, its limit and this request's cost. */
+interface Counter {
+  name: string;
+  scope: 'key' | 'member';
+  /** The model it is about (null: not model-specific). */
+  model?: string | null;
+  /** Requests (the default), or tokens, which are charged again with the real usage. */
+  unit?: 'requests' | 'tokens';
+  limit: number;
+  cost: number;
+}
+
+function counter(c: Counter, window: WindowName) {
+  const unit = c.unit ?? 'requests';
+  return {
+    name: c.name,
+    scope: c.scope,
+    model: c.model ?? null,
+    unit,
+    window,
+    limit: c.limit,
+    cost: c.cost,
+    settlesTokens: unit === 'tokens',
+    holdsOutput: unit === 'tokens' && window !== 'minute',
+  };
+}
+
+/** A quota refusal: the period's budget is used up until the next period starts. */
+function quotaSpent(status: 429 | 402, code: string, what: string) {
+  return {
+    status,
+    code,
+    type: ErrorType.quota,
+    message: (retryMs: number, t: number) => `${what}; it starts again at ${iso(t + retryMs)}.`,
+  };
+}
+
+/**
+ * A rate over the current minute (429 rate_limit_exceeded, "`what`"). Request rates report the
+ * x-ratelimit-*-requests headers.
+ */
+function perMinute(now: number, c: Counter & { base: string; what: string }): WindowCheck {
+  const fields = counter(c, 'minute');
+  return {
+    kind: 'W',
+    ...fields,
+    ...(fields.unit === 'requests' ? { header: 'requests' as const } : {}),
+    base: c.base,
+    win: minuteWindow(now),
+    period: minuteWindow,
+    ...rateLimited(c.what),
+  };
+}
+
+/** A quota over a period (day, month, billing period), rebuilt from the usage ledger when lost. */
+function quota(
+  now: number,
+  c: Counter & {
+    window: WindowName;
+    period: (now: number) => Window;
+    base: string;
+    /** The ledger rows it sums (the unit and the window's dates are added). */
+    ledger: Omit<RebuildQuery, 'unit' | 'from' | 'to'>;
+    refusal: ReturnType<typeof quotaSpent>;
+  },
+): WindowCheck {
+  const fields = counter(c, c.window);
+  return {
+    kind: 'W',
+    ...fields,
+    base: c.base,
+    win: c.period(now),
+    period: c.period,
+    rebuild: (win) => ({
+      unit: fields.unit,
+      ...c.ledger,
+      from: new Date(win.start),
+      to: new Date(win.end),
+    }),
+    ...c.refusal,
+  };
+}
+
+/** Concurrency slots (429 rate_limit_exceeded, "`what`"). */
+function concurrency(c: Counter & { key: string; what: string }): LeaseCheck {
+  return {
+    kind: 'L',
+    ...counter(c, 'concurrent'),
+    key: c.key,
+    ...rateLimited(c.what),
+  };
+}
+
+/**
+ * A token budget over a rolling window, kept in ROLLING_BUCKETS buckets (429 insufficient_quota,
+ * "`what` is spent or too small for this request").
+ */
+function rollingBudget(c: Counter & { key: string; windowMs: number; what: string }): RollingCheck {
+  return {
+    kind: 'R',
+    ...counter(c, 'rolling'),
+    key: c.key,
+    bucketMs: c.windowMs / ROLLING_BUCKETS,
+    buckets: ROLLING_BUCKETS,
+    status: 429,
+    code: ErrorCode.insufficientQuota,
+    type: ErrorType.quota,
+    message: (retryMs: number) =>
+      `${c.what} is spent or too small for this request. Retry in ${secs(retryMs)}s.`,
+  };
+}
+
+function keyRpm(ctx: PlanContext, limit: number, cost: number): WindowCheck {
+  return perMinute(ctx.now, {
+    name: 'key.requests_per_minute',
+    scope: 'key',
+    limit,
+    cost,
+    base: `${ctx.prefix}k:${ctx.subject.keyId}:rpm`,
+    what: `${fmt(limit)} requests per minute for this API key`,
+  });
+}
+
+function keyConcurrency(ctx: PlanContext, limit: number, cost: number): LeaseCheck {
+  return concurrency({
+    name: 'key.concurrent',
+    scope: 'key',
+    limit,
+    cost,
+    key: `${ctx.prefix}k:${ctx.subject.keyId}:cc`,
+    what: `at most ${fmt(limit)} concurrent requests for this API key`,
+  });
+}
+
+/**
+ * The checks of one request to a model endpoint, in the order they are reported when several fail:
+ * the non-retryable allowance (402) first, then the rolling budget, rates, then concurrency.
+ */
+export function planModel(ctx: PlanContext, model: CatalogEntry, estimate: number, read = false): Check[] {
+  if (model.kind === 'image') return planImages(ctx, read);
+  const { subject, limits, prefix, now } = ctx;
+  const m = limits.models[model.id] ?? {};
+  const one = read ? 0 : 1;
+  const tokens = read ? 0 : estimate;
+  const checks: Check[] = [];
+  const mk = `${prefix}k:${subject.keyId}:m:${model.id}`;
+  const name = (limit: string) => `models.${model.id}.${limit}`;
+
+  const allowance = m.allowance_tokens !== undefined ? m.allowance_tokens : (model.allowance?.tokens ?? null);
+  if (allowance !== null) {
+    const billing = model.allowance?.period === 'billing_period';
+    const period = billing
+      ? (t: number) => billingPeriod(subject.billingAnchor, t)
+      : (t: number) => monthWindow(t);
+    const what = billing ? 'billing period' : 'month';
+    checks.push(
+      quota(now, {
+        name: name('allowance_tokens'),
+        scope: 'member',
+        model: model.id,
+        unit: 'tokens',
+        limit: allowance,
+        cost: tokens,
+        window: billing ? 'billing_period' : 'month',
+        period,
+        base: `${prefix}m:${subject.memberId}:${model.id}:${billing ? 'bp' : 'mo'}`,
+        ledger: { memberId: subject.memberId, model: model.id },
+        refusal: quotaSpent(
+          402,
+          ErrorCode.monthlyCap,
+          `The ${what}ly token allowance of ${model.id} (${fmt(allowance)} tokens) is spent or too small ` +
+            'for this request',
+        ),
+      }),
+    );
+  }
+
+  const rolling = m.rolling_tokens ?? null;
+  if (rolling) {
+    const hours =
+      rolling.window_minutes % 60 === 0
+        ? `${rolling.window_minutes / 60} hours`
+        : `${rolling.window_minutes} minutes`;
+    checks.push(
+      rollingBudget({
+        name: name('rolling_tokens'),
+        scope: 'key',
+        model: model.id,
+        unit: 'tokens',
+        limit: rolling.tokens,
+        cost: tokens,
+        key: `${mk}:roll`,
+        windowMs: rolling.window_minutes * MINUTE_MS,
+        what: `The token budget of ${model.id} (${fmt(rolling.tokens)} tokens per rolling ${hours})`,
+      }),
+    );
+  }
+
+  const rpm = m.requests_per_minute === undefined ? limits.key.requests_per_minute : m.requests_per_minute;
+  if (rpm !== null && m.requests_per_minute === undefined) checks.push(keyRpm(ctx, rpm, one));
+  else if (rpm !== null) {
+    checks.push(
+      perMinute(now, {
+        name: name('requests_per_minute'),
+        scope: 'key',
+        model: model.id,
+        limit: rpm,
+        cost: one,
+        base: `${mk}:rpm`,
+        what: `${fmt(rpm)} requests per minute on ${model.id} for this API key`,
+      }),
+    );
+  }
+
+  const tpm = m.tokens_per_minute ?? null;
+  if (tpm !== null) {
+    checks.push(
+      perMinute(now, {
+        name: name('tokens_per_minute'),
+        scope: 'key',
+        model: model.id,
+        unit: 'tokens',
+        limit: tpm,
+        cost: tokens,
+        base: `${mk}:tpm`,
+        what:
+          `${fmt(tpm)} tokens per minute on ${model.id} for this API key` +
+          (estimate > tpm ? ` (this request's prompt alone is about ${fmt(estimate)} tokens)` : ''),
+      }),
+    );
+  }
+
+  if (limits.key.concurrent !== null) checks.push(keyConcurrency(ctx, limits.key.concurrent, one));
+  const cc = m.concurrent ?? null;
+  if (cc !== null) {
+    checks.push(
+      concurrency({
+        name: name('concurrent'),
+        scope: 'key',
+        model: model.id,
+        limit: cc,
+        cost: one,
+        key: `${mk}:cc`,
+        what: `at most ${fmt(cc)} concurrent requests on ${model.id} for this API key`,
+      }),
+    );
+  }
+
+  // x-ratelimit-*-tokens: the per-minute rate, else the rolling budget, else the allowance.
+  const tokenHeader =
+    checks.find((c) => c.name.endsWith('.tokens_per_minute')) ??
+    checks.find((c) => c.kind === 'R') ??
+    checks.find((c) => c.name.endsWith('.allowance_tokens'));
+  if (tokenHeader) tokenHeader.header = 'tokens';
+  return checks;
+}
+
+/** Images: per member 20 requests per minute and 100 per month, apart from the chat budgets. */
+export function planImages(ctx: PlanContext, read = false): Check[] {
+  const { subject, limits, prefix, now } = ctx;
+  const one = read ? 0 : 1;
+  const checks: Check[] = [];
+  const base = `${prefix}m:${subject.memberId}:img`;
+  const month = limits.images.requests_per_month;
+  if (month !== null) {
+    checks.push(
+      quota(now, {
+        name: 'images.requests_per_month',
+        scope: 'member',
+        limit: month,
+        cost: one,
+        window: 'month',
+        period: monthWindow,
+        base: `${base}:mo`,
+        ledger: { memberId: subject.memberId, endpointPrefix: IMAGE_ENDPOINT_PREFIX },
+        refusal: quotaSpent(
+          429,
+          ErrorCode.quotaExceeded,
+          `The monthly image quota (${fmt(month)} requests) is used up`,
+        ),
+      }),
+    );
+  }
+  const rpm = limits.images.requests_per_minute;
+  if (rpm !== null) {
+    checks.push(
+      perMinute(now, {
+        name: 'images.requests_per_minute',
+        scope: 'member',
+        limit: rpm,
+        cost: one,
+        base: `${base}:rpm`,
+        what: `${fmt(rpm)} image requests per minute`,
+      }),
+    );
+  }
+  if (limits.key.concurrent !== null) checks.push(keyConcurrency(ctx, limits.key.concurrent, one));
+  return checks;
+}
+
+/** Web search and the MCP tool endpoint: one budget per key (20/min, 3 concurrent, 500/day). */
+export function planSearch(ctx: PlanContext, read = false): Check[] {
+  const { subject, limits, prefix, now } = ctx;
+  const one = read ? 0 : 1;
+  const checks: Check[] = [];
+  const base = `${prefix}k:${subject.keyId}:search`;
+  const day = limits.search.requests_per_day;
+  if (day !== null) {
+    checks.push(
+      quota(now, {
+        name: 'search.requests_per_day',
+        scope: 'key',
+        limit: day,
+        cost: one,
+        window: 'day',
+        period: dayWindow,
+        base: `${base}:day`,
+        ledger: { keyId: subject.keyId, endpoints: SEARCH_ENDPOINTS },
+        refusal: quotaSpent(
+          429,
+          ErrorCode.insufficientQuota,
+          `The daily web search quota (${fmt(day)} searches) is used up`,
+        ),
+      }),
+    );
+  }
+  const rpm = limits.search.requests_per_minute;
+  if (rpm !== null) {
+    checks.push(
+      perMinute(now, {
+        name: 'search.requests_per_minute',
+        scope: 'key',
+        limit: rpm,
+        cost: one,
+        base: `${base}:rpm`,
+        what: `${fmt(rpm)} web searches per minute for this API key`,
+      }),
+    );
+  }
+  const cc = limits.search.concurrent;
+  if (cc !== null) {
+    checks.push(
+      concurrency({
+        name: 'search.concurrent',
+        scope: 'key',
+        limit: cc,
+        cost: one,
+        key: `${base}:cc`,
+        what: `at most ${fmt(cc)} concurrent web searches for this API key`,
+      }),
+    );
+  }
+  return checks;
+}
