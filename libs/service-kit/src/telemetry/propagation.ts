@@ -47,9 +47,12 @@ export function rpcPublishOptions(
   const active = trace.getActiveSpan();
   if (!active) return { reply };
   if (!active.isRecording()) {
-    // A trace the sampler left out: pass it on as it is (no span of ours), so the service does too.
+    // A trace the sampler left out: pass it on as it is (no span of ours, no propagator call), so the
+    // service leaves it out too. W3C traceparent: version 00, trace id, parent id, flags (00: not sampled).
+    const sc = active.spanContext();
     const h = natsHeaders();
-    propagation.inject(context.active(), h, natsSetter);
+    if (sc.traceState) propagation.inject(context.active(), h, natsSetter);
+    else h.set('traceparent', `00-${sc.traceId}-${sc.spanId}-0${sc.traceFlags & TraceFlags.SAMPLED}`);
     return { reply, headers: h };
   }
   const span = tracer.startSpan(`${subject} send`, {
