@@ -2,7 +2,14 @@ import { resolve } from 'node:path';
 import { QueueGroups, Subjects } from '@infer/contracts';
 import { createPrisma } from '@infer/persistence';
 import { SearchDocumentsRepository, type SeedResult, seedProjectDocs } from '@infer/search-index';
-import { createLogger, type RunningService, startMicroservice, watchRedis } from '@infer/service-kit';
+import {
+  createLogger,
+  type RunningService,
+  startMicroservice,
+  startTelemetry,
+  traceEngine,
+  watchRedis,
+} from '@infer/service-kit';
 import { Redis } from 'ioredis';
 import { loadSearchConfig, type SearchConfig } from './config.js';
 import type { SearchEngine } from './engines/engine.js';
@@ -64,7 +71,10 @@ export async function startSearchService(opts: SearchServiceOptions = {}): Promi
   let engine: SearchEngine;
   try {
     await redis.connect();
+    // Tracing (when OTEL_* asks for it) starts before the engine is built, so that its calls get spans.
+    startTelemetry('search-service', opts.env ?? process.env);
     engine = opts.engine ?? createEngine(config, { repo });
+    engine = traceEngine(engine, { type: engine.name, model: engine.name }, { search: 'search' });
     if (engine.name === 'local' && config.SEARCH_SEED_ON_START && (await repo.count()) === 0) {
       const root = resolve(config.SEARCH_DOCS_DIR ?? process.cwd());
       seeded = await seedProjectDocs(repo, root);

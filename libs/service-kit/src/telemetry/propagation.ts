@@ -14,7 +14,7 @@ import {
   trace,
 } from '@opentelemetry/api';
 import type { Job } from 'bullmq';
-import { GenAI, genAiOperation } from './genai.js';
+import { GEN_AI_OPERATION, GenAI, genAiOperation } from './genai.js';
 import { jobMetrics } from './metrics.js';
 import { activeTracer } from './sdk.js';
 
@@ -141,7 +141,7 @@ export function traceRpcHandler(
       emit(chunk);
     };
   }
-  return context.with(trace.setSpan(serverCtx, gen), run).then(
+  return context.with(trace.setSpan(serverCtx, gen).setValue(GEN_AI_OPERATION, op), run).then(
     (end) => {
       setUsage(gen, end.usage);
       gen.end();
