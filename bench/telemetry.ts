@@ -1,23 +1,26 @@
 // What OpenTelemetry tracing costs the gateway: CPU per request, tracing off vs on at 0, 10 and 100 %.
 //
 //   node --conditions=source --import ./tools/ts-register.js bench/telemetry.ts
-//   BENCH_REQUESTS=1000 BENCH_ROUNDS=12 BENCH_CONCURRENCY=1,16 node ... bench/telemetry.ts
+//   BENCH_REQUESTS=1000 BENCH_ROUNDS=12 BENCH_CONCURRENCY=1,16 BENCH_SCHEDULE=parallel node ... bench/telemetry.ts
+//   BENCH_HOOKS_ONLY=1 node ... bench/telemetry.ts      (only the in-process part, a few seconds)
 //
 // Starts four gateway processes on the same fresh database, Redis and NATS (limits off, so that tracing
 // is what differs): tracing off (no OTEL_* variable: the SDK is not even loaded) and tracing on with
 // OTEL_TRACES_SAMPLER=parentbased_traceidratio at ARG 0, 0.1 and 1, exporting OTLP/HTTP to an
 // in-process receiver. The chat-service runs in this process on the simulator engine (a test double
 // answering at once). Built for a busy shared machine:
-// - rounds: for each level of BENCH_CONCURRENCY, BENCH_ROUNDS rounds; each round runs the same closed
-//   loop of BENCH_REQUESTS non-streamed chat-A requests against every mode, back to back, in an order
-//   that rotates from round to round, so that load from elsewhere falls on all modes alike;
+// - rounds: for each level of BENCH_CONCURRENCY, BENCH_ROUNDS rounds; in each round every mode runs the
+//   same closed loop of BENCH_REQUESTS non-streamed chat-A requests, all modes AT ONCE (default,
+//   BENCH_SCHEDULE=parallel: whatever else loads the machine loads every mode alike) or one after
+//   the other in an order that rotates and reverses from round to round (BENCH_SCHEDULE=sequential);
 // - CPU per request is the gateway process's own process.cpuUsage() (every thread, microseconds; asked
-//   over an IPC channel, bench/cpu-probe.ts) over the round, not wall time;
+//   over an IPC channel, bench/cpu-probe.ts) over its part of the round, not wall time;
 // - per mode: the median of the rounds and their spread (min..max); per tracing mode, the difference
-//   to "off" is taken within each round (paired: same load, minutes apart at most) and reported as
-//   the median of those differences with its interquartile range.
-// Then, in this process and without export, the tracing work of one request through the gateway's
-// hooks (HTTP span, context, NATS headers), per mode, as a second, low-noise view.
+//   to "off" is taken within each round (paired: same load) and reported as the median of those
+//   differences with its interquartile range.
+// Then, in this process, a second, low-noise view: the tracing work of one request through the
+// gateway's hooks (HTTP span, context, NATS publish options) in CPU time, per mode, and apart from it
+// the CPU this process spends exporting those spans (OTLP/HTTP JSON to a sink in another process).
 // Numbers, not pass/fail; bounded in count and time; everything stops by itself.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -34,7 +37,9 @@ import { createBenchDatabase, freePort, pct, type Round, round } from './support
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 1000);
 const CONCURRENCY = (process.env.BENCH_CONCURRENCY ?? '1,16').split(',').map(Number);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 12);
-const HOOK_ITERATIONS = Number(process.env.BENCH_HOOK_ITERATIONS ?? 200_000);
+const HOOK_ITERATIONS = Number(process.env.BENCH_HOOK_ITERATIONS ?? 100_000);
+/** `parallel`: a round runs every mode at once (same load on each); `sequential`: one after another. */
+const SCHEDULE = process.env.BENCH_SCHEDULE === 'sequential' ? 'sequential' : 'parallel';
 
 interface Gateway {
   mode: string;
@@ -110,7 +115,7 @@ const median = (xs: number[]): number => pct(xs, 50);
  * never yields to the exporter's timer). "off" is the same calls with no tracer: what the hooks add
  * is the difference to it.
  */
-async function hookCost(otlpUrl: string): Promise<Array<{ mode: string; ns: number }>> {
+async function hookCost(otlpUrl: string): Promise<Array<{ mode: string; ns: number; exportNs: number }>> {
   const req = {
     requestId: 'r',
     model: { id: 'chat-A' },
@@ -120,7 +125,7 @@ async function hookCost(otlpUrl: string): Promise<Array<{ mode: string; ns: numb
     result: {},
     usage: { prompt_tokens: 3, completion_tokens: 1, total_tokens: 4 },
   } as EndFrame);
-  const out: Array<{ mode: string; ns: number }> = [];
+  const out: Array<{ mode: string; ns: number; exportNs: number }> = [];
   const modes: Array<[string, string | null]> = [
     ['off', null],
     ['on, 0 %', '0'],
@@ -179,43 +184,74 @@ async function hookCost(otlpUrl: string): Promise<Array<{ mode: string; ns: numb
     };
     for (let i = 0; i < HOOK_ITERATIONS / 10; i++) one();
     await new Promise((r) => setImmediate(r));
+    await h.flush();
     let ns = 0;
-    const batch = 10_000;
+    let exportNs = 0;
+    // Batches small enough that the span processor's queue (2,048) keeps every span of a batch.
+    const batch = 500;
     for (let done = 0; done < HOOK_ITERATIONS; done += batch) {
       // CPU time, not wall time: on a busy machine the loop is preempted.
       const t = process.cpuUsage();
       for (let i = 0; i < batch; i++) one();
       const u = process.cpuUsage(t);
       ns += (u.user + u.system) * 1000;
-      // Settle the span-ending callbacks of the batch outside the timed part.
+      // Settle the span-ending callbacks of the batch, then export its spans (OTLP/HTTP JSON to a
+      // sink in another process), timed apart: what the export costs this process per request.
       await new Promise((r) => setImmediate(r));
+      const e = process.cpuUsage();
+      await h.flush();
+      const v = process.cpuUsage(e);
+      exportNs += (v.user + v.system) * 1000;
     }
-    out.push({ mode, ns: ns / HOOK_ITERATIONS });
+    out.push({ mode, ns: ns / HOOK_ITERATIONS, exportNs: exportNs / HOOK_ITERATIONS });
     await h.shutdown();
     if (sink < 0) console.log(sink);
   }
   return out;
 }
 
-async function printHookCost(otlpUrl: string): Promise<void> {
-  const hooks = await hookCost(otlpUrl);
-  const offNs = hooks[0]?.ns ?? 0;
-  console.log(
-    `\nin this process, no export: the gateway's tracing hooks per request (${HOOK_ITERATIONS} requests, CPU time)`,
+/** An OTLP/HTTP sink in a process of its own: answers every export 200 and counts nothing. */
+async function startSink(): Promise<{ url: string; stop(): void }> {
+  const port = await freePort();
+  const child = spawn(
+    process.execPath,
+    [
+      '-e',
+      `require('node:http').createServer((q, s) => { q.resume(); q.on('end', () => s.end('{}')); })` +
+        `.listen(${port}, '127.0.0.1', () => process.send('up'));` +
+        `process.on('disconnect', () => process.exit(0));`,
+    ],
+    { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] },
   );
-  for (const h of hooks) {
+  await new Promise((r) => child.once('message', r));
+  return { url: `http://127.0.0.1:${port}`, stop: () => child.kill('SIGTERM') };
+}
+
+async function printHookCost(): Promise<void> {
+  const sink = await startSink();
+  try {
+    const hooks = await hookCost(sink.url);
+    const off = hooks[0] as { ns: number; exportNs: number };
     console.log(
-      `  ${h.mode.padEnd(10)} ${(h.ns / 1000).toFixed(2)} us` +
-        (h.mode === 'off' ? '' : ` (+${((h.ns - offNs) / 1000).toFixed(2)} us vs off)`),
+      `\nin this process: the gateway's tracing hooks per request (HTTP span, context, NATS publish ` +
+        `options; ${HOOK_ITERATIONS} requests, CPU time), and the OTLP export of their spans to a sink ` +
+        'in another process',
     );
+    for (const h of hooks) {
+      const total = h.ns + h.exportNs - off.ns - off.exportNs;
+      console.log(
+        `  ${h.mode.padEnd(10)} hooks ${(h.ns / 1000).toFixed(2)} us, export ${(h.exportNs / 1000).toFixed(2)} us` +
+          (h.mode === 'off' ? '' : `: +${(total / 1000).toFixed(2)} us per request vs off`),
+      );
+    }
+  } finally {
+    sink.stop();
   }
 }
 
 async function main(): Promise<void> {
   if (process.env.BENCH_HOOKS_ONLY === '1') {
-    const otlp = await startOtlpReceiver();
-    await printHookCost(otlp.url);
-    await otlp.close();
+    await printHookCost();
     return;
   }
   const db = await createBenchDatabase();
@@ -241,7 +277,12 @@ async function main(): Promise<void> {
         // Rotate the order and reverse it every other round: no mode always follows the same one.
         const order = gateways.map((_, i) => gateways[(i + r) % gateways.length] as Gateway);
         if (r % 2) order.reverse();
-        for (const g of order) per.get(g.mode)?.push(await measuredRound(g, key, REQUESTS, c));
+        if (SCHEDULE === 'parallel') {
+          const results = await Promise.all(order.map((g) => measuredRound(g, key, REQUESTS, c)));
+          for (const x of results) per.get(x.mode)?.push(x);
+        } else {
+          for (const g of order) per.get(g.mode)?.push(await measuredRound(g, key, REQUESTS, c));
+        }
       }
       const off = per.get('off') as Array<Round & { us: number }>;
       for (const [mode, rs] of per) {
@@ -272,7 +313,7 @@ async function main(): Promise<void> {
       }
     }
     console.log(
-      `\ntracing overhead: ${ROUNDS} rounds of ${REQUESTS} requests per mode and concurrency, chat-A ` +
+      `\ntracing overhead: ${ROUNDS} rounds (${SCHEDULE}) of ${REQUESTS} requests per mode and concurrency, chat-A ` +
         `non-streamed (simulator), limits off, ${new Date().toISOString()}\n`,
     );
     console.table(rows);
@@ -291,7 +332,7 @@ async function main(): Promise<void> {
     await chat.stop();
   }
   try {
-    await printHookCost(otlp.url);
+    await printHookCost();
   } finally {
     await otlp.close();
     await db.drop();
