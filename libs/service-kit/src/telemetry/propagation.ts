@@ -263,6 +263,15 @@ export function withSpan<R>(
   );
 }
 
+/**
+ * True inside a trace the sampler kept (tracing on): where a span of ours would be recorded. Callers
+ * test it before building a span's name and attributes, so a request left out (most of them at a
+ * ratio sampler) builds nothing.
+ */
+export function inSampledTrace(): boolean {
+  return activeTracer !== null && trace.getActiveSpan()?.isRecording() === true;
+}
+
 /** The trace id of the span active now, or undefined (tracing off, or outside a trace). */
 export function currentTraceId(): string | undefined {
   if (!activeTracer) return undefined;

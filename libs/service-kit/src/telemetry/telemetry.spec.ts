@@ -3,10 +3,16 @@ import { createServer } from 'node:http';
 import { Writable } from 'node:stream';
 import { describe, it } from 'node:test';
 import type { EndFrame, ServiceRequest } from '@infer/contracts';
-import { context, trace } from '@opentelemetry/api';
+import { context, ROOT_CONTEXT, TraceFlags, trace } from '@opentelemetry/api';
 import { createLogger } from '../logger.js';
 import { genAiOperation } from './genai.js';
-import { JOB_TRACE_FIELD, rpcPublishOptions, traceRpcHandler, withJobTrace } from './propagation.js';
+import {
+  inSampledTrace,
+  JOB_TRACE_FIELD,
+  rpcPublishOptions,
+  traceRpcHandler,
+  withJobTrace,
+} from './propagation.js';
 import { activeTracer, PooledIdGenerator, startTelemetry, telemetryConfig, tracingOn } from './sdk.js';
 
 const req = {
@@ -116,6 +122,7 @@ describe('tracing off then on (one process)', () => {
   it('off: startTelemetry installs nothing, publish options carry no headers, job data is unchanged', async () => {
     const h = startTelemetry('t', {});
     assert.equal(h.enabled, false);
+    assert.equal(inSampledTrace(), false);
     assert.equal(tracingOn(), false);
     const opts = rpcPublishOptions('s', 'inbox.1', req, Promise.resolve(END));
     assert.deepEqual(opts, { reply: 'inbox.1' });
@@ -167,10 +174,31 @@ describe('tracing off then on (one process)', () => {
         const job = withJobTrace({ a: 1 }) as Record<string, unknown>;
         assert.match(String((job[JOB_TRACE_FIELD] as Record<string, string>).traceparent), /^00-/);
         log.info('inside');
+        assert.equal(inSampledTrace(), true);
         // The service side, in a fresh context: the handler's span continues the trace of the headers.
         await context.with(trace.deleteSpan(context.active()), () =>
           traceRpcHandler('s', opts.headers, req, { emit() {} }, async () => {
             assert.equal(trace.getActiveSpan()?.spanContext().traceId, root.spanContext().traceId);
+            return END;
+          }),
+        );
+      });
+      // A trace the sampler left out (here: the caller's traceparent said so): the NATS headers carry
+      // it with sampled=0 and no span of ours; the service side runs in it (its logs name it) unrecorded.
+      const out = trace.wrapSpanContext({
+        traceId: 'c'.repeat(32),
+        spanId: 'd'.repeat(16),
+        traceFlags: TraceFlags.NONE,
+      });
+      await context.with(trace.setSpan(ROOT_CONTEXT, out), async () => {
+        assert.equal(inSampledTrace(), false);
+        const opts = rpcPublishOptions('s', 'inbox.2', req, Promise.resolve(END));
+        assert.equal(opts.headers?.get('traceparent'), `00-${'c'.repeat(32)}-${'d'.repeat(16)}-00`);
+        await context.with(ROOT_CONTEXT, () =>
+          traceRpcHandler('s', opts.headers, req, { emit() {} }, async () => {
+            const active = trace.getActiveSpan();
+            assert.equal(active?.spanContext().traceId, 'c'.repeat(32));
+            assert.equal(active?.isRecording(), false);
             return END;
           }),
         );
