@@ -17,7 +17,8 @@
 //   over an IPC channel, bench/cpu-probe.ts) over its part of the round, not wall time;
 // - per mode: the median of the rounds and their spread (min..max); per tracing mode, the difference
 //   to "off" is taken within each round (paired: same load) and reported as the median of those
-//   differences with its interquartile range.
+//   differences with its interquartile range; a second tracing-off gateway ("off, control",
+//   BENCH_CONTROL=0 leaves it out) shows by its own difference how much of that is noise.
 // Then, in this process, a second, low-noise view: the tracing work of one request through the
 // gateway's hooks (HTTP span, context, NATS publish options) in CPU time, per mode, and apart from it
 // the CPU this process spends exporting those spans (OTLP/HTTP JSON to a sink in another process).
@@ -38,6 +39,7 @@ const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 1000);
 const CONCURRENCY = (process.env.BENCH_CONCURRENCY ?? '1,16').split(',').map(Number);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 12);
 const HOOK_ITERATIONS = Number(process.env.BENCH_HOOK_ITERATIONS ?? 100_000);
+const CONTROL = process.env.BENCH_CONTROL !== '0';
 /** `parallel`: a round runs every mode at once (same load on each); `sequential`: one after another. */
 const SCHEDULE = process.env.BENCH_SCHEDULE === 'sequential' ? 'sequential' : 'parallel';
 
@@ -264,6 +266,10 @@ async function main(): Promise<void> {
     const env = { DATABASE_URL: databaseUrl, MODEL_SUBJECT_PREFIX: subjectPrefix, LIMITS_ENABLED: '0' };
     const otel = { OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url, OTEL_TRACES_SAMPLER: 'parentbased_traceidratio' };
     gateways.push(await startGateway('off', env));
+    // A second gateway with tracing off: its difference to "off" is what this machine's noise and the
+    // luck of two processes amount to (an A/A control); a tracing mode's difference means something
+    // only where it clearly exceeds the control's.
+    if (CONTROL) gateways.push(await startGateway('off, control', env));
     gateways.push(await startGateway('on, 0 %', { ...env, ...otel, OTEL_TRACES_SAMPLER_ARG: '0' }));
     gateways.push(await startGateway('on, 10 %', { ...env, ...otel, OTEL_TRACES_SAMPLER_ARG: '0.1' }));
     gateways.push(await startGateway('on, 100 %', { ...env, ...otel, OTEL_TRACES_SAMPLER_ARG: '1' }));
