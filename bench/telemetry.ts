@@ -26,7 +26,10 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import type { Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { EndFrame, ServiceRequest } from '@infer/contracts';
 import { rpcPublishOptions, startTelemetry } from '@infer/service-kit';
 import type { FastifyInstance } from 'fastify';
@@ -40,6 +43,63 @@ const CONCURRENCY = (process.env.BENCH_CONCURRENCY ?? '1,16').split(',').map(Num
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 12);
 const HOOK_ITERATIONS = Number(process.env.BENCH_HOOK_ITERATIONS ?? 100_000);
 const CONTROL = process.env.BENCH_CONTROL !== '0';
+/** BENCH_PROFILE=1: the gateways run under --cpu-prof; their profiles say how much CPU tracing code took. */
+const PROFILE_DIR =
+  process.env.BENCH_PROFILE === '1' ? mkdtempSync(join(tmpdir(), 'infer-bench-prof-')) : null;
+const slug = (mode: string) => mode.replace(/[^a-z0-9]+/gi, '-').replace(/-+$/, '');
+
+interface ProfileNode {
+  id: number;
+  callFrame: { functionName: string; url: string };
+  children?: number[];
+}
+
+/**
+ * The share of a CPU profile's busy samples spent in tracing code: the OpenTelemetry packages and our
+ * telemetry modules, plus Node's own frames (AsyncLocalStorage, natives) called from them. Samples
+ * are weighed by their time; idle time is left out. A ratio within one process, so the machine's load
+ * hardly moves it.
+ */
+function tracingShare(file: string): { share: number; busyMs: number } {
+  const prof = JSON.parse(readFileSync(file, 'utf8')) as {
+    nodes: ProfileNode[];
+    samples: number[];
+    timeDeltas: number[];
+  };
+  const byId = new Map(prof.nodes.map((n) => [n.id, n]));
+  const parent = new Map<number, number>();
+  for (const n of prof.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+  const isTracing = (url: string) =>
+    url.includes('@opentelemetry/') ||
+    url.includes('/src/telemetry/') ||
+    url.includes('/telemetry/engine-spans');
+  const isNodeOwn = (url: string) => url === '' || url.startsWith('node:');
+  const memo = new Map<number, boolean>();
+  const attributed = (id: number): boolean => {
+    const known = memo.get(id);
+    if (known !== undefined) return known;
+    const n = byId.get(id);
+    let r = false;
+    if (n) {
+      if (isTracing(n.callFrame.url)) r = true;
+      else if (isNodeOwn(n.callFrame.url)) {
+        const p = parent.get(id);
+        r = p !== undefined && attributed(p);
+      }
+    }
+    memo.set(id, r);
+    return r;
+  };
+  let busy = 0;
+  let tracing = 0;
+  prof.samples.forEach((id, i) => {
+    const dt = prof.timeDeltas[i] ?? 0;
+    if (byId.get(id)?.callFrame.functionName === '(idle)') return;
+    busy += dt;
+    if (attributed(id)) tracing += dt;
+  });
+  return { share: busy ? tracing / busy : 0, busyMs: busy / 1000 };
+}
 /** `parallel`: a round runs every mode at once (same load on each); `sequential`: one after another. */
 const SCHEDULE = process.env.BENCH_SCHEDULE === 'sequential' ? 'sequential' : 'parallel';
 
@@ -62,6 +122,9 @@ async function startGateway(mode: string, env: Record<string, string>): Promise<
       './tools/ts-register.js',
       '--import',
       './bench/cpu-probe.ts',
+      ...(PROFILE_DIR
+        ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`, `--cpu-prof-name=${slug(mode)}.cpuprofile`]
+        : []),
       'apps/gateway/src/main.ts',
     ],
     {
@@ -109,6 +172,8 @@ async function measuredRound(g: Gateway, key: string, n: number, c: number): Pro
 }
 
 const median = (xs: number[]): number => pct(xs, 50);
+/** Per mode, the median CPU per request at the first concurrency level (for the profile shares). */
+const medianCpu = new Map<string, number>();
 
 /**
  * In this process, the tracing work of one request through the gateway's hooks: the HTTP server
@@ -171,6 +236,7 @@ async function hookCost(otlpUrl: string): Promise<Array<{ mode: string; ns: numb
         },
       };
       server.emit('request', raw, res);
+      const reply = { header: (_k: string, _v: string) => reply };
       const freq = {
         raw,
         id: 'req_1',
@@ -178,7 +244,7 @@ async function hookCost(otlpUrl: string): Promise<Array<{ mode: string; ns: numb
         routeOptions: { url: '/v1/chat/completions' },
         auth: { memberId: 'm', keyId: 'k', tier: 'inference' },
       };
-      onRequest(freq, null, () => undefined);
+      onRequest(freq, reply, () => undefined);
       preHandler(freq, null, () => {
         sink += rpcPublishOptions('infer.chat.completions', 'inbox.1', req, end).reply.length;
       });
@@ -276,6 +342,7 @@ async function main(): Promise<void> {
     // Warm-up: JIT, connection pools, caches.
     for (const g of gateways) await measuredRound(g, key, Math.min(500, REQUESTS), 8);
     const rows: Array<Record<string, string | number>> = [];
+    medianCpu.clear();
     const diffs: string[] = [];
     for (const c of CONCURRENCY) {
       const per = new Map<string, Array<Round & { us: number }>>(gateways.map((g) => [g.mode, []]));
@@ -297,6 +364,7 @@ async function main(): Promise<void> {
         const n = rs.reduce((t, x) => t + x.ok + x.failed, 0);
         const failed = rs.reduce((t, x) => t + x.failed, 0);
         const d = rs.map((x, i) => x.us - (off[i] as { us: number }).us);
+        if (!medianCpu.has(mode)) medianCpu.set(mode, median(us));
         rows.push({
           mode,
           'in flight': c,
@@ -336,6 +404,26 @@ async function main(): Promise<void> {
       ),
     );
     await chat.stop();
+  }
+  if (PROFILE_DIR) {
+    console.log(
+      '\nCPU profiles of the gateways (--cpu-prof, whole run): share of busy CPU in tracing code ' +
+        '(@opentelemetry/*, our telemetry modules, and the Node internals they call); times the ' +
+        'median CPU per request of the first concurrency, what that share comes to per request',
+    );
+    for (const g of gateways) {
+      try {
+        const { share, busyMs } = tracingShare(join(PROFILE_DIR, `${slug(g.mode)}.cpuprofile`));
+        const us = medianCpu.get(g.mode) ?? 0;
+        console.log(
+          `  ${g.mode.padEnd(14)} ${(share * 100).toFixed(2)} % of ${busyMs.toFixed(0)} ms busy` +
+            ` = ${(share * us).toFixed(1)} us of ${us.toFixed(0)} us per request`,
+        );
+      } catch (e) {
+        console.log(`  ${g.mode}: no profile (${(e as Error).message})`);
+      }
+    }
+    rmSync(PROFILE_DIR, { recursive: true, force: true });
   }
   try {
     await printHookCost();

@@ -48,7 +48,12 @@ function install() {
       routeOptions: { url: '/v1/embeddings' },
       auth: { memberId: 'mem_1', keyId: 'key_1', tier: 'community' },
     };
-    hooks.onRequest?.(freq, null, () => undefined);
+    const reply = {
+      header: (k: string, v: string) => {
+        set[k] = v;
+      },
+    };
+    hooks.onRequest?.(freq, reply, () => undefined);
     let inHandler: string | undefined;
     hooks.preHandler?.(freq, null, () => {
       inHandler = currentTraceId();

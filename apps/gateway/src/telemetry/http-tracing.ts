@@ -21,7 +21,9 @@ const SPAN = Symbol('infer.span');
 const CTX = Symbol('infer.trace-context');
 const FREQ = Symbol('infer.fastify-request');
 const REQ = Symbol('infer.raw-request');
+const TRACE_ID = Symbol('infer.trace-id');
 interface TracedMessage extends IncomingMessage {
+  [TRACE_ID]?: string;
   [SPAN]?: Span;
   [CTX]?: Context;
   [FREQ]?: FastifyRequest;
@@ -59,9 +61,15 @@ function endServerSpan(this: TracedResponse): void {
   span.end();
 }
 
-/** Fastify onRequest hook: keeps the Fastify request of a sampled request for its span's attributes. */
-function keepFastifyRequest(req: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction): void {
+/**
+ * Fastify onRequest hook: the `x-trace-id` header, set through Fastify (a header set on the raw
+ * response before Fastify's own would send every one of them through Node's slow writeHead path), and,
+ * for a sampled request, its Fastify request for the span's attributes.
+ */
+function onRequest(req: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void {
   const raw = req.raw as TracedMessage;
+  const traceId = raw[TRACE_ID];
+  if (traceId) reply.header(TRACE_ID_HEADER, traceId);
   if (raw[SPAN]) raw[FREQ] = req;
   done();
 }
@@ -84,7 +92,7 @@ function reenterContext(req: FastifyRequest, _reply: FastifyReply, done: HookHan
  *
  * A request the sampler leaves out (90 % of them at a 10 % ratio) costs: the `traceparent` parse when
  * the client sent one, the sampler's decision and a non-recording span (the SDK's), one context, the
- * response header, and the context re-entered once in preHandler (so the NATS call can pass
+ * response header (in onRequest), and the context re-entered once in preHandler (so the NATS call can pass
  * `traceparent` with sampled=0 on, and log lines name the trace). No attributes, no listener, no
  * closure.
  *
@@ -111,7 +119,7 @@ export function traceHttpServer(server: Server, f: FastifyInstance): void {
     const span = tracer.startSpan('HTTP', SERVER_SPAN, parent);
     const ctx = trace.setSpan(parent, span);
     req[CTX] = ctx;
-    res.setHeader(TRACE_ID_HEADER, span.spanContext().traceId);
+    req[TRACE_ID] = span.spanContext().traceId;
     if (span.isRecording()) {
       req[SPAN] = span;
       res[REQ] = req;
@@ -122,6 +130,6 @@ export function traceHttpServer(server: Server, f: FastifyInstance): void {
     // Hooks up to the body's arrival run in the request's context from here.
     context.with(ctx, dispatch, server, req, res);
   });
-  f.addHook('onRequest', keepFastifyRequest);
+  f.addHook('onRequest', onRequest);
   f.addHook('preHandler', reenterContext);
 }
