@@ -46,6 +46,8 @@ const CONTROL = process.env.BENCH_CONTROL !== '0';
 /** BENCH_PROFILE=1: the gateways run under --cpu-prof; their profiles say how much CPU tracing code took. */
 const PROFILE_DIR =
   process.env.BENCH_PROFILE === '1' ? mkdtempSync(join(tmpdir(), 'infer-bench-prof-')) : null;
+/** How many of the tracing functions with the most CPU to list per profile. */
+const TOP = Number(process.env.BENCH_PROFILE_TOP ?? 8);
 const slug = (mode: string) => mode.replace(/[^a-z0-9]+/gi, '-').replace(/-+$/, '');
 
 interface ProfileNode {
@@ -60,7 +62,7 @@ interface ProfileNode {
  * are weighed by their time; idle time is left out. A ratio within one process, so the machine's load
  * hardly moves it.
  */
-function tracingShare(file: string): { share: number; busyMs: number } {
+function tracingShare(file: string): { share: number; gc: number; busyMs: number; top: string[] } {
   const prof = JSON.parse(readFileSync(file, 'utf8')) as {
     nodes: ProfileNode[];
     samples: number[];
@@ -92,13 +94,29 @@ function tracingShare(file: string): { share: number; busyMs: number } {
   };
   let busy = 0;
   let tracing = 0;
+  let gc = 0;
+  const byFn = new Map<string, number>();
   prof.samples.forEach((id, i) => {
     const dt = prof.timeDeltas[i] ?? 0;
-    if (byId.get(id)?.callFrame.functionName === '(idle)') return;
+    const fn = byId.get(id)?.callFrame.functionName;
+    if (fn === '(idle)') return;
     busy += dt;
-    if (attributed(id)) tracing += dt;
+    if (fn === '(garbage collector)') gc += dt;
+    else if (attributed(id)) {
+      tracing += dt;
+      // Charged to the nearest tracing frame (Node internals called from it go to it).
+      let at = id;
+      while (!isTracing(byId.get(at)?.callFrame.url ?? 'x') && parent.has(at)) at = parent.get(at) as number;
+      const f = byId.get(at)?.callFrame;
+      const key = `${f?.functionName || '(anonymous)'} ${(f?.url ?? '').split('/').slice(-2).join('/')}`;
+      byFn.set(key, (byFn.get(key) ?? 0) + dt);
+    }
   });
-  return { share: busy ? tracing / busy : 0, busyMs: busy / 1000 };
+  const top = [...byFn.entries()]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, TOP)
+    .map(([k, v]) => `${((v / busy) * 100).toFixed(2)} % ${k}`);
+  return { share: busy ? tracing / busy : 0, gc: busy ? gc / busy : 0, busyMs: busy / 1000, top };
 }
 /** `parallel`: a round runs every mode at once (same load on each); `sequential`: one after another. */
 const SCHEDULE = process.env.BENCH_SCHEDULE === 'sequential' ? 'sequential' : 'parallel';
@@ -330,6 +348,7 @@ async function main(): Promise<void> {
   const chat = await startChatService({ env: { ...process.env, LOG_LEVEL: 'silent' }, subjectPrefix });
   try {
     const env = { DATABASE_URL: databaseUrl, MODEL_SUBJECT_PREFIX: subjectPrefix, LIMITS_ENABLED: '0' };
+    // The batch span processor's settings stay the spec's defaults (OTEL_BSP_*: 5 s, 512 spans).
     const otel = { OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url, OTEL_TRACES_SAMPLER: 'parentbased_traceidratio' };
     gateways.push(await startGateway('off', env));
     // A second gateway with tracing off: its difference to "off" is what this machine's noise and the
@@ -413,12 +432,14 @@ async function main(): Promise<void> {
     );
     for (const g of gateways) {
       try {
-        const { share, busyMs } = tracingShare(join(PROFILE_DIR, `${slug(g.mode)}.cpuprofile`));
+        const { share, gc, busyMs, top } = tracingShare(join(PROFILE_DIR, `${slug(g.mode)}.cpuprofile`));
         const us = medianCpu.get(g.mode) ?? 0;
         console.log(
-          `  ${g.mode.padEnd(14)} ${(share * 100).toFixed(2)} % of ${busyMs.toFixed(0)} ms busy` +
-            ` = ${(share * us).toFixed(1)} us of ${us.toFixed(0)} us per request`,
+          `  ${g.mode.padEnd(14)} tracing ${(share * 100).toFixed(2)} % of ${busyMs.toFixed(0)} ms busy` +
+            ` = ${(share * us).toFixed(1)} us of ${us.toFixed(0)} us per request; garbage collector ` +
+            `${(gc * 100).toFixed(1)} % = ${(gc * us).toFixed(1)} us`,
         );
+        for (const t of top) console.log(`      ${t}`);
       } catch (e) {
         console.log(`  ${g.mode}: no profile (${(e as Error).message})`);
       }

@@ -101,6 +101,7 @@ describe('telemetry: the trace id in every log line of a request, in the real ga
       LOG_LEVEL: 'debug',
       OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url,
       OTEL_TRACES_SAMPLER: 'parentbased_always_on',
+      OTEL_BSP_SCHEDULE_DELAY: '200',
     };
     chat = startApp('chat-service', env);
     await waitFor(
@@ -195,7 +196,7 @@ describe('telemetry: the trace id in every log line of a request, in the real ga
     const r = await send(`00-${traceId}-${randomBytes(8).toString('hex')}-00`);
     assert.equal(r.traceId, traceId);
     for (const l of [...r.gateway, ...r.service]) assert.equal(l.json.trace_id, traceId, l.raw);
-    // Sampled spans of the first test arrive within the exporters' 1 s batch delay; after a later
+    // Spans arrive in each process's export order (a 200 ms batch delay here); after a later
     // sampled request's spans have arrived, none of this trace may have.
     const marker = randomBytes(16).toString('hex');
     await send(`00-${marker}-${randomBytes(8).toString('hex')}-01`);

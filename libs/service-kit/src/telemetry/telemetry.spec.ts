@@ -89,6 +89,37 @@ describe('telemetryConfig: the standard OTEL_* variables', () => {
     );
     assert.throws(() => telemetryConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'not a url' }, 'x'), /not a URL/);
     assert.throws(() => telemetryConfig({ ...base, OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' }, 'x'), /PROTOCOL/);
+    assert.throws(
+      () => telemetryConfig({ ...base, OTEL_BSP_SCHEDULE_DELAY: 'soon' }, 'x'),
+      /OTEL_BSP_SCHEDULE_DELAY/,
+    );
+    assert.throws(
+      () => telemetryConfig({ ...base, OTEL_BSP_MAX_QUEUE_SIZE: '0' }, 'x'),
+      /OTEL_BSP_MAX_QUEUE_SIZE/,
+    );
+  });
+
+  it("reads the batch span processor's OTEL_BSP_* variables, with the spec's defaults", () => {
+    const base = { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318' };
+    assert.deepEqual(telemetryConfig(base, 'x')?.batch, {
+      scheduledDelayMillis: 5000,
+      maxExportBatchSize: 512,
+      maxQueueSize: 2048,
+      exportTimeoutMillis: 30_000,
+    });
+    const c = telemetryConfig(
+      {
+        ...base,
+        OTEL_BSP_SCHEDULE_DELAY: '200',
+        OTEL_BSP_MAX_QUEUE_SIZE: '100',
+        OTEL_BSP_EXPORT_TIMEOUT: '1000',
+      },
+      'x',
+    );
+    assert.equal(c?.batch.scheduledDelayMillis, 200);
+    // A batch is never larger than the queue.
+    assert.equal(c?.batch.maxExportBatchSize, 100);
+    assert.equal(c?.batch.exportTimeoutMillis, 1000);
   });
 });
 
