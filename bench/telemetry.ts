@@ -26,7 +26,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createWriteStream, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import type { Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -43,6 +43,8 @@ const CONCURRENCY = (process.env.BENCH_CONCURRENCY ?? '1,16').split(',').map(Num
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 12);
 const HOOK_ITERATIONS = Number(process.env.BENCH_HOOK_ITERATIONS ?? 100_000);
 const CONTROL = process.env.BENCH_CONTROL !== '0';
+/** BENCH_GATEWAY_FLAGS: more node flags for the gateways (stdout then to $TMPDIR/bench-gateway-<mode>.log). */
+const GATEWAY_FLAGS = (process.env.BENCH_GATEWAY_FLAGS ?? '').split(' ').filter(Boolean);
 /** BENCH_PROFILE=1: the gateways run under --cpu-prof; their profiles say how much CPU tracing code took. */
 const PROFILE_DIR =
   process.env.BENCH_PROFILE === '1' ? mkdtempSync(join(tmpdir(), 'infer-bench-prof-')) : null;
@@ -152,6 +154,7 @@ async function startGateway(mode: string, env: Record<string, string>): Promise<
       './tools/ts-register.js',
       '--import',
       './bench/cpu-probe.ts',
+      ...GATEWAY_FLAGS,
       ...(PROFILE_DIR
         ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`, `--cpu-prof-name=${slug(mode)}.cpuprofile`]
         : []),
@@ -166,9 +169,13 @@ async function startGateway(mode: string, env: Record<string, string>): Promise<
         ALLOW_INSECURE_HTTP: '1',
         LOG_LEVEL: 'warn',
       },
-      stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+      stdio: ['ignore', GATEWAY_FLAGS.length ? 'pipe' : 'ignore', 'inherit', 'ipc'],
     },
   );
+  // With extra node flags (e.g. --trace-deopt), the gateway's stdout goes to a file per mode.
+  if (GATEWAY_FLAGS.length) {
+    child.stdout?.pipe(createWriteStream(join(tmpdir(), `bench-gateway-${slug(mode)}.log`)));
+  }
   const url = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + 60_000;
   for (;;) {
