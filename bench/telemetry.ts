@@ -1,134 +1,475 @@
-// What OpenTelemetry tracing costs the gateway: CPU per request and latency, tracing off vs on.
+// What OpenTelemetry tracing costs the gateway: CPU per request, tracing off vs on at 0, 10 and 100 %.
 //
 //   node --conditions=source --import ./tools/ts-register.js bench/telemetry.ts
-//   BENCH_REQUESTS=4000 BENCH_CONCURRENCY=1,16 node ... bench/telemetry.ts
+//   BENCH_REQUESTS=1000 BENCH_ROUNDS=12 BENCH_CONCURRENCY=1,16 BENCH_SCHEDULE=parallel node ... bench/telemetry.ts
+//   BENCH_HOOKS_ONLY=1 node ... bench/telemetry.ts      (only the in-process part, a few seconds)
 //
-// Starts three gateway processes on the same fresh database, Redis and NATS (limits off, so that
-// tracing is what differs): tracing off (no OTEL_* variable: the SDK is not even loaded), tracing on at
-// 10 % sampling (OTEL_TRACES_SAMPLER=parentbased_traceidratio, ARG 0.1) and on at 100 %, both exporting
-// OTLP/HTTP to an in-process receiver in this process. The chat-service runs in this process on the
-// simulator engine (a test double answering at once). For each level of BENCH_CONCURRENCY each mode
-// runs the same closed loop of non-streamed chat-A requests, BENCH_ROUNDS times (default 5), the modes
-// in a rotating order; the table shows per mode the median of the rounds' CPU per request. CPU is the gateway process's user+system time from /proc/<pid>/stat over the round.
-// Then, in this process, what the hot-path hooks cost when tracing is off, next to what they replace.
+// Starts four gateway processes on the same fresh database, Redis and NATS (limits off, so that tracing
+// is what differs): tracing off (no OTEL_* variable: the SDK is not even loaded) and tracing on with
+// OTEL_TRACES_SAMPLER=parentbased_traceidratio at ARG 0, 0.1 and 1, exporting OTLP/HTTP to an
+// in-process receiver. The chat-service runs in this process on the simulator engine (a test double
+// answering at once). Built for a busy shared machine:
+// - rounds: for each level of BENCH_CONCURRENCY, BENCH_ROUNDS rounds; in each round every mode runs the
+//   same closed loop of BENCH_REQUESTS non-streamed chat-A requests, all modes AT ONCE (default,
+//   BENCH_SCHEDULE=parallel: whatever else loads the machine loads every mode alike) or one after
+//   the other in an order that rotates and reverses from round to round (BENCH_SCHEDULE=sequential);
+// - CPU per request is the gateway process's own process.cpuUsage() (every thread, microseconds; asked
+//   over an IPC channel, bench/cpu-probe.ts) over its part of the round, not wall time;
+// - per mode: the median of the rounds and their spread (min..max); per tracing mode, the difference
+//   to "off" is taken within each round (paired: same load) and reported as the median of those
+//   differences with its interquartile range; a second tracing-off gateway ("off, control",
+//   BENCH_CONTROL=0 leaves it out) shows by its own difference how much of that is noise.
+// Then, in this process, a second, low-noise view: the tracing work of one request through the
+// gateway's hooks (HTTP span, context, NATS publish options) in CPU time, per mode, and apart from it
+// the CPU this process spends exporting those spans (OTLP/HTTP JSON to a sink in another process).
 // Numbers, not pass/fail; bounded in count and time; everything stops by itself.
-import { type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import type { ServiceRequest } from '@infer/contracts';
-import { activeTracer, rpcPublishOptions } from '@infer/service-kit';
+import { EventEmitter } from 'node:events';
+import { createWriteStream, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import type { Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { EndFrame, ServiceRequest } from '@infer/contracts';
+import { rpcPublishOptions, startTelemetry } from '@infer/service-kit';
+import type { FastifyInstance } from 'fastify';
 import { startChatService } from '../apps/chat-service/src/app.js';
+import { traceHttpServer } from '../apps/gateway/src/telemetry/http-tracing.js';
 import { startOtlpReceiver } from '../test/support/otlp-receiver.js';
-import { createBenchDatabase, pct, type Round, round, startGatewayProcess } from './support.js';
+import { createBenchDatabase, freePort, pct, type Round, round } from './support.js';
 
-const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 2000);
+const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 1000);
 const CONCURRENCY = (process.env.BENCH_CONCURRENCY ?? '1,16').split(',').map(Number);
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 12);
+const HOOK_ITERATIONS = Number(process.env.BENCH_HOOK_ITERATIONS ?? 100_000);
+const CONTROL = process.env.BENCH_CONTROL !== '0';
+/** BENCH_GATEWAY_FLAGS: more node flags for the gateways (stdout then to $TMPDIR/bench-gateway-<mode>.log). */
+const GATEWAY_FLAGS = (process.env.BENCH_GATEWAY_FLAGS ?? '').split(' ').filter(Boolean);
+/** BENCH_PROFILE=1: the gateways run under --cpu-prof; their profiles say how much CPU tracing code took. */
+const PROFILE_DIR =
+  process.env.BENCH_PROFILE === '1' ? mkdtempSync(join(tmpdir(), 'infer-bench-prof-')) : null;
+/** How many of the tracing functions with the most CPU to list per profile. */
+const TOP = Number(process.env.BENCH_PROFILE_TOP ?? 8);
+const slug = (mode: string) => mode.replace(/[^a-z0-9]+/gi, '-').replace(/-+$/, '');
 
-/** ns per call of the off-path hooks, next to the object literal they replace. */
-function offPathCost(): { literal: number; hook: number; check: number } {
-  const req = { requestId: 'r', model: { id: 'm' } } as unknown as ServiceRequest<unknown>;
-  const end = Promise.resolve({ usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 } });
-  const N = 5_000_000;
-  let sink = 0;
-  const time = (f: () => void) => {
-    for (let i = 0; i < N / 10; i++) f();
-    const t = process.hrtime.bigint();
-    for (let i = 0; i < N; i++) f();
-    return Number(process.hrtime.bigint() - t) / N;
+interface ProfileNode {
+  id: number;
+  callFrame: { functionName: string; url: string };
+  children?: number[];
+}
+
+/**
+ * The share of a CPU profile's busy samples spent in tracing code: the OpenTelemetry packages and our
+ * telemetry modules, plus Node's own frames (AsyncLocalStorage, natives) called from them. Samples
+ * are weighed by their time; idle time is left out. A ratio within one process, so the machine's load
+ * hardly moves it.
+ */
+function tracingShare(file: string): {
+  share: number;
+  gc: number;
+  busyMs: number;
+  tracingMs: number;
+  top: string[];
+} {
+  const prof = JSON.parse(readFileSync(file, 'utf8')) as {
+    nodes: ProfileNode[];
+    samples: number[];
+    timeDeltas: number[];
   };
-  const literal = time(() => {
-    sink += { reply: 'inbox.1' }.reply.length;
+  const byId = new Map(prof.nodes.map((n) => [n.id, n]));
+  const parent = new Map<number, number>();
+  for (const n of prof.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+  const isTracing = (url: string) =>
+    url.includes('@opentelemetry/') ||
+    url.includes('/src/telemetry/') ||
+    url.includes('/telemetry/engine-spans');
+  const isNodeOwn = (url: string) => url === '' || url.startsWith('node:');
+  const memo = new Map<number, boolean>();
+  const attributed = (id: number): boolean => {
+    const known = memo.get(id);
+    if (known !== undefined) return known;
+    const n = byId.get(id);
+    let r = false;
+    if (n) {
+      if (isTracing(n.callFrame.url)) r = true;
+      else if (isNodeOwn(n.callFrame.url)) {
+        const p = parent.get(id);
+        r = p !== undefined && attributed(p);
+      }
+    }
+    memo.set(id, r);
+    return r;
+  };
+  let busy = 0;
+  let tracing = 0;
+  let gc = 0;
+  const byFn = new Map<string, number>();
+  prof.samples.forEach((id, i) => {
+    const dt = prof.timeDeltas[i] ?? 0;
+    const fn = byId.get(id)?.callFrame.functionName;
+    if (fn === '(idle)') return;
+    busy += dt;
+    if (fn === '(garbage collector)') gc += dt;
+    else if (attributed(id)) {
+      tracing += dt;
+      // Charged to the nearest tracing frame (Node internals called from it go to it).
+      let at = id;
+      while (!isTracing(byId.get(at)?.callFrame.url ?? 'x') && parent.has(at)) at = parent.get(at) as number;
+      const f = byId.get(at)?.callFrame;
+      const key = `${f?.functionName || '(anonymous)'} ${(f?.url ?? '').split('/').slice(-2).join('/')}`;
+      byFn.set(key, (byFn.get(key) ?? 0) + dt);
+    }
   });
-  const hook = time(() => {
-    sink += rpcPublishOptions('s', 'inbox.1', req, end as never).reply.length;
-  });
-  const check = time(() => {
-    sink += activeTracer ? 1 : 0;
-  });
-  if (sink < 0) console.log(sink);
-  return { literal, hook, check };
+  const top = [...byFn.entries()]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, TOP)
+    .map(([k, v]) => `${((v / busy) * 100).toFixed(2)} % ${k}`);
+  return {
+    share: busy ? tracing / busy : 0,
+    gc: busy ? gc / busy : 0,
+    busyMs: busy / 1000,
+    tracingMs: tracing / 1000,
+    top,
+  };
+}
+/** `parallel`: a round runs every mode at once (same load on each); `sequential`: one after another. */
+const SCHEDULE = process.env.BENCH_SCHEDULE === 'sequential' ? 'sequential' : 'parallel';
+
+interface Gateway {
+  mode: string;
+  url: string;
+  child: ChildProcess;
+  /** CPU time the process has used, microseconds (user + system). */
+  cpuUs(): Promise<number>;
+}
+
+/** The gateway from its main.ts with the CPU probe preloaded, on a free port, once /readyz answers. */
+async function startGateway(mode: string, env: Record<string, string>): Promise<Gateway> {
+  const port = await freePort();
+  const child = spawn(
+    process.execPath,
+    [
+      '--conditions=source',
+      '--import',
+      './tools/ts-register.js',
+      '--import',
+      './bench/cpu-probe.ts',
+      ...GATEWAY_FLAGS,
+      ...(PROFILE_DIR
+        ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`, `--cpu-prof-name=${slug(mode)}.cpuprofile`]
+        : []),
+      'apps/gateway/src/main.ts',
+    ],
+    {
+      env: {
+        ...process.env,
+        ...env,
+        HOST: '127.0.0.1',
+        PORT: String(port),
+        ALLOW_INSECURE_HTTP: '1',
+        LOG_LEVEL: 'warn',
+      },
+      stdio: ['ignore', GATEWAY_FLAGS.length ? 'pipe' : 'ignore', 'inherit', 'ipc'],
+    },
+  );
+  // With extra node flags (e.g. --trace-deopt), the gateway's stdout goes to a file per mode.
+  if (GATEWAY_FLAGS.length) {
+    child.stdout?.pipe(createWriteStream(join(tmpdir(), `bench-gateway-${slug(mode)}.log`)));
+  }
+  const url = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`gateway (${mode}) exited with ${child.exitCode}`);
+    try {
+      if ((await fetch(`${url}/readyz`)).status === 200) break;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) throw new Error(`gateway (${mode}) not ready within 60 s`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  const cpuUs = () =>
+    new Promise<number>((resolve, reject) => {
+      const t = setTimeout(() => reject(new Error(`gateway (${mode}) did not report its CPU`)), 5_000);
+      child.once('message', (m: { cpu: { user: number; system: number } }) => {
+        clearTimeout(t);
+        resolve(m.cpu.user + m.cpu.system);
+      });
+      child.send('cpu');
+    });
+  return { mode, url, child, cpuUs };
+}
+
+/** One round against one gateway: the round's numbers, CPU from the process itself. */
+async function measuredRound(g: Gateway, key: string, n: number, c: number): Promise<Round & { us: number }> {
+  const before = await g.cpuUs();
+  const r = await round(g.mode, g.url, g.child.pid as number, key, n, c);
+  const after = await g.cpuUs();
+  return { ...r, us: (after - before) / (r.ok + r.failed) };
+}
+
+const median = (xs: number[]): number => pct(xs, 50);
+/** Requests each mode's gateway served (for the profiles' per-request figures). */
+const served_ = new Map<string, number>();
+
+/**
+ * In this process, the tracing work of one request through the gateway's hooks: the HTTP server
+ * listener (span, context, header), Fastify's onRequest and preHandler hooks, the NATS publish options
+ * (inside the request's context) and the response's close; ns per request, export left out (the loop
+ * never yields to the exporter's timer). "off" is the same calls with no tracer: what the hooks add
+ * is the difference to it.
+ */
+async function hookCost(otlpUrl: string): Promise<Array<{ mode: string; ns: number; exportNs: number }>> {
+  const req = {
+    requestId: 'r',
+    model: { id: 'chat-A' },
+    stream: false,
+  } as unknown as ServiceRequest<unknown>;
+  const end = Promise.resolve({
+    result: {},
+    usage: { prompt_tokens: 3, completion_tokens: 1, total_tokens: 4 },
+  } as EndFrame);
+  const out: Array<{ mode: string; ns: number; exportNs: number }> = [];
+  const modes: Array<[string, string | null]> = [
+    ['off', null],
+    ['on, 0 %', '0'],
+    ['on, 10 %', '0.1'],
+    ['on, 100 %', '1'],
+  ];
+  for (const [mode, ratio] of modes) {
+    const h = startTelemetry(
+      'bench',
+      ratio === null
+        ? {}
+        : {
+            OTEL_EXPORTER_OTLP_ENDPOINT: otlpUrl,
+            OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
+            OTEL_TRACES_SAMPLER_ARG: ratio,
+          },
+    );
+    const server = new EventEmitter();
+    let sink = 0;
+    server.on('request', () => {
+      sink++;
+    });
+    const hooks: Record<string, (r: unknown, reply: unknown, done: () => void) => void> = {};
+    const f = {
+      addHook: (name: string, fn: (r: unknown, reply: unknown, done: () => void) => void) => {
+        hooks[name] = fn;
+      },
+    };
+    traceHttpServer(server as unknown as Server, f as unknown as FastifyInstance);
+    const onRequest = hooks.onRequest ?? ((_r, _p, done) => done());
+    const preHandler = hooks.preHandler ?? ((_r, _p, done) => done());
+    const one = () => {
+      const raw = { method: 'POST', url: '/v1/chat/completions', headers: { host: 'h' } };
+      let close: (() => void) | undefined;
+      const res = {
+        statusCode: 200,
+        writableFinished: true,
+        setHeader() {},
+        once(_e: string, fn: () => void) {
+          close = fn;
+        },
+      };
+      server.emit('request', raw, res);
+      const reply = { header: (_k: string, _v: string) => reply };
+      const freq = {
+        raw,
+        id: 'req_1',
+        method: 'POST',
+        routeOptions: { url: '/v1/chat/completions' },
+        auth: { memberId: 'm', keyId: 'k', tier: 'inference' },
+      };
+      onRequest(freq, reply, () => undefined);
+      preHandler(freq, null, () => {
+        sink += rpcPublishOptions('infer.chat.completions', 'inbox.1', req, end).reply.length;
+      });
+      close?.call(res);
+    };
+    for (let i = 0; i < HOOK_ITERATIONS / 10; i++) one();
+    await new Promise((r) => setImmediate(r));
+    await h.flush();
+    let ns = 0;
+    let exportNs = 0;
+    // Batches small enough that the span processor's queue (2,048) keeps every span of a batch.
+    const batch = 500;
+    for (let done = 0; done < HOOK_ITERATIONS; done += batch) {
+      // CPU time, not wall time: on a busy machine the loop is preempted.
+      const t = process.cpuUsage();
+      for (let i = 0; i < batch; i++) one();
+      const u = process.cpuUsage(t);
+      ns += (u.user + u.system) * 1000;
+      // Settle the span-ending callbacks of the batch, then export its spans (OTLP/HTTP JSON to a
+      // sink in another process), timed apart: what the export costs this process per request.
+      await new Promise((r) => setImmediate(r));
+      const e = process.cpuUsage();
+      await h.flush();
+      const v = process.cpuUsage(e);
+      exportNs += (v.user + v.system) * 1000;
+    }
+    out.push({ mode, ns: ns / HOOK_ITERATIONS, exportNs: exportNs / HOOK_ITERATIONS });
+    await h.shutdown();
+    if (sink < 0) console.log(sink);
+  }
+  return out;
+}
+
+/** An OTLP/HTTP sink in a process of its own: answers every export 200 and counts nothing. */
+async function startSink(): Promise<{ url: string; stop(): void }> {
+  const port = await freePort();
+  const child = spawn(
+    process.execPath,
+    [
+      '-e',
+      `require('node:http').createServer((q, s) => { q.resume(); q.on('end', () => s.end('{}')); })` +
+        `.listen(${port}, '127.0.0.1', () => process.send('up'));` +
+        `process.on('disconnect', () => process.exit(0));`,
+    ],
+    { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] },
+  );
+  await new Promise((r) => child.once('message', r));
+  return { url: `http://127.0.0.1:${port}`, stop: () => child.kill('SIGTERM') };
+}
+
+async function printHookCost(): Promise<void> {
+  const sink = await startSink();
+  try {
+    const hooks = await hookCost(sink.url);
+    const off = hooks[0] as { ns: number; exportNs: number };
+    console.log(
+      `\nin this process: the gateway's tracing hooks per request (HTTP span, context, NATS publish ` +
+        `options; ${HOOK_ITERATIONS} requests, CPU time), and the OTLP export of their spans to a sink ` +
+        'in another process',
+    );
+    for (const h of hooks) {
+      const total = h.ns + h.exportNs - off.ns - off.exportNs;
+      console.log(
+        `  ${h.mode.padEnd(10)} hooks ${(h.ns / 1000).toFixed(2)} us, export ${(h.exportNs / 1000).toFixed(2)} us` +
+          (h.mode === 'off' ? '' : `: +${(total / 1000).toFixed(2)} us per request vs off`),
+      );
+    }
+  } finally {
+    sink.stop();
+  }
 }
 
 async function main(): Promise<void> {
+  if (process.env.BENCH_HOOKS_ONLY === '1') {
+    await printHookCost();
+    return;
+  }
   const db = await createBenchDatabase();
   const { databaseUrl, key } = db;
-  const children: ChildProcess[] = [];
+  const gateways: Gateway[] = [];
   const otlp = await startOtlpReceiver();
   const subjectPrefix = `bench.${randomBytes(6).toString('hex')}.`;
   const chat = await startChatService({ env: { ...process.env, LOG_LEVEL: 'silent' }, subjectPrefix });
   try {
     const env = { DATABASE_URL: databaseUrl, MODEL_SUBJECT_PREFIX: subjectPrefix, LIMITS_ENABLED: '0' };
+    // The batch span processor's settings stay the spec's defaults (OTEL_BSP_*: 5 s, 512 spans).
     const otel = { OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url, OTEL_TRACES_SAMPLER: 'parentbased_traceidratio' };
-    const off = await startGatewayProcess(env);
-    children.push(off.child);
-    const on10 = await startGatewayProcess({ ...env, ...otel, OTEL_TRACES_SAMPLER_ARG: '0.1' });
-    children.push(on10.child);
-    const on100 = await startGatewayProcess({ ...env, ...otel, OTEL_TRACES_SAMPLER_ARG: '1' });
-    children.push(on100.child);
-    const modes = [
-      { mode: 'tracing off', ...off },
-      { mode: 'tracing on, 10 %', ...on10 },
-      { mode: 'tracing on, 100 %', ...on100 },
-    ];
-    for (const m of modes) await round(m.mode, m.url, m.child.pid!, key, Math.min(300, REQUESTS), 8);
-    // ROUNDS rounds per concurrency, the modes in a rotating order; per mode the median of the
-    // rounds' CPU per request (the machine is shared: single rounds are noisy).
+    gateways.push(await startGateway('off', env));
+    // A second gateway with tracing off: its difference to "off" is what this machine's noise and the
+    // luck of two processes amount to (an A/A control); a tracing mode's difference means something
+    // only where it clearly exceeds the control's.
+    if (CONTROL) gateways.push(await startGateway('off, control', env));
+    gateways.push(await startGateway('on, 0 %', { ...env, ...otel, OTEL_TRACES_SAMPLER_ARG: '0' }));
+    gateways.push(await startGateway('on, 10 %', { ...env, ...otel, OTEL_TRACES_SAMPLER_ARG: '0.1' }));
+    gateways.push(await startGateway('on, 100 %', { ...env, ...otel, OTEL_TRACES_SAMPLER_ARG: '1' }));
+    // Warm-up: JIT, connection pools, caches.
+    for (const g of gateways) await measuredRound(g, key, Math.min(500, REQUESTS), 8);
     const rows: Array<Record<string, string | number>> = [];
-    const medians = new Map<string, number>();
+    served_.clear();
+    const diffs: string[] = [];
     for (const c of CONCURRENCY) {
-      const per = new Map<string, Round[]>(modes.map((m) => [m.mode, []]));
+      const per = new Map<string, Array<Round & { us: number }>>(gateways.map((g) => [g.mode, []]));
       for (let r = 0; r < ROUNDS; r++) {
-        for (let i = 0; i < modes.length; i++) {
-          const m = modes[(i + r) % modes.length]!;
-          per.get(m.mode)!.push(await round(m.mode, m.url, m.child.pid!, key, REQUESTS, c));
+        // Rotate the order and reverse it every other round: no mode always follows the same one.
+        const order = gateways.map((_, i) => gateways[(i + r) % gateways.length] as Gateway);
+        if (r % 2) order.reverse();
+        if (SCHEDULE === 'parallel') {
+          const results = await Promise.all(order.map((g) => measuredRound(g, key, REQUESTS, c)));
+          for (const x of results) per.get(x.mode)?.push(x);
+        } else {
+          for (const g of order) per.get(g.mode)?.push(await measuredRound(g, key, REQUESTS, c));
         }
       }
+      const off = per.get('off') as Array<Round & { us: number }>;
       for (const [mode, rs] of per) {
-        const us = rs.map((r) => (r.cpuMs * 1000) / (r.ok + r.failed)).sort((x, y) => x - y);
-        const lat = rs.flatMap((r) => r.latencies);
-        const n = rs.reduce((t, r) => t + r.ok + r.failed, 0);
-        const failed = rs.reduce((t, r) => t + r.failed, 0);
-        const med = us[Math.floor(us.length / 2)]!;
-        medians.set(`${c}|${mode}`, med);
+        const us = rs.map((x) => x.us);
+        const lat = rs.flatMap((x) => x.latencies);
+        const n = rs.reduce((t, x) => t + x.ok + x.failed, 0);
+        const failed = rs.reduce((t, x) => t + x.failed, 0);
+        const d = rs.map((x, i) => x.us - (off[i] as { us: number }).us);
+        served_.set(mode, (served_.get(mode) ?? Math.min(500, REQUESTS)) + n);
         rows.push({
           mode,
           'in flight': c,
           requests: `${n}${failed ? ` (${failed} failed)` : ''}`,
-          'req/s': (n / (rs.reduce((t, r) => t + r.wallMs, 0) / 1000)).toFixed(0),
+          'req/s': (n / (rs.reduce((t, x) => t + x.wallMs, 0) / 1000)).toFixed(0),
           'p50 ms': pct(lat, 50).toFixed(2),
           'p99 ms': pct(lat, 99).toFixed(2),
-          'CPU us/req (median)': med.toFixed(1),
-          'CPU us/req (min..max)': `${us[0]!.toFixed(0)}..${us[us.length - 1]!.toFixed(0)}`,
+          'CPU us/req median': median(us).toFixed(1),
+          'min..max': `${Math.min(...us).toFixed(0)}..${Math.max(...us).toFixed(0)}`,
+          'vs off, paired median':
+            mode === 'off' ? '' : `${median(d) >= 0 ? '+' : ''}${median(d).toFixed(1)}`,
+          'vs off, p25..p75': mode === 'off' ? '' : `${pct(d, 25).toFixed(1)}..${pct(d, 75).toFixed(1)}`,
         });
+        if (mode !== 'off') {
+          diffs.push(
+            `${c} in flight, ${mode}: ${median(d) >= 0 ? '+' : ''}${median(d).toFixed(1)} us/req vs off ` +
+              `(paired over ${rs.length} rounds; p25..p75 ${pct(d, 25).toFixed(1)}..${pct(d, 75).toFixed(1)})`,
+          );
+        }
       }
     }
     console.log(
-      `\ntracing overhead: ${ROUNDS} rounds of ${REQUESTS} requests per mode, chat-A non-streamed ` +
-        `(simulator), limits off, ${new Date().toISOString()}\n`,
+      `\ntracing overhead: ${ROUNDS} rounds (${SCHEDULE}) of ${REQUESTS} requests per mode and concurrency, chat-A ` +
+        `non-streamed (simulator), limits off, ${new Date().toISOString()}\n`,
     );
     console.table(rows);
-    for (const c of CONCURRENCY) {
-      const off = medians.get(`${c}|tracing off`)!;
-      console.log(
-        `${c} in flight: gateway CPU per request (medians), tracing on at 10 % minus off: ` +
-          `${(medians.get(`${c}|tracing on, 10 %`)! - off).toFixed(1)} us; at 100 %: ` +
-          `${(medians.get(`${c}|tracing on, 100 %`)! - off).toFixed(1)} us (budget at 10 %: 20 us)`,
-      );
-    }
+    for (const d of diffs) console.log(d);
+    console.log('budget: on at 10 % <= +20 us/req; off: no OTEL_* variable, nothing installed');
     console.log(
       `spans received by the OTLP receiver: ${otlp.spans.length} (rejected exports: ${otlp.rejected})`,
     );
-    const c = offPathCost();
-    console.log(
-      `\ntracing off, in-process: the publish-options hook ${c.hook.toFixed(1)} ns per call vs the ` +
-        `object literal it replaces ${c.literal.toFixed(1)} ns; the tracer check ${c.check.toFixed(1)} ns`,
-    );
   } finally {
-    for (const ch of children) ch.kill('SIGTERM');
+    for (const g of gateways) g.child.kill('SIGTERM');
     await Promise.all(
-      children.map((ch) => new Promise((r) => (ch.exitCode !== null ? r(null) : ch.once('exit', r)))),
+      gateways.map(
+        (g) => new Promise((r) => (g.child.exitCode !== null ? r(null) : g.child.once('exit', r))),
+      ),
     );
     await chat.stop();
+  }
+  if (PROFILE_DIR) {
+    console.log(
+      '\nCPU profiles of the gateways (--cpu-prof, whole run): self time in tracing code ' +
+        '(@opentelemetry/*, our telemetry modules, and the Node internals they call). Rough: V8 ' +
+        'charges a function inlined into another to its caller, both ways',
+    );
+    for (const g of gateways) {
+      try {
+        const { share, gc, busyMs, tracingMs, top } = tracingShare(
+          join(PROFILE_DIR, `${slug(g.mode)}.cpuprofile`),
+        );
+        const served = served_.get(g.mode) ?? 1;
+        console.log(
+          `  ${g.mode.padEnd(14)} tracing ${(share * 100).toFixed(2)} % of ${busyMs.toFixed(0)} ms busy ` +
+            `(start-up included) = ${((tracingMs * 1000) / served).toFixed(1)} us per request served ` +
+            `(${served}); garbage collector ${(gc * 100).toFixed(1)} %`,
+        );
+        for (const t of top) console.log(`      ${t}`);
+      } catch (e) {
+        console.log(`  ${g.mode}: no profile (${(e as Error).message})`);
+      }
+    }
+    rmSync(PROFILE_DIR, { recursive: true, force: true });
+  }
+  try {
+    await printHookCost();
+  } finally {
     await otlp.close();
     await db.drop();
   }

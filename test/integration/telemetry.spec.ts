@@ -24,9 +24,19 @@ import { type ImageService, startImageService } from '../../apps/image-service/s
 import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from '../support/otlp-receiver.js';
 import { type Stack, startStack } from './harness.js';
 
+const INTERNAL = 1;
 const SERVER = 2;
 const CLIENT = 3;
 const CONSUMER = 5;
+
+/** The service handler's GenAI span (traceRpcHandler): the request's model work as a whole. */
+const isHandlerGenAi = (s: ReceivedSpan, op: string) =>
+  s.attributes['gen_ai.operation.name'] === op && s.attributes['infer.engine.type'] === undefined;
+/** The engine call's span (traceEngine, applied by the engine registries). */
+const isEngineSpan = (s: ReceivedSpan, op: string) =>
+  s.kind === INTERNAL &&
+  s.attributes['gen_ai.operation.name'] === op &&
+  s.attributes['infer.engine.type'] !== undefined;
 
 async function until<T>(what: string, fn: () => T | undefined, ms = 20_000): Promise<T> {
   const deadline = Date.now() + ms;
@@ -66,6 +76,8 @@ describe('telemetry: one connected trace per request, across every hop', () => {
       env: {
         OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url,
         OTEL_TRACES_SAMPLER: 'parentbased_always_on',
+        // Spans reach the receiver within a fifth of a second (production: the spec's 5 s).
+        OTEL_BSP_SCHEDULE_DELAY: '200',
         LIMITS_ENABLED: '1',
         BULLMQ_PREFIX,
         IMAGE_STORE_REDIS_PREFIX: `test:otel:${id}:`,
@@ -114,9 +126,10 @@ describe('telemetry: one connected trace per request, across every hop', () => {
     const spans = await until(`the spans of ${route}`, () => {
       const s = otlp.spans.filter((x) => x.traceId === traceId);
       const gw = s.find((x) => x.kind === SERVER && x.attributes['http.route'] === route);
-      const gen = s.find((x) => x.attributes['gen_ai.operation.name'] === op);
+      const gen = s.find((x) => isHandlerGenAi(x, op));
+      const engine = s.find((x) => isEngineSpan(x, op));
       const job = !opts.job || s.some((x) => x.kind === CONSUMER);
-      return gw && gen && job ? s : undefined;
+      return gw && gen && engine && job ? s : undefined;
     });
     const byId = new Map(spans.map((s) => [s.spanId, s]));
     const roots = spans.filter((s) => !byId.has(s.parentSpanId));
@@ -149,7 +162,7 @@ describe('telemetry: one connected trace per request, across every hop', () => {
     assert.ok(handler, 'a service handler span');
     assert.equal(handler.parentSpanId, send.spanId, 'the handler continues the NATS send span');
     assert.ok(ancestors(send).includes(root.name));
-    const gen = spans.find((s) => s.attributes['gen_ai.operation.name'] === op) as ReceivedSpan;
+    const gen = spans.find((s) => isHandlerGenAi(s, op)) as ReceivedSpan;
     assert.equal(gen.parentSpanId, handler.spanId);
     assert.equal(typeof gen.attributes['gen_ai.request.model'], 'string');
     assert.equal(typeof gen.attributes['gen_ai.usage.input_tokens'], 'number');
@@ -161,6 +174,33 @@ describe('telemetry: one connected trace per request, across every hop', () => {
         assert.ok(ancestors(c).includes(gen.name), `the worker span ${c.name} sits under the GenAI span`);
       }
     }
+    // The engine call: a GenAI span of its own (made by the engine registry), a child of the span of
+    // the code that called the engine: the service handler's GenAI span, or for a job the worker's
+    // CONSUMER span; either way inside the service handler's span.
+    const engines = spans.filter((s) => isEngineSpan(s, op));
+    assert.equal(engines.length, 1, `one engine span: ${engines.map((e) => e.name).join(', ')}`);
+    const engine = engines[0] as ReceivedSpan;
+    const caller = byId.get(engine.parentSpanId);
+    assert.ok(caller, 'the engine span has its parent in the trace');
+    if (opts.job) {
+      assert.equal(
+        caller.kind,
+        CONSUMER,
+        `the engine span's parent is the worker's span, not ${caller.name}`,
+      );
+    } else {
+      assert.equal(
+        caller.spanId,
+        gen.spanId,
+        `the engine span's parent is the handler's span, not ${caller.name}`,
+      );
+    }
+    assert.ok(ancestors(engine).includes(handler.name), 'the engine span is inside the service handler span');
+    assert.equal(engine.name, `${op} ${gen.attributes['gen_ai.request.model']}`);
+    assert.equal(engine.attributes['gen_ai.request.model'], gen.attributes['gen_ai.request.model']);
+    assert.match(String(engine.attributes['infer.engine.type']), /^[a-z][a-z0-9_.-]*$/);
+    assert.equal(engine.attributes['gen_ai.provider.name'], engine.attributes['infer.engine.type']);
+    assert.equal(engine.status, 0, 'the engine call did not fail');
     return spans;
   }
 
@@ -185,6 +225,11 @@ describe('telemetry: one connected trace per request, across every hop', () => {
     assert.equal(gen.attributes['gen_ai.usage.input_tokens'], usage.prompt_tokens);
     assert.equal(gen.attributes['gen_ai.usage.output_tokens'], usage.completion_tokens);
     assert.equal(typeof gen.attributes['gen_ai.response.time_to_first_chunk'], 'number');
+    const engine = spans.find((s) => isEngineSpan(s, 'chat')) as ReceivedSpan;
+    assert.equal(engine.name, 'chat chat-G');
+    assert.equal(engine.attributes['infer.engine.method'], 'generate');
+    assert.equal(engine.attributes['gen_ai.usage.output_tokens'], usage.completion_tokens);
+    assert.equal(typeof engine.attributes['gen_ai.response.time_to_first_chunk'], 'number');
   });
 
   it('an embedding call to an upstream engine continues the caller traceparent and has an HTTP client span', async () => {
@@ -199,8 +244,10 @@ describe('telemetry: one connected trace per request, across every hop', () => {
       .withResponse();
     assert.equal(response.headers.get('x-trace-id'), callerTrace);
     const spans = await traceOf(callerTrace, '/v1/embeddings', 'embeddings', { parentSpanId: callerSpan });
-    const gen = spans.find((s) => s.attributes['gen_ai.operation.name'] === 'embeddings') as ReceivedSpan;
+    const gen = spans.find((s) => isHandlerGenAi(s, 'embeddings')) as ReceivedSpan;
     assert.equal(gen.attributes['gen_ai.request.model'], 'embed-tei');
+    const engine = spans.find((s) => isEngineSpan(s, 'embeddings')) as ReceivedSpan;
+    assert.equal(engine.attributes['infer.engine.type'], 'tei');
     assert.ok((gen.attributes['gen_ai.usage.input_tokens'] as number) > 0);
     const http = await until('the upstream HTTP client span', () =>
       otlp.spans.find(
@@ -209,7 +256,20 @@ describe('telemetry: one connected trace per request, across every hop', () => {
       ),
     );
     assert.ok(String(http.attributes['url.full']).startsWith(up.url));
-    assert.equal(http.parentSpanId, gen.spanId, 'the upstream call is a child of the GenAI span');
+    assert.equal(http.parentSpanId, engine.spanId, "the upstream call is a child of the engine's span");
+  });
+
+  it('an embedding call to an embedded engine (glove-sif): its engine span sits under the handler span', async () => {
+    const { response } = await stack
+      .client('community')
+      .embeddings.create({ model: 'embed-model', input: 'tracing an embedded engine' })
+      .withResponse();
+    const traceId = response.headers.get('x-trace-id') as string;
+    const spans = await traceOf(traceId, '/v1/embeddings', 'embeddings');
+    const engine = spans.find((s) => isEngineSpan(s, 'embeddings')) as ReceivedSpan;
+    assert.equal(engine.name, 'embeddings embed-model');
+    assert.equal(engine.attributes['infer.engine.type'], 'glove-sif');
+    assert.equal(engine.attributes['infer.engine.method'], 'embed');
   });
 
   it('a transcription job: the BullMQ worker spans join the request trace', async () => {

@@ -9,7 +9,12 @@ export type { EngineFactory } from '@infer/service-kit';
  */
 export class EngineRegistry<E extends { close?(): Promise<void> }> extends EngineRegistryBase<E> {
   constructor(capability: string, log: Logger, factories: readonly EngineFactory<E>[]) {
-    super(log, factories, { service: 'audio service', capability });
+    super(log, factories, {
+      service: 'audio service',
+      capability,
+      // A GenAI span per engine call, with tracing on (see traceEngine of service-kit).
+      spans: capability === 'speech' ? { synthesize: 'speech' } : { transcribe: 'transcription' },
+    });
   }
 }
 

@@ -7,6 +7,8 @@ import {
   createRedisClient,
   type RunningService,
   startMicroservice,
+  startTelemetry,
+  traceEngine,
   watchRedis,
 } from '@infer/service-kit';
 import { loadSearchConfig, type SearchConfig } from './config.js';
@@ -69,7 +71,10 @@ export async function startSearchService(opts: SearchServiceOptions = {}): Promi
   let engine: SearchEngine;
   try {
     await redis.connect();
+    // Tracing (when OTEL_* asks for it) starts before the engine is built, so that its calls get spans.
+    startTelemetry('search-service', opts.env ?? process.env);
     engine = opts.engine ?? createEngine(config, { repo });
+    engine = traceEngine(engine, { type: engine.name, model: engine.name }, { search: 'search' });
     if (engine.name === 'local' && config.SEARCH_SEED_ON_START && (await repo.count()) === 0) {
       const root = resolve(config.SEARCH_DOCS_DIR ?? process.cwd());
       seeded = await seedProjectDocs(repo, root);

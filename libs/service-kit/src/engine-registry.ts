@@ -1,6 +1,7 @@
 import { ApiError, type CatalogEntry } from '@infer/contracts';
 import type { z } from 'zod';
 import type { Logger } from './logger.js';
+import { type EngineSpanMethods, traceEngine } from './telemetry/engine-spans.js';
 
 /** The catalog's engine settings of one model: `{type, ...settings}`. */
 export type EngineSettings = { type: string } & Record<string, unknown>;
@@ -40,6 +41,12 @@ export interface EngineRegistryOptions<Ctx extends object = NoEngineContext> {
   key?(model: CatalogEntry): unknown;
   /** The error for a model whose engine type no factory makes; default ApiError.internal naming both. */
   unknownType?(model: CatalogEntry, type: string, types: readonly string[]): Error;
+  /**
+   * The engine methods that do model work, with their gen_ai.operation.name (e.g. `{ generate: 'chat' }`):
+   * with tracing on, each call inside a sampled trace gets a GenAI span (see traceEngine), for every
+   * engine this registry builds, embedded or upstream.
+   */
+  spans?: EngineSpanMethods;
 }
 
 /** The options argument: required when the factories need context that has required fields. */
@@ -92,11 +99,13 @@ export class EngineRegistry<
     const key = stableJson(this.options.key ? this.options.key(model) : settings);
     const cached = this.engines.get(model.id);
     if (cached?.key === key) return cached.engine;
-    const engine = this.factoryOf(model).create(settings, {
+    let engine = this.factoryOf(model).create(settings, {
       ...this.options.context,
       model,
       log: this.log.child({ model: model.id, engine: settings.type }),
     } as EngineContext & Ctx);
+    if (this.options.spans)
+      engine = traceEngine(engine, { type: settings.type, model: model.id }, this.options.spans);
     this.engines.set(model.id, { key, type: settings.type, engine });
     if (cached) void this.closeQuietly(model.id, cached);
     return engine;

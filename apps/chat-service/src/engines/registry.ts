@@ -17,6 +17,6 @@ export type EngineFactory = KitEngineFactory<ChatEngine, ChatEngineContext>;
 /** The chat service's engines, one per model id and settings (see EngineRegistry of service-kit). */
 export class EngineRegistry extends EngineRegistryBase<ChatEngine, ChatEngineContext> {
   constructor(log: Logger, factories: readonly EngineFactory[] = [], env: NodeJS.ProcessEnv = process.env) {
-    super(log, factories, { service: 'chat service', context: { env } });
+    super(log, factories, { service: 'chat service', context: { env }, spans: { generate: 'chat' } });
   }
 }

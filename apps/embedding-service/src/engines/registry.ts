@@ -17,6 +17,8 @@ export class EngineRegistry<E extends { close?(): Promise<void> }> extends Engin
     factories: ReadonlyArray<EngineFactory<E>> = [],
   ) {
     super(log, factories, {
+      // A GenAI span per engine call, with tracing on (see traceEngine of service-kit).
+      spans: capability === 'rerank' ? { rank: 'rerank' } : { embed: 'embeddings' },
       // The vector size and context window are part of what an engine serves.
       key: (model) => ({
         settings: model.engine,

@@ -1,6 +1,6 @@
 import type { CatalogEntry, LimitState } from '@infer/contracts';
 import type { Db } from '@infer/persistence';
-import { activeTracer, type Logger, withSpan } from '@infer/service-kit';
+import { inSampledTrace, type Logger, withSpan } from '@infer/service-kit';
 import { Inject, Injectable, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import type { Redis } from 'ioredis';
 import { Counter, Gauge } from 'prom-client';
@@ -89,7 +89,7 @@ export class LimitsService implements OnModuleInit, OnApplicationShutdown {
 
   /** A request to a model endpoint, once its model is resolved. */
   admitModel(auth: LimitSubject, model: CatalogEntry, body: unknown): Promise<Admission> {
-    if (activeTracer) {
+    if (inSampledTrace()) {
       return withSpan('limits.admit', { 'infer.limits.kind': 'model', 'infer.tier': auth.tier }, () =>
         this.engine.admitModel(auth, model, body),
       );
@@ -99,7 +99,7 @@ export class LimitsService implements OnModuleInit, OnApplicationShutdown {
 
   /** One web search or MCP tool call: 20/min, 3 concurrent (429 rate_limit_exceeded), 500/day (429 insufficient_quota). */
   admitSearch(auth: LimitSubject): Promise<Admission> {
-    if (activeTracer) {
+    if (inSampledTrace()) {
       return withSpan('limits.admit', { 'infer.limits.kind': 'search' }, () => this.engine.admitSearch(auth));
     }
     return this.engine.admitSearch(auth);
@@ -107,7 +107,7 @@ export class LimitsService implements OnModuleInit, OnApplicationShutdown {
 
   /** One image request (whatever `n`): 20/min and 100/month per member, 429. */
   admitImages(auth: LimitSubject): Promise<Admission> {
-    if (activeTracer) {
+    if (inSampledTrace()) {
       return withSpan('limits.admit', { 'infer.limits.kind': 'images' }, () => this.engine.admitImages(auth));
     }
     return this.engine.admitImages(auth);

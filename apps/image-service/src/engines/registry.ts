@@ -12,6 +12,13 @@ export type ImageEngineFactory = EngineFactory<ImageEngine>;
 /** The image service's engines, one per model id and settings (see EngineRegistry of service-kit). */
 export class ImageEngineRegistry extends EngineRegistry<ImageEngine> {
   constructor(log: Logger, factories: readonly ImageEngineFactory[] = []) {
-    super(log, factories, { service: 'image service' });
+    super(log, factories, {
+      service: 'image service',
+      // A GenAI span per engine call, with tracing on (see traceEngine of service-kit).
+      spans: {
+        generate: (input: { operation?: string }) =>
+          input?.operation === 'edit' ? 'image_edit' : 'image_generation',
+      },
+    });
   }
 }

@@ -1,3 +1,5 @@
+import { createContextKey } from '@opentelemetry/api';
+
 /** OpenTelemetry GenAI semantic-convention attribute names we set. */
 export const GenAI = {
   operationName: 'gen_ai.operation.name',
@@ -25,3 +27,9 @@ export function genAiOperation(subject: string): string {
   if (subject.endsWith('search.query')) return 'search';
   return 'execute';
 }
+/**
+ * gen_ai.operation.name of the request being served, put in the context by the service's handler span
+ * (traceRpcHandler): an engine shared by several operations (the chat engines serve chat and
+ * text_completion) names the one it works for.
+ */
+export const GEN_AI_OPERATION = createContextKey('infer.gen_ai.operation');

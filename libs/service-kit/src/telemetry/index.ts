@@ -1,3 +1,4 @@
+export * from './engine-spans.js';
 export * from './genai.js';
 export * from './metrics.js';
 export * from './propagation.js';

@@ -14,7 +14,7 @@ import {
   trace,
 } from '@opentelemetry/api';
 import type { Job } from 'bullmq';
-import { GenAI, genAiOperation } from './genai.js';
+import { GEN_AI_OPERATION, GenAI, genAiOperation } from './genai.js';
 import { jobMetrics } from './metrics.js';
 import { activeTracer } from './sdk.js';
 
@@ -47,9 +47,12 @@ export function rpcPublishOptions(
   const active = trace.getActiveSpan();
   if (!active) return { reply };
   if (!active.isRecording()) {
-    // A trace the sampler left out: pass it on as it is (no span of ours), so the service does too.
+    // A trace the sampler left out: pass it on as it is (no span of ours, no propagator call), so the
+    // service leaves it out too. W3C traceparent: version 00, trace id, parent id, flags (00: not sampled).
+    const sc = active.spanContext();
     const h = natsHeaders();
-    propagation.inject(context.active(), h, natsSetter);
+    if (sc.traceState) propagation.inject(context.active(), h, natsSetter);
+    else h.set('traceparent', `00-${sc.traceId}-${sc.spanId}-0${sc.traceFlags & TraceFlags.SAMPLED}`);
     return { reply, headers: h };
   }
   const span = tracer.startSpan(`${subject} send`, {
@@ -138,7 +141,7 @@ export function traceRpcHandler(
       emit(chunk);
     };
   }
-  return context.with(trace.setSpan(serverCtx, gen), run).then(
+  return context.with(trace.setSpan(serverCtx, gen).setValue(GEN_AI_OPERATION, op), run).then(
     (end) => {
       setUsage(gen, end.usage);
       gen.end();
@@ -258,6 +261,15 @@ export function withSpan<R>(
       throw err;
     },
   );
+}
+
+/**
+ * True inside a trace the sampler kept (tracing on): where a span of ours would be recorded. Callers
+ * test it before building a span's name and attributes, so a request left out (most of them at a
+ * ratio sampler) builds nothing.
+ */
+export function inSampledTrace(): boolean {
+  return activeTracer !== null && trace.getActiveSpan()?.isRecording() === true;
 }
 
 /** The trace id of the span active now, or undefined (tracing off, or outside a trace). */

@@ -3,10 +3,16 @@ import { createServer } from 'node:http';
 import { Writable } from 'node:stream';
 import { describe, it } from 'node:test';
 import type { EndFrame, ServiceRequest } from '@infer/contracts';
-import { context, trace } from '@opentelemetry/api';
+import { context, ROOT_CONTEXT, TraceFlags, trace } from '@opentelemetry/api';
 import { createLogger } from '../logger.js';
 import { genAiOperation } from './genai.js';
-import { JOB_TRACE_FIELD, rpcPublishOptions, traceRpcHandler, withJobTrace } from './propagation.js';
+import {
+  inSampledTrace,
+  JOB_TRACE_FIELD,
+  rpcPublishOptions,
+  traceRpcHandler,
+  withJobTrace,
+} from './propagation.js';
 import { activeTracer, PooledIdGenerator, startTelemetry, telemetryConfig, tracingOn } from './sdk.js';
 
 const req = {
@@ -83,6 +89,37 @@ describe('telemetryConfig: the standard OTEL_* variables', () => {
     );
     assert.throws(() => telemetryConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'not a url' }, 'x'), /not a URL/);
     assert.throws(() => telemetryConfig({ ...base, OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' }, 'x'), /PROTOCOL/);
+    assert.throws(
+      () => telemetryConfig({ ...base, OTEL_BSP_SCHEDULE_DELAY: 'soon' }, 'x'),
+      /OTEL_BSP_SCHEDULE_DELAY/,
+    );
+    assert.throws(
+      () => telemetryConfig({ ...base, OTEL_BSP_MAX_QUEUE_SIZE: '0' }, 'x'),
+      /OTEL_BSP_MAX_QUEUE_SIZE/,
+    );
+  });
+
+  it("reads the batch span processor's OTEL_BSP_* variables, with the spec's defaults", () => {
+    const base = { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318' };
+    assert.deepEqual(telemetryConfig(base, 'x')?.batch, {
+      scheduledDelayMillis: 5000,
+      maxExportBatchSize: 512,
+      maxQueueSize: 2048,
+      exportTimeoutMillis: 30_000,
+    });
+    const c = telemetryConfig(
+      {
+        ...base,
+        OTEL_BSP_SCHEDULE_DELAY: '200',
+        OTEL_BSP_MAX_QUEUE_SIZE: '100',
+        OTEL_BSP_EXPORT_TIMEOUT: '1000',
+      },
+      'x',
+    );
+    assert.equal(c?.batch.scheduledDelayMillis, 200);
+    // A batch is never larger than the queue.
+    assert.equal(c?.batch.maxExportBatchSize, 100);
+    assert.equal(c?.batch.exportTimeoutMillis, 1000);
   });
 });
 
@@ -116,6 +153,7 @@ describe('tracing off then on (one process)', () => {
   it('off: startTelemetry installs nothing, publish options carry no headers, job data is unchanged', async () => {
     const h = startTelemetry('t', {});
     assert.equal(h.enabled, false);
+    assert.equal(inSampledTrace(), false);
     assert.equal(tracingOn(), false);
     const opts = rpcPublishOptions('s', 'inbox.1', req, Promise.resolve(END));
     assert.deepEqual(opts, { reply: 'inbox.1' });
@@ -167,10 +205,31 @@ describe('tracing off then on (one process)', () => {
         const job = withJobTrace({ a: 1 }) as Record<string, unknown>;
         assert.match(String((job[JOB_TRACE_FIELD] as Record<string, string>).traceparent), /^00-/);
         log.info('inside');
+        assert.equal(inSampledTrace(), true);
         // The service side, in a fresh context: the handler's span continues the trace of the headers.
         await context.with(trace.deleteSpan(context.active()), () =>
           traceRpcHandler('s', opts.headers, req, { emit() {} }, async () => {
             assert.equal(trace.getActiveSpan()?.spanContext().traceId, root.spanContext().traceId);
+            return END;
+          }),
+        );
+      });
+      // A trace the sampler left out (here: the caller's traceparent said so): the NATS headers carry
+      // it with sampled=0 and no span of ours; the service side runs in it (its logs name it) unrecorded.
+      const out = trace.wrapSpanContext({
+        traceId: 'c'.repeat(32),
+        spanId: 'd'.repeat(16),
+        traceFlags: TraceFlags.NONE,
+      });
+      await context.with(trace.setSpan(ROOT_CONTEXT, out), async () => {
+        assert.equal(inSampledTrace(), false);
+        const opts = rpcPublishOptions('s', 'inbox.2', req, Promise.resolve(END));
+        assert.equal(opts.headers?.get('traceparent'), `00-${'c'.repeat(32)}-${'d'.repeat(16)}-00`);
+        await context.with(ROOT_CONTEXT, () =>
+          traceRpcHandler('s', opts.headers, req, { emit() {} }, async () => {
+            const active = trace.getActiveSpan();
+            assert.equal(active?.spanContext().traceId, 'c'.repeat(32));
+            assert.equal(active?.isRecording(), false);
             return END;
           }),
         );

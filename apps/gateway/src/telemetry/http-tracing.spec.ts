@@ -1,0 +1,132 @@
+import assert from 'node:assert/strict';
+import { EventEmitter } from 'node:events';
+import type { Server } from 'node:http';
+import { afterEach, describe, it } from 'node:test';
+import { currentTraceId, startTelemetry, type TelemetryHandle } from '@infer/service-kit';
+import { trace } from '@opentelemetry/api';
+import type { FastifyInstance } from 'fastify';
+import { type OtlpReceiver, startOtlpReceiver } from '../../../../test/support/otlp-receiver.js';
+import { TRACE_ID_HEADER, traceHttpServer } from './http-tracing.js';
+
+type Hook = (req: unknown, reply: unknown, done: () => void) => void;
+
+/** traceHttpServer on a stand-in server and Fastify instance; `request()` drives one request through. */
+function install() {
+  const server = new EventEmitter();
+  const seen: Array<{ traceId: string | undefined; recording: boolean | undefined }> = [];
+  server.on('request', () => {
+    seen.push({ traceId: currentTraceId(), recording: trace.getActiveSpan()?.isRecording() });
+  });
+  const hooks: Record<string, Hook> = {};
+  const f = {
+    addHook: (name: string, fn: Hook) => {
+      hooks[name] = fn;
+    },
+  };
+  traceHttpServer(server as unknown as Server, f as unknown as FastifyInstance);
+  const request = (headers: Record<string, string> = {}) => {
+    const raw = { method: 'POST', url: '/v1/embeddings', headers };
+    const set: Record<string, string> = {};
+    const listeners: string[] = [];
+    let close: (() => void) | undefined;
+    const res = {
+      statusCode: 200,
+      writableFinished: true,
+      setHeader: (k: string, v: string) => {
+        set[k] = v;
+      },
+      once: (e: string, fn: () => void) => {
+        listeners.push(e);
+        close = fn;
+      },
+    };
+    server.emit('request', raw, res);
+    const freq = {
+      raw,
+      id: 'req_x',
+      method: 'POST',
+      routeOptions: { url: '/v1/embeddings' },
+      auth: { memberId: 'mem_1', keyId: 'key_1', tier: 'community' },
+    };
+    const reply = {
+      header: (k: string, v: string) => {
+        set[k] = v;
+      },
+    };
+    hooks.onRequest?.(freq, reply, () => undefined);
+    let inHandler: string | undefined;
+    hooks.preHandler?.(freq, null, () => {
+      inHandler = currentTraceId();
+    });
+    close?.call(res);
+    return { set, listeners, inHandler, seen: seen.at(-1) };
+  };
+  return { hooks, request };
+}
+
+describe('traceHttpServer', () => {
+  let h: TelemetryHandle | undefined;
+  let otlp: OtlpReceiver | undefined;
+  afterEach(async () => {
+    await h?.shutdown();
+    await otlp?.close();
+    h = undefined;
+    otlp = undefined;
+  });
+
+  async function on(ratio: string) {
+    otlp = await startOtlpReceiver();
+    h = startTelemetry('gw-test', {
+      OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url,
+      OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
+      OTEL_TRACES_SAMPLER_ARG: ratio,
+    });
+  }
+
+  it('off: installs no hook', () => {
+    const { hooks, request } = install();
+    assert.deepEqual(Object.keys(hooks), []);
+    const r = request();
+    assert.deepEqual(r.set, {});
+    assert.equal(r.inHandler, undefined);
+  });
+
+  it('a request the sampler leaves out: trace id header and context, but no listener and no span exported', async () => {
+    await on('0');
+    const { request } = install();
+    const r = request();
+    assert.match(r.set[TRACE_ID_HEADER] ?? '', /^[0-9a-f]{32}$/);
+    assert.deepEqual(r.listeners, [], 'no close listener for a span that records nothing');
+    assert.equal(r.seen?.traceId, r.set[TRACE_ID_HEADER]);
+    assert.equal(r.seen?.recording, false);
+    assert.equal(r.inHandler, r.set[TRACE_ID_HEADER], 'the handler runs in the request context');
+    // An incoming traceparent that is not sampled is continued, unsampled.
+    const given = 'e'.repeat(32);
+    const c = request({ traceparent: `00-${given}-${'f'.repeat(16)}-00` });
+    assert.equal(c.set[TRACE_ID_HEADER], given);
+    assert.equal(c.inHandler, given);
+    await h?.flush();
+    assert.equal(otlp?.spans.length, 0);
+  });
+
+  it('a sampled request: one SERVER span with route, ids and status, continuing the traceparent', async () => {
+    await on('1');
+    const { request } = install();
+    const given = '1'.repeat(32);
+    const parent = '2'.repeat(16);
+    const r = request({ traceparent: `00-${given}-${parent}-01` });
+    assert.equal(r.set[TRACE_ID_HEADER], given);
+    assert.deepEqual(r.listeners, ['close']);
+    assert.equal(r.seen?.recording, true);
+    await h?.flush();
+    const span = otlp?.spans.find((s) => s.traceId === given);
+    assert.ok(span);
+    assert.equal(span.parentSpanId, parent);
+    assert.equal(span.kind, 2);
+    assert.equal(span.name, 'POST /v1/embeddings');
+    assert.equal(span.attributes['http.route'], '/v1/embeddings');
+    assert.equal(span.attributes['http.response.status_code'], 200);
+    assert.equal(span.attributes['infer.key_id'], 'key_1');
+    assert.equal(span.attributes['infer.member_id'], 'mem_1');
+  });
+});
