@@ -4,6 +4,7 @@ import { type DynamicModule, Module } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD } from '@nestjs/core';
 import type { Redis } from 'ioredis';
 import { AdminController } from './admin/admin.controller.js';
+import { AdminInvalidation } from './admin/invalidation.js';
 import { BullQueues } from './admin-queues/bull-queues.js';
 import { QueuesAdminController } from './admin-queues/queues.controller.js';
 import { AuthGuard } from './auth/auth.guard.js';
@@ -106,6 +107,8 @@ export class AppModule {
           useValue: new UsagePublisher(deps.nc, deps.log, deps.config.USAGE_SUBJECT_ROOT),
         },
         CatalogService,
+        // Admin changes reach every gateway replica at once (core NATS; TTLs are the fallback).
+        AdminInvalidation,
         LimitsService,
         ModelGateway,
         SearchGateway,
