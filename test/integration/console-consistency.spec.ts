@@ -10,7 +10,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { ErrorBodySchema, MintedKeySchema, SessionSchema } from '@infer/contracts';
-import { OperatorsRepository } from '@infer/persistence';
+import { OperatorsRepository, UsageRepository } from '@infer/persistence';
 import OpenAI from 'openai';
 import { type RunningGateway, startGateway } from '../../apps/gateway/src/app.js';
 import { waitFor } from '../support/wait-for.js';
@@ -157,6 +157,52 @@ describe('operator console: changes reach every gateway, audited in the same tra
     assert.deepEqual(
       rows.map((r) => r.action),
       ['member.create', 'member.suspend'],
+    );
+  });
+
+  it('ranks members over a range by whole weeks plus the edge days (same answer as the ledger)', async () => {
+    // 2026-03-04 is a Wednesday, 2026-03-24 a Tuesday: whole weeks 03-09..03-22, edge days around them.
+    const usage = new UsageRepository(stack.prisma);
+    let n = 0;
+    const ev = (memberId: string, day: string, totalTokens: number) => ({
+      requestId: `rank-${n++}`,
+      memberId,
+      keyId: `${memberId}-k`,
+      model: 'chat-A',
+      endpoint: '/v1/chat/completions',
+      promptTokens: totalTokens,
+      completionTokens: 0,
+      totalTokens,
+      status: 200,
+      latencyMs: 10,
+      at: Date.parse(`${day}T12:00:00.000Z`),
+    });
+    await usage.insertBatch([
+      ev('rank-edges', '2026-03-04', 500), // first edge day
+      ev('rank-edges', '2026-03-24', 500), // last edge day
+      ev('rank-weeks', '2026-03-09', 300),
+      ev('rank-weeks', '2026-03-22', 300),
+      ev('rank-weeks', '2026-03-02', 5_000), // the Monday before `from`: its week is not whole, not counted
+      ev('rank-small', '2026-03-15', 100),
+      ev('rank-outside', '2026-03-25', 9_000),
+    ]);
+    const res = await call('GET', '/admin/usage/daily?from=2026-03-04&to=2026-03-24&group_by=member&top=3');
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    const totals = new Map<string, number>();
+    for (const r of res.body.data as Array<{ member_id: string; total_tokens: number }>)
+      totals.set(r.member_id, (totals.get(r.member_id) ?? 0) + r.total_tokens);
+    assert.deepEqual(
+      [...totals.entries()].sort((a, b) => b[1] - a[1]),
+      [
+        ['rank-edges', 1000],
+        ['rank-weeks', 600],
+        ['rank-small', 100],
+      ],
+    );
+    const top1 = await call('GET', '/admin/usage/daily?from=2026-03-04&to=2026-03-24&group_by=member&top=1');
+    assert.deepEqual(
+      [...new Set((top1.body.data as Array<{ member_id: string }>).map((r) => r.member_id))],
+      ['rank-edges'],
     );
   });
 
