@@ -34,6 +34,7 @@ import { SpeechController } from './openai/speech.controller.js';
 import { TranscriptionsController } from './openai/transcriptions.controller.js';
 import { AdminAccess } from './operators/admin-access.js';
 import { MembersAdminController } from './operators/members.controller.js';
+import { OidcController } from './operators/oidc.controller.js';
 import { OperatorsController } from './operators/operators.controller.js';
 import { QueueJobsController } from './operators/queue-jobs.controller.js';
 import { SearchIndexAdminController } from './operators/search-index.controller.js';
@@ -79,6 +80,7 @@ export class AppModule {
         RerankController,
         ImagesController,
         SessionController,
+        OidcController,
         OperatorsController,
         MembersAdminController,
         QueueJobsController,
