@@ -131,8 +131,15 @@ export class OidcController {
         expectedNonce: attempt.nonce,
         idTokenExpected: true,
       });
-      const claims = tokens.claims();
-      if (!claims) throw new SignInRefused('invalid_response');
+      const idToken = tokens.claims();
+      if (!idToken) throw new SignInRefused('invalid_response');
+      // Providers that keep the email out of the ID token answer it at the userinfo endpoint (the
+      // subject must match the ID token's: checked by openid-client).
+      let claims: { iss: string; sub: string; email?: unknown; email_verified?: unknown } = idToken;
+      if (idToken.email === undefined && tokens.access_token) {
+        const info = await oidc.fetchUserInfo(provider, tokens.access_token, idToken.sub);
+        claims = { ...idToken, email: info.email, email_verified: info.email_verified };
+      }
       const email = typeof claims.email === 'string' ? claims.email.trim().toLowerCase() : '';
       const operators = new OperatorsRepository(this.db);
       const found = email ? await operators.findByEmail(email) : null;
