@@ -114,6 +114,26 @@ async function main() {
         return { p50: pct(ms, 50), p95: pct(ms, 95) };
       };
       const rows: string[][] = [];
+      // The query the all-members ranking used before the weekly rollup (daily rollup only), timed
+      // in SQL in the same run: the side-by-side baseline of that row (see bench/README.md).
+      const previousByMember = `WITH top AS (SELECT "memberId" FROM "UsageDailyMember"
+          WHERE "day" BETWEEN '${from30}'::date AND '${day(today)}'::date
+          GROUP BY 1 ORDER BY sum("totalTokens") DESC, 1 LIMIT 50)
+        SELECT to_char("day", 'YYYY-MM-DD') AS day, "memberId"::text AS g, sum("requests")::int AS r,
+               sum("errors")::int AS e, sum("promptTokens")::float8 AS p, sum("completionTokens")::float8 AS c,
+               sum("totalTokens")::float8 AS t
+          FROM "UsageDailyMember" WHERE "day" BETWEEN '${from30}'::date AND '${day(today)}'::date
+           AND "memberId" IN (SELECT "memberId" FROM top) GROUP BY 1, 2 ORDER BY 1, 2`;
+      const timeSql = async (q: string, n: number) => {
+        for (let i = 0; i < 3; i++) await db.prisma.$queryRawUnsafe(q);
+        const ms: number[] = [];
+        for (let i = 0; i < n; i++) {
+          const s = performance.now();
+          await db.prisma.$queryRawUnsafe(q);
+          ms.push(performance.now() - s);
+        }
+        return { p50: pct(ms, 50), p95: pct(ms, 95) };
+      };
       for (const [name, path, baseline] of calls) {
         const r = await time(path, SAMPLES);
         const b = baseline ? await time(baseline, Math.max(5, Math.floor(SAMPLES / 4))) : undefined;
@@ -127,6 +147,15 @@ async function main() {
         ]);
         log(`${name}: p95 ${r.p95.toFixed(1)} ms${b ? ` (raw ledger p95 ${b.p95.toFixed(1)} ms)` : ''}`);
       }
+      const prev = await timeSql(previousByMember, SAMPLES);
+      rows.push([
+        'usage: 30 days by member, previous query (daily rollup only; SQL, no HTTP)',
+        prev.p50.toFixed(1),
+        prev.p95.toFixed(1),
+        '',
+        '',
+        prev.p95 <= 200 ? 'yes' : 'NO',
+      ]);
       console.log(
         `\nconsole API, ${MEMBERS} members, ${KEYS} keys, ${ROWS} ledger rows; ${SAMPLES} sequential requests each (ms)\n`,
       );

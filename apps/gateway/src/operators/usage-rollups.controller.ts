@@ -97,7 +97,8 @@ export class UsageRollupsController {
       );
       const g = q.group_by === 'member' ? Prisma.sql`"memberId"` : Prisma.sql`NULL`;
       // Ranking every member: whole ISO weeks of the range from the weekly rollup, the edge days
-      // from the daily one (30 days: ~4 rows per member instead of 30).
+      // from the daily one (30 days: ~4 rows per member instead of 30). Summed as float8, exact for
+      // totals below 2^53 and much cheaper than numeric (what sum(bigint) gives).
       const weeks = q.member ? null : wholeWeeks(from, to);
       const ranked = weeks
         ? Prisma.sql`SELECT "memberId" FROM (
@@ -107,7 +108,7 @@ export class UsageRollupsController {
               SELECT "memberId", "totalTokens" FROM "UsageDailyMember"
                WHERE ("day" BETWEEN ${fromDay}::date AND ${toDay}::date)
                  AND NOT ("day" BETWEEN ${weeks.first}::date AND ${weeks.end}::date)) u
-           GROUP BY 1 ORDER BY sum("totalTokens") DESC, 1 LIMIT ${q.top}`
+           GROUP BY 1 ORDER BY sum("totalTokens"::float8) DESC, 1 LIMIT ${q.top}`
         : Prisma.sql`SELECT "memberId" FROM "UsageDailyMember" WHERE ${memberCond}
            GROUP BY 1 ORDER BY sum("totalTokens") DESC, 1 LIMIT ${q.top}`;
       const rows = await this.db.$queryRaw<
