@@ -208,8 +208,6 @@ export class MembersAdminController {
         }),
       )
       .catch(userError);
-    // A cached miss for this key (someone tried it before it existed) must not outlive the mint.
-    await this.invalidate.changed('keys');
     return { object: 'api_key.secret', key, record: keyView(record) };
   }
 
