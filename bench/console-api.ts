@@ -220,7 +220,7 @@ async function seed(db: BenchDatabase) {
   await sql(`INSERT INTO "UsageDailyMember" SELECT ("createdAt" AT TIME ZONE 'UTC')::date, "memberId", count(*),
                count(*) FILTER (WHERE "status" >= 400), sum("promptTokens"), sum("completionTokens"),
                sum("totalTokens") FROM "UsageEvent" GROUP BY 1, 2`);
-  await sql(`INSERT INTO "UsageWeeklyMember" SELECT date_trunc('week', "day")::date, "memberId", sum("requests"),
+  await sql(`INSERT INTO "UsageMonthlyMember" SELECT date_trunc('month', "day")::date, "memberId", sum("requests"),
                sum("totalTokens") FROM "UsageDailyMember" GROUP BY 1, 2`);
   await sql(`INSERT INTO "UsageHourlyModel" SELECT date_trunc('hour', "createdAt", 'UTC'), "model", count(*),
                count(*) FILTER (WHERE "status" >= 400), sum("promptTokens"), sum("completionTokens"),

@@ -160,8 +160,8 @@ describe('operator console: changes reach every gateway, audited in the same tra
     );
   });
 
-  it('ranks members over a range by whole weeks plus the edge days (same answer as the ledger)', async () => {
-    // 2026-03-04 is a Wednesday, 2026-03-24 a Tuesday: whole weeks 03-09..03-22, edge days around them.
+  it('ranks all members over a day range exactly (monthly bounds, then exact daily totals)', async () => {
+    // The range 03-04..03-24 is inside March: the monthly rollup also holds 03-02 and 03-25.
     const usage = new UsageRepository(stack.prisma);
     let n = 0;
     const ev = (memberId: string, day: string, totalTokens: number) => ({
@@ -203,6 +203,26 @@ describe('operator console: changes reach every gateway, audited in the same tra
     assert.deepEqual(
       [...new Set((top1.body.data as Array<{ member_id: string }>).map((r) => r.member_id))],
       ['rank-edges'],
+    );
+    // Eight members whose March is big but mostly outside the range fill all the first guesses (4 x top);
+    // the member with the most tokens inside the range has a smaller March and must still win.
+    await usage.insertBatch(
+      ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'].flatMap((x) => [
+        ev(`rank-busy-${x}`, '2026-03-28', 50_000),
+        ev(`rank-busy-${x}`, '2026-03-10', 10),
+      ]),
+    );
+    await usage.insertBatch([ev('rank-quiet', '2026-03-12', 20_000)]);
+    const top2 = await call('GET', '/admin/usage/daily?from=2026-03-04&to=2026-03-24&group_by=member&top=2');
+    const byMember = new Map<string, number>();
+    for (const r of top2.body.data as Array<{ member_id: string; total_tokens: number }>)
+      byMember.set(r.member_id, (byMember.get(r.member_id) ?? 0) + r.total_tokens);
+    assert.deepEqual(
+      [...byMember.entries()].sort((a, b) => b[1] - a[1]),
+      [
+        ['rank-quiet', 20_000],
+        ['rank-edges', 1000],
+      ],
     );
   });
 

@@ -24,22 +24,6 @@ const GROUP_COLUMN = {
 } as const;
 const GROUP_FIELD = { model: 'model', member: 'member_id', key: 'key_id' } as const;
 
-const isoDay = (ms: number) => new Date(ms).toISOString().slice(0, 10);
-
-/**
- * The whole ISO weeks (Monday to Sunday, UTC) inside the days `from`..`to` (ms at 00:00 UTC):
- * the first and last Monday and the last Sunday, or null when no whole week fits.
- */
-export function wholeWeeks(from: number, to: number): { first: string; last: string; end: string } | null {
-  const weekday = (new Date(from).getUTCDay() + 6) % 7; // Monday 0 .. Sunday 6
-  const first = from + ((7 - weekday) % 7) * DAY_MS;
-  const weeks = Math.floor((to - first) / DAY_MS + 1) / 7;
-  const n = Math.floor(weeks);
-  if (n < 1) return null;
-  const last = first + (n - 1) * 7 * DAY_MS;
-  return { first: isoDay(first), last: isoDay(last), end: isoDay(last + 6 * DAY_MS) };
-}
-
 /**
  * Usage charts from the rollups the ledger writer keeps (UsageDaily, UsageHourlyModel), never from
  * the raw ledger, so they stay fast at any ledger size.
@@ -96,21 +80,34 @@ export class UsageRollupsController {
         ' AND ',
       );
       const g = q.group_by === 'member' ? Prisma.sql`"memberId"` : Prisma.sql`NULL`;
-      // Ranking every member: whole ISO weeks of the range from the weekly rollup, the edge days
-      // from the daily one (30 days: ~4 rows per member instead of 30). Summed as float8, exact for
-      // totals below 2^53 and much cheaper than numeric (what sum(bigint) gives).
-      const weeks = q.member ? null : wholeWeeks(from, to);
-      const ranked = weeks
-        ? Prisma.sql`SELECT "memberId" FROM (
-              SELECT "memberId", "totalTokens" FROM "UsageWeeklyMember"
-               WHERE "week" BETWEEN ${weeks.first}::date AND ${weeks.last}::date
-              UNION ALL
-              SELECT "memberId", "totalTokens" FROM "UsageDailyMember"
-               WHERE ("day" BETWEEN ${fromDay}::date AND ${toDay}::date)
-                 AND NOT ("day" BETWEEN ${weeks.first}::date AND ${weeks.end}::date)) u
-           GROUP BY 1 ORDER BY sum("totalTokens"::float8) DESC, 1 LIMIT ${q.top}`
-        : Prisma.sql`SELECT "memberId" FROM "UsageDailyMember" WHERE ${memberCond}
-           GROUP BY 1 ORDER BY sum("totalTokens") DESC, 1 LIMIT ${q.top}`;
+      // Ranking every member without reading every member's every day (the monthly rollup bounds
+      // each member's total over the range from above, in 1-2 rows per member for 30 days):
+      //  1. `ub`: per member, the tokens of the months the range touches (>= the range's total);
+      //  2. exact totals (index-only, from the daily rollup) of the 4 x top members with most `ub`;
+      //     the top-th largest of these is a `bar` no top member can be below;
+      //  3. exact totals of every member whose `ub` reaches the bar, and the top of those.
+      // Exact whatever the data (a flat distribution only makes step 3 larger). Sums in float8:
+      // exact below 2^53 tokens and far cheaper than numeric (what sum(bigint) gives).
+      const daySum = (
+        m: Prisma.Sql,
+      ) => Prisma.sql`(SELECT sum(d."totalTokens"::float8) FROM "UsageDailyMember" d
+          WHERE d."memberId" = ${m} AND d."day" BETWEEN ${fromDay}::date AND ${toDay}::date)`;
+      const ranked = q.member
+        ? Prisma.sql`SELECT "memberId" FROM "UsageDailyMember" WHERE ${memberCond} GROUP BY 1`
+        : Prisma.sql`WITH ub AS MATERIALIZED (
+              SELECT "memberId", sum("totalTokens"::float8) AS u FROM "UsageMonthlyMember"
+               WHERE "month" BETWEEN date_trunc('month', ${fromDay}::date)::date AND ${toDay}::date
+               GROUP BY 1),
+            guessed AS MATERIALIZED (
+              SELECT ${daySum(Prisma.sql`g."memberId"`)} AS t
+                FROM (SELECT "memberId" FROM ub ORDER BY u DESC LIMIT ${q.top * 4}) g),
+            bar AS MATERIALIZED (
+              SELECT CASE WHEN count(*) < ${q.top} THEN 0 ELSE min(t) END AS t
+                FROM (SELECT t FROM guessed WHERE t IS NOT NULL ORDER BY t DESC LIMIT ${q.top}) x),
+            exact AS MATERIALIZED (
+              SELECT n."memberId", ${daySum(Prisma.sql`n."memberId"`)} AS t
+                FROM ub n WHERE n.u >= (SELECT t FROM bar))
+            SELECT "memberId" FROM exact WHERE t IS NOT NULL ORDER BY t DESC, 1 LIMIT ${q.top}`;
       const rows = await this.db.$queryRaw<
         Array<{ day: string; g: string | null; r: number; e: number; p: number; c: number; t: number }>
       >`WITH top AS (${ranked})
