@@ -114,7 +114,7 @@ async function main() {
         return { p50: pct(ms, 50), p95: pct(ms, 95) };
       };
       const rows: string[][] = [];
-      // The query the all-members ranking used before the weekly rollup (daily rollup only), timed
+      // The query the all-members ranking used before the monthly bounds (daily rollup only), timed
       // in SQL in the same run: the side-by-side baseline of that row (see bench/README.md).
       const previousByMember = `WITH top AS (SELECT "memberId" FROM "UsageDailyMember"
           WHERE "day" BETWEEN '${from30}'::date AND '${day(today)}'::date
