@@ -1,9 +1,4 @@
-import {
-  LoginRequestSchema,
-  type OidcConfigView,
-  type OidcErrorCode,
-  type SessionView,
-} from '@infer/contracts';
+import { LoginRequestSchema, type OidcConfigView, type SessionView } from '@infer/contracts';
 import { type FormEvent, useEffect, useState } from 'react';
 import { api } from './api.js';
 import { ssoMessage } from './sso.js';
