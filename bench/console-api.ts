@@ -8,11 +8,13 @@
  *
  *   node --conditions=source --import ./tools/ts-register.js bench/console-api.ts
  *   BENCH_USAGE_ROWS=500000 BENCH_SAMPLES=20 node ... bench/console-api.ts   (a quicker run)
+ *   BENCH_DB=infer_bench_console node ... bench/console-api.ts   (keeps that database: the first run
+ *     seeds it, later runs migrate it and only time the calls; drop it by hand when done)
  */
 import { performance } from 'node:perf_hooks';
 import { OperatorsRepository } from '@infer/persistence';
 import { startGateway } from '../apps/gateway/src/app.js';
-import { createBenchDatabase, pct } from './support.js';
+import { type BenchDatabase, createBenchDatabase, pct } from './support.js';
 
 const MEMBERS = Number(process.env.BENCH_MEMBERS ?? 10_000);
 const KEYS = Number(process.env.BENCH_KEYS ?? 50_000);
@@ -25,62 +27,17 @@ const t0 = performance.now();
 const log = (msg: string) => console.log(`[${((performance.now() - t0) / 1000).toFixed(1)} s] ${msg}`);
 
 async function main() {
-  const db = await createBenchDatabase();
-  const sql = (q: string) => db.prisma.$executeRawUnsafe(q);
+  const db = await createBenchDatabase(process.env.BENCH_DB || undefined);
   try {
-    log(`seeding ${MEMBERS} members, ${KEYS} keys, ${ROWS} usage rows into ${db.databaseUrl}`);
-    await sql(`INSERT INTO "Member" ("id", "name", "email", "tier", "billingPeriodAnchor", "createdAt", "updatedAt")
-      SELECT 'bm-' || lpad(i::text, 6, '0'), 'Member ' || i, 'member' || i || '@example.com',
-             (ARRAY['community', 'inference', 'premium'])[1 + i % 3]::"Tier", now() - interval '40 days',
-             now() - make_interval(secs => ${MEMBERS} - i), now()
-        FROM generate_series(1, ${MEMBERS}) i`);
-    await sql(`INSERT INTO "ApiKey" ("id", "memberId", "name", "prefix", "hash", "createdAt")
-      SELECT 'bk-' || lpad(i::text, 6, '0'), 'bm-' || lpad((1 + (i - 1) % ${MEMBERS})::text, 6, '0'), 'key ' || i,
-             'sk-inf-b' || lpad(i::text, 6, '0'), md5('k' || i) || md5('h' || i), now()
-        FROM generate_series(1, ${KEYS}) i`);
-    log('members and keys in');
-    for (const back of [0, 1, 2, 3])
-      await db.prisma.$queryRawUnsafe(
-        `SELECT usage_event_ensure_partition(date_trunc('month', now()) - interval '${back} month')`,
-      );
-    const models = "ARRAY['chat-A','chat-B','chat-C','chat-D','chat-E','chat-F','chat-G','embed-model']";
-    for (let start = 1; start <= ROWS; start += CHUNK) {
-      const end = Math.min(ROWS, start + CHUNK - 1);
-      // Key k = 1 + floor(KEYS * r^3): a few keys carry most of the traffic.
-      await sql(`INSERT INTO "UsageEvent" ("requestId", "memberId", "keyId", "model", "endpoint", "promptTokens",
-                   "completionTokens", "totalTokens", "status", "latencyMs", "createdAt")
-        SELECT 'br-' || i, 'bm-' || lpad((1 + (k - 1) % ${MEMBERS})::text, 6, '0'), 'bk-' || lpad(k::text, 6, '0'),
-               (${models})[1 + (i % 8)], '/v1/chat/completions', 100, 20, 120,
-               CASE WHEN i % 50 = 0 THEN 429 ELSE 200 END, 50 + i % 400,
-               now() - make_interval(secs => ((i::bigint * 7919) % (60 * 86400))::float8 + random())
-          FROM (SELECT i, 1 + floor(${KEYS} * power(random(), 3))::int AS k
-                  FROM generate_series(${start}, ${end}) i) s`);
-      log(`usage rows ${end}`);
-    }
-    // The rollups, built exactly as the operator_console/usage_rollups migration backfills them.
-    await sql(`INSERT INTO "UsageDaily" SELECT ("createdAt" AT TIME ZONE 'UTC')::date, "memberId", "keyId", "model",
-                 count(*), count(*) FILTER (WHERE "status" >= 400), sum("promptTokens"), sum("completionTokens"),
-                 sum("totalTokens") FROM "UsageEvent" GROUP BY 1, 2, 3, 4`);
-    await sql(`INSERT INTO "UsageDailyMember" SELECT ("createdAt" AT TIME ZONE 'UTC')::date, "memberId", count(*),
-                 count(*) FILTER (WHERE "status" >= 400), sum("promptTokens"), sum("completionTokens"),
-                 sum("totalTokens") FROM "UsageEvent" GROUP BY 1, 2`);
-    await sql(`INSERT INTO "UsageHourlyModel" SELECT date_trunc('hour', "createdAt", 'UTC'), "model", count(*),
-                 count(*) FILTER (WHERE "status" >= 400), sum("promptTokens"), sum("completionTokens"),
-                 sum("totalTokens"), sum("latencyMs") FROM "UsageEvent" GROUP BY 1, 2`);
-    await sql('ANALYZE');
-    const [counts] = (await db.prisma.$queryRawUnsafe(
-      `SELECT (SELECT count(*) FROM "UsageEvent")::int AS ledger, (SELECT count(*) FROM "UsageDaily")::int AS daily,
-              (SELECT count(*) FROM "UsageHourlyModel")::int AS hourly`,
-    )) as Array<{ ledger: number; daily: number; hourly: number }>;
-    log(
-      `seeded: ledger ${counts?.ledger} rows, UsageDaily ${counts?.daily} rows, UsageHourlyModel ${counts?.hourly} rows`,
-    );
+    const [seeded] = (await db.prisma.$queryRawUnsafe(
+      `SELECT (SELECT count(*) FROM "Member" WHERE "id" LIKE 'bm-%')::int AS members`,
+    )) as Array<{ members: number }>;
+    if (!seeded?.members) await seed(db);
+    else log(`reusing ${db.databaseUrl} (already seeded)`);
 
-    await new OperatorsRepository(db.prisma).create({
-      email: 'bench@example.com',
-      role: 'owner',
-      password: 'bench password 123',
-    });
+    await new OperatorsRepository(db.prisma)
+      .create({ email: 'bench@example.com', role: 'owner', password: 'bench password 123' })
+      .catch(() => undefined); // a kept database has it already
     const gw = await startGateway({
       ...process.env,
       DATABASE_URL: db.databaseUrl,
@@ -157,6 +114,34 @@ async function main() {
         return { p50: pct(ms, 50), p95: pct(ms, 95) };
       };
       const rows: string[][] = [];
+      // The query the all-members ranking used before the monthly bounds (daily rollup only), timed
+      // in SQL in the same run: the side-by-side baseline of that row (see bench/README.md).
+      const previousByMember = `WITH top AS (SELECT "memberId" FROM "UsageDailyMember"
+          WHERE "day" BETWEEN '${from30}'::date AND '${day(today)}'::date
+          GROUP BY 1 ORDER BY sum("totalTokens") DESC, 1 LIMIT 50)
+        SELECT to_char("day", 'YYYY-MM-DD') AS day, "memberId"::text AS g, sum("requests")::int AS r,
+               sum("errors")::int AS e, sum("promptTokens")::float8 AS p, sum("completionTokens")::float8 AS c,
+               sum("totalTokens")::float8 AS t
+          FROM "UsageDailyMember" WHERE "day" BETWEEN '${from30}'::date AND '${day(today)}'::date
+           AND "memberId" IN (SELECT "memberId" FROM top) GROUP BY 1, 2 ORDER BY 1, 2`;
+      /** The all-members call over HTTP and the previous query in SQL, alternated (same load for both). */
+      const alternate = async (path: string, q: string, n: number) => {
+        for (let i = 0; i < 3; i++) await Promise.all([get(path), db.prisma.$queryRawUnsafe(q)]);
+        const now: number[] = [];
+        const before: number[] = [];
+        for (let i = 0; i < n; i++) {
+          let s = performance.now();
+          await get(path);
+          now.push(performance.now() - s);
+          s = performance.now();
+          await db.prisma.$queryRawUnsafe(q);
+          before.push(performance.now() - s);
+        }
+        return {
+          now: { p50: pct(now, 50), p95: pct(now, 95) },
+          before: { p50: pct(before, 50), p95: pct(before, 95) },
+        };
+      };
       for (const [name, path, baseline] of calls) {
         const r = await time(path, SAMPLES);
         const b = baseline ? await time(baseline, Math.max(5, Math.floor(SAMPLES / 4))) : undefined;
@@ -170,6 +155,18 @@ async function main() {
         ]);
         log(`${name}: p95 ${r.p95.toFixed(1)} ms${b ? ` (raw ledger p95 ${b.p95.toFixed(1)} ms)` : ''}`);
       }
+      const pair = await alternate(
+        `/admin/usage/daily?from=${from30}&group_by=member`,
+        previousByMember,
+        SAMPLES,
+      );
+      for (const [name, r] of [
+        ['usage: 30 days by member (alternated with the next row)', pair.now],
+        ['usage: 30 days by member, previous query (daily rollup only; SQL, no HTTP)', pair.before],
+      ] as const) {
+        rows.push([name, r.p50.toFixed(1), r.p95.toFixed(1), '', '', r.p95 <= 200 ? 'yes' : 'NO']);
+        log(`${name}: p95 ${r.p95.toFixed(1)} ms`);
+      }
       console.log(
         `\nconsole API, ${MEMBERS} members, ${KEYS} keys, ${ROWS} ledger rows; ${SAMPLES} sequential requests each (ms)\n`,
       );
@@ -182,6 +179,60 @@ async function main() {
   } finally {
     await db.drop();
   }
+}
+
+/** 10,000 members, 50,000 keys, 5 M ledger rows and the rollups, all in SQL. */
+async function seed(db: BenchDatabase) {
+  const sql = (q: string) => db.prisma.$executeRawUnsafe(q);
+  log(`seeding ${MEMBERS} members, ${KEYS} keys, ${ROWS} usage rows into ${db.databaseUrl}`);
+  await sql(`INSERT INTO "Member" ("id", "name", "email", "tier", "billingPeriodAnchor", "createdAt", "updatedAt")
+    SELECT 'bm-' || lpad(i::text, 6, '0'), 'Member ' || i, 'member' || i || '@example.com',
+           (ARRAY['community', 'inference', 'premium'])[1 + i % 3]::"Tier", now() - interval '40 days',
+           now() - make_interval(secs => ${MEMBERS} - i), now()
+      FROM generate_series(1, ${MEMBERS}) i`);
+  await sql(`INSERT INTO "ApiKey" ("id", "memberId", "name", "prefix", "hash", "createdAt")
+    SELECT 'bk-' || lpad(i::text, 6, '0'), 'bm-' || lpad((1 + (i - 1) % ${MEMBERS})::text, 6, '0'), 'key ' || i,
+           'sk-inf-b' || lpad(i::text, 6, '0'), md5('k' || i) || md5('h' || i), now()
+      FROM generate_series(1, ${KEYS}) i`);
+  log('members and keys in');
+  for (const back of [0, 1, 2, 3])
+    await db.prisma.$queryRawUnsafe(
+      `SELECT usage_event_ensure_partition(date_trunc('month', now()) - interval '${back} month')`,
+    );
+  const models = "ARRAY['chat-A','chat-B','chat-C','chat-D','chat-E','chat-F','chat-G','embed-model']";
+  for (let start = 1; start <= ROWS; start += CHUNK) {
+    const end = Math.min(ROWS, start + CHUNK - 1);
+    // Key k = 1 + floor(KEYS * r^3): a few keys carry most of the traffic.
+    await sql(`INSERT INTO "UsageEvent" ("requestId", "memberId", "keyId", "model", "endpoint", "promptTokens",
+                 "completionTokens", "totalTokens", "status", "latencyMs", "createdAt")
+      SELECT 'br-' || i, 'bm-' || lpad((1 + (k - 1) % ${MEMBERS})::text, 6, '0'), 'bk-' || lpad(k::text, 6, '0'),
+             (${models})[1 + (i % 8)], '/v1/chat/completions', 100, 20, 120,
+             CASE WHEN i % 50 = 0 THEN 429 ELSE 200 END, 50 + i % 400,
+             now() - make_interval(secs => ((i::bigint * 7919) % (60 * 86400))::float8 + random())
+        FROM (SELECT i, 1 + floor(${KEYS} * power(random(), 3))::int AS k
+                FROM generate_series(${start}, ${end}) i) s`);
+    log(`usage rows ${end}`);
+  }
+  // The rollups, built exactly as the operator_console/usage_rollups migration backfills them.
+  await sql(`INSERT INTO "UsageDaily" SELECT ("createdAt" AT TIME ZONE 'UTC')::date, "memberId", "keyId", "model",
+               count(*), count(*) FILTER (WHERE "status" >= 400), sum("promptTokens"), sum("completionTokens"),
+               sum("totalTokens") FROM "UsageEvent" GROUP BY 1, 2, 3, 4`);
+  await sql(`INSERT INTO "UsageDailyMember" SELECT ("createdAt" AT TIME ZONE 'UTC')::date, "memberId", count(*),
+               count(*) FILTER (WHERE "status" >= 400), sum("promptTokens"), sum("completionTokens"),
+               sum("totalTokens") FROM "UsageEvent" GROUP BY 1, 2`);
+  await sql(`INSERT INTO "UsageMonthlyMember" SELECT date_trunc('month', "day")::date, "memberId", sum("requests"),
+               sum("totalTokens") FROM "UsageDailyMember" GROUP BY 1, 2`);
+  await sql(`INSERT INTO "UsageHourlyModel" SELECT date_trunc('hour', "createdAt", 'UTC'), "model", count(*),
+               count(*) FILTER (WHERE "status" >= 400), sum("promptTokens"), sum("completionTokens"),
+               sum("totalTokens"), sum("latencyMs") FROM "UsageEvent" GROUP BY 1, 2`);
+  await sql('ANALYZE');
+  const [counts] = (await db.prisma.$queryRawUnsafe(
+    `SELECT (SELECT count(*) FROM "UsageEvent")::int AS ledger, (SELECT count(*) FROM "UsageDaily")::int AS daily,
+            (SELECT count(*) FROM "UsageHourlyModel")::int AS hourly`,
+  )) as Array<{ ledger: number; daily: number; hourly: number }>;
+  log(
+    `seeded: ledger ${counts?.ledger} rows, UsageDaily ${counts?.daily} rows, UsageHourlyModel ${counts?.hourly} rows`,
+  );
 }
 
 main().then(

@@ -44,9 +44,13 @@ export interface BenchDatabase {
   drop(): Promise<void>;
 }
 
-/** A fresh, migrated database with the default catalog and one inference-tier member and key. */
-export async function createBenchDatabase(): Promise<BenchDatabase> {
-  const databaseUrl = `${PG_ROOT}/infer_bench_${randomBytes(4).toString('hex')}`;
+/**
+ * A fresh, migrated database with the default catalog and one inference-tier member and key.
+ * With `keepName` the database has that name, is reused (migrated again) when it exists and is not
+ * dropped by `drop()`: a long seeding can then be done once and timed many times.
+ */
+export async function createBenchDatabase(keepName?: string): Promise<BenchDatabase> {
+  const databaseUrl = `${PG_ROOT}/${keepName ?? `infer_bench_${randomBytes(4).toString('hex')}`}`;
   await ensureDatabase(databaseUrl);
   await migrateDeploy(databaseUrl);
   const prisma = createPrisma(databaseUrl);
@@ -63,7 +67,7 @@ export async function createBenchDatabase(): Promise<BenchDatabase> {
     keys,
     drop: async () => {
       await prisma.$disconnect().catch(() => undefined);
-      await dropDatabase(databaseUrl).catch(() => undefined);
+      if (!keepName) await dropDatabase(databaseUrl).catch(() => undefined);
     },
   };
 }

@@ -40,6 +40,8 @@ export interface Stack {
   keys: Record<TierName, string>;
   client(tier: TierName, opts?: Partial<ConstructorParameters<typeof OpenAI>[0]>): OpenAI;
   gateway: RunningGateway;
+  /** The environment the gateway was started with (start another replica of it with startGateway). */
+  gatewayEnv: NodeJS.ProcessEnv;
   /** Subject root of this stack's usage events (subscribe to `${usageRoot}.>`). */
   usageRoot: string;
   chat: ChatService;
@@ -99,7 +101,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
   };
   const extra: Array<{ stop(): Promise<void> }> = [];
   for (const start of opts.services ?? []) extra.push(await start(appEnv));
-  const gateway = await startGateway({
+  const gatewayEnv: NodeJS.ProcessEnv = {
     ...process.env,
     DATABASE_URL: databaseUrl,
     HOST: '127.0.0.1',
@@ -112,7 +114,8 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     // Signs image URLs; required when a test turns ALLOW_INSECURE_HTTP off (production mode).
     IMAGE_URL_SECRET: 'integration-tests-image-url-secret-0123456789',
     ...env,
-  });
+  };
+  const gateway = await startGateway(gatewayEnv);
   const baseURL = `${gateway.url}/v1`;
   return {
     url: gateway.url,
@@ -120,6 +123,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     databaseUrl,
     keys,
     gateway,
+    gatewayEnv,
     usageRoot: env.USAGE_SUBJECT_ROOT ?? UsageStream.root,
     chat,
     prisma,

@@ -80,18 +80,22 @@ export function operatorCommands(usage: (message: string) => Error): Record<stri
       ((patch.role && patch.role !== 'owner') || patch.disabled);
     if (losesOwner && (await repo.countActiveOwners(before.id)) === 0)
       throw new PersistenceUserError('the last active owner cannot be demoted or disabled', 'conflict');
-    const after = await repo.update(before.id, patch);
-    await new AuditRepository(ctx.repos().db).append(cliActor(), {
-      action:
-        patch.disabled === true
-          ? 'operator.disable'
-          : patch.disabled === false
-            ? 'operator.enable'
-            : 'operator.update',
-      targetType: 'operator',
-      targetId: after.id,
-      before: audited(before),
-      after: audited(after),
+    // The change and its audit row in one transaction: both or neither.
+    const after = await ctx.repos().db.$transaction(async (tx) => {
+      const after = await new OperatorsRepository(tx).update(before.id, patch);
+      await new AuditRepository(tx).append(cliActor(), {
+        action:
+          patch.disabled === true
+            ? 'operator.disable'
+            : patch.disabled === false
+              ? 'operator.enable'
+              : 'operator.update',
+        targetType: 'operator',
+        targetId: after.id,
+        before: audited(before),
+        after: audited(after),
+      });
+      return after;
     });
     ctx.print(
       { operator: view(after) },
@@ -106,16 +110,19 @@ export function operatorCommands(usage: (message: string) => Error): Record<stri
       const email = need(ctx.values.email, '--email');
       const role = parseOperatorRole(need(ctx.values.role, '--role'));
       const password = ctx.values['password-stdin'] ? await stdinPassword(ctx, usage) : undefined;
-      const op = await new OperatorsRepository(ctx.repos().db).create({
-        email,
-        role,
-        ...(password === undefined ? {} : { password }),
-      });
-      await new AuditRepository(ctx.repos().db).append(cliActor(), {
-        action: 'operator.create',
-        targetType: 'operator',
-        targetId: op.id,
-        after: audited(op),
+      const op = await ctx.repos().db.$transaction(async (tx) => {
+        const op = await new OperatorsRepository(tx).create({
+          email,
+          role,
+          ...(password === undefined ? {} : { password }),
+        });
+        await new AuditRepository(tx).append(cliActor(), {
+          action: 'operator.create',
+          targetType: 'operator',
+          targetId: op.id,
+          after: audited(op),
+        });
+        return op;
       });
       ctx.print({ operator: view(op) }, () => `created operator ${op.email} (${op.role}, id ${op.id})`);
       return 0;
@@ -142,11 +149,14 @@ export function operatorCommands(usage: (message: string) => Error): Record<stri
       if (ctx.args.length !== 1) throw usage('wrong number of arguments');
       if (!ctx.values['password-stdin']) throw usage('missing --password-stdin');
       const op = await find(ctx, need(ctx.args[0], '<email>'));
-      await new OperatorsRepository(ctx.repos().db).setPassword(op.id, await stdinPassword(ctx, usage));
-      await new AuditRepository(ctx.repos().db).append(cliActor(), {
-        action: 'operator.set_password',
-        targetType: 'operator',
-        targetId: op.id,
+      const password = await stdinPassword(ctx, usage);
+      await ctx.repos().db.$transaction(async (tx) => {
+        await new OperatorsRepository(tx).setPassword(op.id, password);
+        await new AuditRepository(tx).append(cliActor(), {
+          action: 'operator.set_password',
+          targetType: 'operator',
+          targetId: op.id,
+        });
       });
       ctx.print({ operator: view(op) }, () => `password of ${op.email} changed`);
       return 0;

@@ -1,5 +1,5 @@
-import { LoginRequestSchema, type SessionView } from '@infer/contracts';
-import { type FormEvent, useCallback, useEffect, useState } from 'react';
+import type { SessionView } from '@infer/contracts';
+import { useCallback, useEffect, useState } from 'react';
 import { ApiFailure, api, onSessionEnded, setCsrfToken } from './api.js';
 import { AuditPage } from './pages/Audit.js';
 import { MemberDetailPage } from './pages/MemberDetail.js';
@@ -11,9 +11,9 @@ import { QueuesPage } from './pages/Queues.js';
 import { SearchPage } from './pages/Search.js';
 import { UsagePage } from './pages/Usage.js';
 import { Link, navigate, useRoute } from './router.js';
+import { SignIn } from './SignIn.js';
 import { SessionContext } from './session.js';
-import { Button, ErrorNote, Field } from './ui.js';
-import { type FieldErrors, fieldErrors } from './validate.js';
+import { Button } from './ui.js';
 
 const NAV: Array<[string, string, boolean?]> = [
   ['', 'Overview'],
@@ -43,61 +43,6 @@ export function App() {
     <SessionContext.Provider value={session}>
       <Shell session={session} onSignedOut={() => adopt(null)} />
     </SessionContext.Provider>
-  );
-}
-
-function SignIn(props: { onSignedIn: (s: SessionView) => void }) {
-  const [email, setEmail] = useState('');
-  const [password, setPassword] = useState('');
-  const [errors, setErrors] = useState<FieldErrors>({});
-  const [failure, setFailure] = useState<unknown>(null);
-  const [busy, setBusy] = useState(false);
-  const submit = async (e: FormEvent) => {
-    e.preventDefault();
-    const body = { email, password };
-    const errs = fieldErrors(LoginRequestSchema, body);
-    setErrors(errs);
-    setFailure(null);
-    if (Object.keys(errs).length) return;
-    setBusy(true);
-    try {
-      props.onSignedIn(await api<SessionView>('POST', '/admin/session', body));
-    } catch (error) {
-      setFailure(error);
-    } finally {
-      setBusy(false);
-    }
-  };
-  return (
-    <main className="signin">
-      <h1>Operator console</h1>
-      <form onSubmit={submit} noValidate aria-label="Sign in">
-        <Field
-          label="Email"
-          name="email"
-          value={email}
-          onChange={setEmail}
-          error={errors.email}
-          autoComplete="username"
-          type="email"
-          required
-        />
-        <Field
-          label="Password"
-          name="password"
-          value={password}
-          onChange={setPassword}
-          error={errors.password}
-          autoComplete="current-password"
-          type="password"
-          required
-        />
-        <ErrorNote error={failure} />
-        <Button type="submit" kind="primary" disabled={busy}>
-          Sign in
-        </Button>
-      </form>
-    </main>
   );
 }
 

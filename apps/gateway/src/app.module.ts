@@ -4,6 +4,7 @@ import { type DynamicModule, Module } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD } from '@nestjs/core';
 import type { Redis } from 'ioredis';
 import { AdminController } from './admin/admin.controller.js';
+import { AdminInvalidation } from './admin/invalidation.js';
 import { BullQueues } from './admin-queues/bull-queues.js';
 import { QueuesAdminController } from './admin-queues/queues.controller.js';
 import { AuthGuard } from './auth/auth.guard.js';
@@ -33,6 +34,7 @@ import { SpeechController } from './openai/speech.controller.js';
 import { TranscriptionsController } from './openai/transcriptions.controller.js';
 import { AdminAccess } from './operators/admin-access.js';
 import { MembersAdminController } from './operators/members.controller.js';
+import { OidcController } from './operators/oidc.controller.js';
 import { OperatorsController } from './operators/operators.controller.js';
 import { QueueJobsController } from './operators/queue-jobs.controller.js';
 import { SearchIndexAdminController } from './operators/search-index.controller.js';
@@ -78,6 +80,7 @@ export class AppModule {
         RerankController,
         ImagesController,
         SessionController,
+        OidcController,
         OperatorsController,
         MembersAdminController,
         QueueJobsController,
@@ -106,6 +109,8 @@ export class AppModule {
           useValue: new UsagePublisher(deps.nc, deps.log, deps.config.USAGE_SUBJECT_ROOT),
         },
         CatalogService,
+        // Admin changes reach every gateway replica at once (core NATS; TTLs are the fallback).
+        AdminInvalidation,
         LimitsService,
         ModelGateway,
         SearchGateway,

@@ -60,8 +60,27 @@ export const GatewayEnvSchema = z
     CONSOLE_LOGIN_MAX_FAILURES_ACCOUNT: envInt(5, 1),
     CONSOLE_LOGIN_MAX_FAILURES_IP: envInt(30, 1),
     CONSOLE_LOGIN_WINDOW_S: envInt(900, 1),
-    /** Prefix of the console's Redis keys (sign-in throttling). */
+    /** Prefix of the console's Redis keys (sign-in throttling, single sign-on attempts). */
     CONSOLE_REDIS_PREFIX: z.string().min(1).default('console:'),
+    /**
+     * Single sign-on for the console with OpenID Connect (optional; ADR 0010). On when the issuer is
+     * set: its discovery document is read at the first sign-in. The client is registered at the
+     * provider with CONSOLE_OIDC_REDIRECT_URL (`https://<gateway>/admin/oidc/callback`).
+     */
+    CONSOLE_OIDC_ISSUER: z.string().url().optional(),
+    CONSOLE_OIDC_CLIENT_ID: z.string().min(1).optional(),
+    CONSOLE_OIDC_CLIENT_SECRET: z.string().min(1).optional(),
+    CONSOLE_OIDC_REDIRECT_URL: z.string().url().optional(),
+    /** Shown on the sign-in page: "Sign in with <name>". */
+    CONSOLE_OIDC_PROVIDER_NAME: z.string().min(1).max(60).default('single sign-on'),
+    CONSOLE_OIDC_SCOPES: z.string().default('openid email profile'),
+    /** Email domains allowed to sign in this way (comma-separated; empty: any domain). */
+    CONSOLE_OIDC_ALLOWED_DOMAINS: envList(),
+    /**
+     * Create an unknown (verified, allowed-domain) email as a `viewer` at its first sign-in.
+     * Off: the operator must exist already (`operator create` without a password is SSO-only).
+     */
+    CONSOLE_OIDC_AUTO_PROVISION: envBool(false),
     /** Tests only: prepended to the search subject, to match a search-service started with the same subjectPrefix. */
     SEARCH_SUBJECT_PREFIX: z.string().default(''),
     /**
@@ -110,6 +129,21 @@ export const GatewayEnvSchema = z
   .refine((e) => Boolean(e.TLS_CERT_FILE) === Boolean(e.TLS_KEY_FILE), {
     message: 'TLS_CERT_FILE and TLS_KEY_FILE go together',
     path: ['TLS_CERT_FILE'],
+  })
+  .refine(
+    (e) =>
+      !e.CONSOLE_OIDC_ISSUER ||
+      Boolean(e.CONSOLE_OIDC_CLIENT_ID && e.CONSOLE_OIDC_CLIENT_SECRET && e.CONSOLE_OIDC_REDIRECT_URL),
+    {
+      message:
+        'CONSOLE_OIDC_ISSUER needs CONSOLE_OIDC_CLIENT_ID, CONSOLE_OIDC_CLIENT_SECRET and CONSOLE_OIDC_REDIRECT_URL',
+      path: ['CONSOLE_OIDC_ISSUER'],
+    },
+  )
+  .refine((e) => !e.CONSOLE_OIDC_AUTO_PROVISION || e.CONSOLE_OIDC_ALLOWED_DOMAINS.length > 0, {
+    message:
+      'CONSOLE_OIDC_AUTO_PROVISION needs CONSOLE_OIDC_ALLOWED_DOMAINS (else anyone at the provider gets in)',
+    path: ['CONSOLE_OIDC_AUTO_PROVISION'],
   });
 export type GatewayConfig = z.infer<typeof GatewayEnvSchema>;
 

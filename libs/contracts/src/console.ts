@@ -45,6 +45,36 @@ export const SessionSchema = z
   .meta({ id: 'Session' });
 export type SessionView = z.infer<typeof SessionSchema>;
 
+/** Single sign-on (OpenID Connect) as the sign-in page needs to know it: offered or not, and by whom. */
+export const OidcConfigSchema = z
+  .object({
+    object: z.literal('oidc.config'),
+    enabled: z.boolean(),
+    /** What the button says: "Sign in with <provider_name>". */
+    provider_name: z.string().nullable(),
+  })
+  .meta({ id: 'OidcConfig' });
+export type OidcConfigView = z.infer<typeof OidcConfigSchema>;
+
+/**
+ * Why a single sign-on ended back on the sign-in page (`/console/?sso_error=<code>`). The console
+ * shows its own text for each code, never text from the URL.
+ */
+export const OidcErrorCodes = [
+  'not_configured',
+  'provider_unavailable',
+  'provider_error',
+  'state_mismatch',
+  'invalid_response',
+  'email_missing',
+  'email_unverified',
+  'domain_not_allowed',
+  'unknown_operator',
+  'operator_disabled',
+  'identity_mismatch',
+] as const;
+export type OidcErrorCode = (typeof OidcErrorCodes)[number];
+
 export const CreateOperatorRequestSchema = z
   .object({ email: Email, role: OperatorRoleSchema, password: OperatorPasswordSchema.optional() })
   .strict()

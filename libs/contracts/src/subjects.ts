@@ -1,3 +1,5 @@
+import { z } from 'zod';
+
 /**
  * NATS subjects between the gateway and the services. Services subscribe in a queue group named after
  * the service, so replicas share the load; the cancel subject is subscribed without a queue group so
@@ -26,3 +28,27 @@ export const QueueGroups = {
   image: 'image-service',
   search: 'search-service',
 } as const;
+
+/**
+ * Core NATS subjects between gateway replicas (no queue group, no JetStream: every gateway hears
+ * every message, and a message nobody hears is fine because cache TTLs are the fallback).
+ */
+export const GatewaySubjects = {
+  /** Payload: an `AdminInvalidation` (JSON). Published after an admin change is committed. */
+  invalidate: 'infer.gateway.invalidate',
+} as const;
+
+/**
+ * What an admin change makes stale on every gateway: `keys` = cached key lookups (they carry the
+ * member's tier, billing anchor, suspension and the key's limit overrides), `catalog` = the model
+ * catalog. Unknown scopes from a newer gateway are dropped, not refused.
+ */
+export const AdminInvalidationSchema = z.object({
+  scopes: z
+    .array(z.string())
+    .transform((xs) => xs.filter((x): x is InvalidationScope => x === 'keys' || x === 'catalog')),
+  /** The publishing gateway's instance id (it has applied the change itself already). */
+  origin: z.string().max(100),
+});
+export type InvalidationScope = 'keys' | 'catalog';
+export type AdminInvalidation = z.infer<typeof AdminInvalidationSchema>;

@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Tier } from '@infer/contracts';
 import { InvalidInputError, NotFoundError, prismaErrorCode } from './errors.js';
-import { type Db, Prisma } from './prisma.js';
+import { type DbClient, Prisma } from './prisma.js';
 
 /** Every key starts with this. */
 export const API_KEY_PREFIX = 'sk-inf-';
@@ -80,7 +80,7 @@ const INFO_SELECT = {
 } as const;
 
 export class ApiKeysRepository {
-  constructor(private readonly db: Db) {}
+  constructor(private readonly db: DbClient) {}
 
   /**
    * Creates a key for a member. The plaintext `key` is returned here only: just its hash is stored.

@@ -1,5 +1,5 @@
 import { Prisma } from './generated/prisma/client.js';
-import type { Db } from './prisma.js';
+import type { DbClient } from './prisma.js';
 
 export interface AuditActor {
   type: 'operator' | 'token' | 'cli';
@@ -67,7 +67,7 @@ const json = (v: unknown) =>
  * (triggers in the operator_console migration).
  */
 export class AuditRepository {
-  constructor(private readonly db: Db | Prisma.TransactionClient) {}
+  constructor(private readonly db: DbClient) {}
 
   async append(actor: AuditActor, entry: AuditEntry): Promise<void> {
     await this.db.auditEvent.create({

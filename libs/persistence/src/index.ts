@@ -62,7 +62,15 @@ export {
   verifyPassword,
 } from './passwords.js';
 export type { ApiKey, Member, Model, UsageEventRow } from './prisma.js';
-export { type CreatePrismaOptions, createPrisma, type Db, Prisma, PrismaClient } from './prisma.js';
+export {
+  type CreatePrismaOptions,
+  createPrisma,
+  type Db,
+  type DbClient,
+  inTransaction,
+  Prisma,
+  PrismaClient,
+} from './prisma.js';
 export { createRepositories, type Repositories } from './repositories.js';
 export { parseTier } from './tiers.js';
 export {

@@ -1,6 +1,6 @@
 import type { Tier } from '@infer/contracts';
 import { InvalidInputError, NotFoundError, PersistenceUserError, prismaErrorCode } from './errors.js';
-import type { Db, Member, Prisma } from './prisma.js';
+import type { DbClient, Member, Prisma } from './prisma.js';
 import { parseTier } from './tiers.js';
 
 export type { Member };
@@ -14,7 +14,7 @@ export interface CreateMemberInput {
 }
 
 export class MembersRepository {
-  constructor(private readonly db: Db) {}
+  constructor(private readonly db: DbClient) {}
 
   async create(input: CreateMemberInput): Promise<Member> {
     const name = input.name?.trim();

@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { InvalidInputError, NotFoundError, PersistenceUserError, prismaErrorCode } from './errors.js';
 import type { OperatorRole } from './generated/prisma/enums.js';
 import { hashPassword, passwordProblem } from './passwords.js';
-import type { Db, Operator } from './prisma.js';
+import { type DbClient, inTransaction, type Operator } from './prisma.js';
 
 export type { Operator, OperatorRole };
 export const OPERATOR_ROLES = ['owner', 'admin', 'viewer'] as const satisfies readonly OperatorRole[];
@@ -27,7 +27,7 @@ export interface CreateOperatorInput {
 
 /** The operators' accounts (operator console). */
 export class OperatorsRepository {
-  constructor(private readonly db: Db) {}
+  constructor(private readonly db: DbClient) {}
 
   async create(input: CreateOperatorInput): Promise<Operator> {
     const email = normalizeEmail(input.email);
@@ -75,7 +75,7 @@ export class OperatorsRepository {
   /** Changes role and/or disabled state; disabling ends every session of the operator. */
   async update(id: string, change: { role?: OperatorRole; disabled?: boolean }): Promise<Operator> {
     try {
-      return await this.db.$transaction(async (tx) => {
+      return await inTransaction(this.db, async (tx) => {
         const op = await tx.operator.update({
           where: { id },
           data: {
@@ -113,14 +113,14 @@ export interface SessionWithOperator {
  * cookie; the table holds only its sha256, so a read of the table cannot be replayed as a cookie.
  */
 export class OperatorSessionsRepository {
-  constructor(private readonly db: Db) {}
+  constructor(private readonly db: DbClient) {}
 
   /** Opens a session; returns the cookie token and the CSRF token. */
   async open(operatorId: string, meta: { ip?: string; userAgent?: string } = {}) {
     const token = randomBytes(32).toString('base64url');
     const csrfToken = randomBytes(32).toString('base64url');
-    await this.db.$transaction([
-      this.db.operatorSession.create({
+    await inTransaction(this.db, async (tx) => {
+      await tx.operatorSession.create({
         data: {
           id: sha256(token),
           operatorId,
@@ -128,9 +128,9 @@ export class OperatorSessionsRepository {
           ip: meta.ip ?? null,
           userAgent: meta.userAgent?.slice(0, 512) ?? null,
         },
-      }),
-      this.db.operator.update({ where: { id: operatorId }, data: { lastLoginAt: new Date() } }),
-    ]);
+      });
+      await tx.operator.update({ where: { id: operatorId }, data: { lastLoginAt: new Date() } });
+    });
     return { token, csrfToken };
   }
 

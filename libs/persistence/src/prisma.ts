@@ -1,6 +1,6 @@
 import { PrismaPg } from '@prisma/adapter-pg';
 import { databaseUrlFromEnv } from './database.js';
-import { PrismaClient } from './generated/prisma/client.js';
+import { type Prisma, PrismaClient } from './generated/prisma/client.js';
 
 export type {
   ApiKey,
@@ -26,3 +26,14 @@ export function createPrisma(databaseUrl: string = databaseUrlFromEnv(), options
 }
 
 export type Db = ReturnType<typeof createPrisma>;
+
+/** The client, or the client of an interactive transaction (`db.$transaction(async (tx) => ...)`). */
+export type DbClient = Db | Prisma.TransactionClient;
+
+/**
+ * Runs `fn` in a transaction, or inside the one `db` already is (Prisma 7 runs a `$transaction` of a
+ * transaction client inside that same transaction: same txid, checked).
+ */
+export function inTransaction<T>(db: DbClient, fn: (tx: Prisma.TransactionClient) => Promise<T>): Promise<T> {
+  return '$transaction' in db ? db.$transaction(fn) : fn(db);
+}

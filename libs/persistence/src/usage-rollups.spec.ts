@@ -19,7 +19,7 @@ const ev = (requestId: string, at: string, over: Partial<UsageEvent> = {}): Usag
   ...over,
 });
 
-describe('usage rollups kept with the ledger (UsageDaily, UsageDailyMember, UsageHourlyModel)', () => {
+describe('usage rollups kept with the ledger (UsageDaily, UsageDailyMember, UsageMonthlyMember, UsageHourlyModel)', () => {
   let db: TestDatabase;
   let repos: Repositories;
   before(async () => {
@@ -76,6 +76,17 @@ describe('usage rollups kept with the ledger (UsageDaily, UsageDailyMember, Usag
     assert.deepEqual(hourly, [
       { hour: '2026-05-01T23', model: 'chat-A', requests: 3, errors: 1, t: 30, l: 300 },
       { hour: '2026-05-02T00', model: 'chat-B', requests: 1, errors: 0, t: 7, l: 100 },
+    ]);
+    // UTC months: the last second of May and the first of June fall in different months.
+    await repos.usage.insertBatch([ev('r5', '2026-05-31T23:59:59Z'), ev('r6', '2026-06-01T00:00:00Z')]);
+    const monthly = (await repos.db.$queryRawUnsafe(
+      `SELECT to_char("month", 'YYYY-MM-DD') AS month, "memberId", "requests", "totalTokens"::int AS t
+         FROM "UsageMonthlyMember" ORDER BY 1, 2`,
+    )) as unknown[];
+    assert.deepEqual(monthly, [
+      { month: '2026-05-01', memberId: 'm1', requests: 4, t: 37 },
+      { month: '2026-05-01', memberId: 'm2', requests: 1, t: 15 },
+      { month: '2026-06-01', memberId: 'm1', requests: 1, t: 15 },
     ]);
   });
 });

@@ -113,6 +113,13 @@ export class UsageRepository {
           "completionTokens" = dm."completionTokens" + excluded."completionTokens",
           "totalTokens" = dm."totalTokens" + excluded."totalTokens"
         RETURNING 1
+      ), monthly AS (
+        INSERT INTO "UsageMonthlyMember" AS wm ("month", "memberId", "requests", "totalTokens")
+        SELECT date_trunc('month', "createdAt", 'UTC')::date, "memberId", count(*), sum("totalTokens")
+          FROM ins GROUP BY 1, 2
+        ON CONFLICT ("month", "memberId") DO UPDATE SET
+          "requests" = wm."requests" + excluded."requests", "totalTokens" = wm."totalTokens" + excluded."totalTokens"
+        RETURNING 1
       ), hourly AS (
         INSERT INTO "UsageHourlyModel" AS h ("hour", "model", "requests", "errors", "promptTokens",
                                              "completionTokens", "totalTokens", "latencyMsSum")
@@ -129,6 +136,7 @@ export class UsageRepository {
       )
       SELECT (SELECT count(*) FROM ins)::int AS "inserted",
              (SELECT count(*) FROM daily)::int AS "daily", (SELECT count(*) FROM members)::int AS "members",
+             (SELECT count(*) FROM monthly)::int AS "monthly",
              (SELECT count(*) FROM hourly)::int AS "hourly"`;
     const inserted = rows[0]?.inserted ?? 0;
     return { inserted, duplicates: events.length - inserted };

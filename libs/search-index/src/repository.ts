@@ -3,7 +3,7 @@
 // generated, GIN-indexed `searchVector` (english, title weighted above body), ranked by `ts_rank_cd`,
 // with `ts_headline` for the snippet.
 import { randomBytes } from 'node:crypto';
-import type { Db } from '@infer/persistence';
+import type { DbClient } from '@infer/persistence';
 import type { SearchDocumentInput } from './documents.js';
 
 /** Text search configuration of the index (stemming, stop words). The migration uses the same one. */
@@ -50,7 +50,7 @@ const HEADLINE_OPTIONS =
   'StartSel="", StopSel="", MaxWords=40, MinWords=15, ShortWord=3, MaxFragments=2, FragmentDelimiter=" … "';
 
 export class SearchDocumentsRepository {
-  constructor(private readonly db: Db) {}
+  constructor(private readonly db: DbClient) {}
 
   /** Number of documents in the index (of one source, if given). */
   async count(source?: string): Promise<number> {

@@ -56,6 +56,34 @@ describe('KeyCache', () => {
     assert.equal(store.calls, 1);
   });
 
+  it('after clear(), a lookup that was already under way does not store its (older) answer', async () => {
+    let release: (() => void) | undefined;
+    const gate = new Promise<void>((r) => {
+      release = r;
+    });
+    const store = new FakeStore();
+    const slow: KeyStore = {
+      findActiveByHash: async (hash) => {
+        const value = await store.findActiveByHash(hash); // read before the revocation
+        if (store.calls === 1) await gate;
+        return value;
+      },
+    };
+    const cache = new KeyCache(slow, 60_000);
+    const first = cache.lookup('sk-good');
+    while (store.calls === 0) await new Promise((r) => setImmediate(r));
+    store.revoked = true;
+    cache.clear(); // the revocation is announced while the first lookup is still out
+    release?.();
+    assert.deepEqual(await first, alice, 'the lookup under way answers what it read');
+    assert.equal(
+      await cache.lookup('sk-good'),
+      null,
+      'the next lookup asks the store and sees the revocation',
+    );
+    assert.equal(store.calls, 2);
+  });
+
   it('stays bounded', async () => {
     const store = new FakeStore();
     const cache = new KeyCache(store, 5000, Date.now, 2);

@@ -74,6 +74,8 @@ export class KeyCache {
   private readonly missesPerWindow: number;
   private readonly missWindowMs: number;
   private readonly maxEntries: number;
+  /** Bumped by clear(): a lookup that started before a clear must not store what it read. */
+  private generation = 0;
 
   constructor(
     private readonly store: KeyStore,
@@ -97,11 +99,13 @@ export class KeyCache {
     const inflight = this.pending.get(hash);
     if (inflight) return inflight;
     if (client !== undefined && !hit) this.checkFlood(client, now);
+    const generation = this.generation;
     const p = this.store
       .findActiveByHash(hash)
       .then(
         (value) => {
-          this.remember(hash, value);
+          // Read before an admin change was announced: answer it, but do not keep it.
+          if (generation === this.generation) this.remember(hash, value);
           if (value === null && client !== undefined) this.countMiss(client);
           return value;
         },
@@ -111,7 +115,9 @@ export class KeyCache {
           throw err instanceof ApiError ? err : unavailable();
         },
       )
-      .finally(() => this.pending.delete(hash));
+      .finally(() => {
+        if (this.pending.get(hash) === p) this.pending.delete(hash);
+      });
     this.pending.set(hash, p);
     return p;
   }
@@ -153,8 +159,13 @@ export class KeyCache {
     m.count++;
   }
 
-  /** Drops every cached entry (used after an admin revokes a key through this gateway). */
+  /**
+   * Drops every cached entry, and makes lookups already under way not store what they read (it may
+   * predate the change): after an admin change, on every gateway (AdminInvalidation).
+   */
   clear(): void {
+    this.generation++;
     this.entries.clear();
+    this.pending.clear();
   }
 }

@@ -6,6 +6,7 @@ import {
   type Db,
   type OperatorRole,
   OperatorSessionsRepository,
+  type Prisma,
   type SessionWithOperator,
 } from '@infer/persistence';
 import { Inject, Injectable } from '@nestjs/common';
@@ -108,8 +109,44 @@ export class AdminAccess {
     };
   }
 
-  /** Appends one entry to the audit log on behalf of `actor`. */
+  /**
+   * Makes a change and appends its audit entry in ONE PostgreSQL transaction: if the audit insert
+   * fails the change is rolled back, and a change that fails leaves no audit row. `change` must do
+   * all its database work through `tx`; `entry` describes what it did (null: nothing to audit, e.g.
+   * revoking a key that was already revoked).
+   */
+  audited<T>(
+    actor: AuditActor,
+    change: (tx: Prisma.TransactionClient) => Promise<T>,
+    entry: (result: T) => AuditEntry | null,
+  ): Promise<T> {
+    return this.db.$transaction(async (tx) => {
+      const result = await change(tx);
+      const e = entry(result);
+      if (e) await new AuditRepository(tx).append(actor, e);
+      return result;
+    });
+  }
+
+  /**
+   * Appends one entry to the audit log on behalf of `actor`, on its own: for changes outside
+   * PostgreSQL (BullMQ jobs in Redis, the search index), see `auditedOutside`.
+   */
   audit(actor: AuditActor, entry: AuditEntry): Promise<void> {
     return new AuditRepository(this.db).append(actor, entry);
+  }
+
+  /**
+   * A change outside PostgreSQL (Redis, another service) and its audit row: the row is inserted in a
+   * transaction that commits only after the change succeeded, so a failed change leaves no row and
+   * a failed insert fails the request before the change is made. (Two systems cannot commit
+   * atomically: if the commit itself fails after the change, the change stays unaudited, and the
+   * request answers 500.)
+   */
+  auditedOutside<T>(actor: AuditActor, entry: AuditEntry, change: () => Promise<T>): Promise<T> {
+    return this.db.$transaction(async (tx) => {
+      await new AuditRepository(tx).append(actor, entry);
+      return change();
+    });
   }
 }

@@ -22,9 +22,8 @@ import {
 } from '@infer/persistence';
 import { Body, Controller, Get, HttpCode, Inject, Param, Patch, Post, Put, Query, Req } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
-import { KeyCache } from '../auth/key-cache.js';
+import { AdminInvalidation } from '../admin/invalidation.js';
 import { Public } from '../auth/public.decorator.js';
-import { CatalogService } from '../catalog/catalog.service.js';
 import { PRISMA } from '../infra/tokens.js';
 import { AdminAccess } from './admin-access.js';
 
@@ -90,7 +89,8 @@ const notFound = (what: string, id: string, param: string) =>
 
 /**
  * Members, their keys and the model catalog for the operator console (and automation with
- * ADMIN_TOKEN). Reads need any role; changes need admin or owner; each change is audited.
+ * ADMIN_TOKEN). Reads need any role; changes need admin or owner; each change and its audit row
+ * are one PostgreSQL transaction, and every gateway replica applies the change at once (NATS).
  *   GET   /admin/members?q=&tier=&status=&after=&limit=   one page, newest first
  *   POST  /admin/members                                   {name, email?, tier, billing_anchor?}
  *   GET   /admin/members/{id}                              member and its keys
@@ -110,8 +110,7 @@ export class MembersAdminController {
   constructor(
     @Inject(PRISMA) private readonly db: Db,
     @Inject(AdminAccess) private readonly access: AdminAccess,
-    @Inject(KeyCache) private readonly keyCache: KeyCache,
-    @Inject(CatalogService) private readonly catalog: CatalogService,
+    @Inject(AdminInvalidation) private readonly invalidate: AdminInvalidation,
   ) {
     this.members = new MembersRepository(db);
     this.keys = new ApiKeysRepository(db);
@@ -129,20 +128,19 @@ export class MembersAdminController {
   async create(@Req() req: FastifyRequest, @Body() body: unknown): Promise<AdminMember> {
     const actor = await this.access.require(req, 'write');
     const input = parseOrThrow(CreateMemberRequestSchema, body ?? {});
-    const m = await this.members
-      .create({
-        name: input.name,
-        email: input.email ?? null,
-        tier: input.tier,
-        ...(input.billing_anchor ? { billingPeriodAnchor: new Date(input.billing_anchor) } : {}),
-      })
+    const m = await this.access
+      .audited(
+        actor,
+        (tx) =>
+          new MembersRepository(tx).create({
+            name: input.name,
+            email: input.email ?? null,
+            tier: input.tier,
+            ...(input.billing_anchor ? { billingPeriodAnchor: new Date(input.billing_anchor) } : {}),
+          }),
+        (m) => ({ action: 'member.create', targetType: 'member', targetId: m.id, after: memberAudit(m) }),
+      )
       .catch(userError);
-    await this.access.audit(actor, {
-      action: 'member.create',
-      targetType: 'member',
-      targetId: m.id,
-      after: memberAudit(m),
-    });
     return memberView({ ...m, keyCount: 0 });
   }
 
@@ -165,29 +163,32 @@ export class MembersAdminController {
     const change = parseOrThrow(UpdateMemberRequestSchema, body ?? {});
     const before = await this.members.get(id).catch(() => null);
     if (!before) throw notFound('member', id, 'id');
-    const after = await this.members
-      .update(id, {
-        ...(change.tier ? { tier: change.tier } : {}),
-        ...(change.billing_anchor ? { billingPeriodAnchor: new Date(change.billing_anchor) } : {}),
-        ...(change.suspended === undefined ? {} : { suspended: change.suspended }),
-      })
-      .catch(userError);
-    // Tier, anchor and suspension are read with the key: this gateway forgets its cached lookups
-    // now; other replicas follow within KEY_CACHE_TTL_MS.
-    this.keyCache.clear();
     const action =
       change.suspended === true && !before.suspendedAt
         ? 'member.suspend'
         : change.suspended === false && before.suspendedAt
           ? 'member.unsuspend'
           : 'member.update';
-    await this.access.audit(actor, {
-      action,
-      targetType: 'member',
-      targetId: id,
-      before: memberAudit(before),
-      after: memberAudit(after),
-    });
+    const after = await this.access
+      .audited(
+        actor,
+        (tx) =>
+          new MembersRepository(tx).update(id, {
+            ...(change.tier ? { tier: change.tier } : {}),
+            ...(change.billing_anchor ? { billingPeriodAnchor: new Date(change.billing_anchor) } : {}),
+            ...(change.suspended === undefined ? {} : { suspended: change.suspended }),
+          }),
+        (after) => ({
+          action,
+          targetType: 'member',
+          targetId: id,
+          before: memberAudit(before),
+          after: memberAudit(after),
+        }),
+      )
+      .catch(userError);
+    // Tier, anchor and suspension are read with the key: every gateway forgets its cached lookups.
+    await this.invalidate.changed('keys');
     return memberView(after);
   }
 
@@ -195,13 +196,18 @@ export class MembersAdminController {
   async mint(@Req() req: FastifyRequest, @Param('id') id: string, @Body() body: unknown): Promise<MintedKey> {
     const actor = await this.access.require(req, 'write');
     const { name } = parseOrThrow(MintKeyRequestSchema, body ?? {});
-    const { key, record } = await this.keys.mint(id, name).catch(userError);
-    await this.access.audit(actor, {
-      action: 'key.mint',
-      targetType: 'api_key',
-      targetId: record.id,
-      after: keyAudit(record),
-    });
+    const { key, record } = await this.access
+      .audited(
+        actor,
+        (tx) => new ApiKeysRepository(tx).mint(id, name),
+        ({ record }) => ({
+          action: 'key.mint',
+          targetType: 'api_key',
+          targetId: record.id,
+          after: keyAudit(record),
+        }),
+      )
+      .catch(userError);
     return { object: 'api_key.secret', key, record: keyView(record) };
   }
 
@@ -211,17 +217,21 @@ export class MembersAdminController {
     const actor = await this.access.require(req, 'write');
     const before = await this.keys.find(ref);
     if (!before) throw notFound('API key', ref, 'key');
-    const after = await this.keys.revoke(before.id);
-    this.keyCache.clear();
-    if (!before.revokedAt) {
-      await this.access.audit(actor, {
-        action: 'key.revoke',
-        targetType: 'api_key',
-        targetId: after.id,
-        before: keyAudit(before),
-        after: keyAudit(after),
-      });
-    }
+    const after = await this.access.audited(
+      actor,
+      (tx) => new ApiKeysRepository(tx).revoke(before.id),
+      (after) =>
+        before.revokedAt
+          ? null
+          : {
+              action: 'key.revoke',
+              targetType: 'api_key',
+              targetId: after.id,
+              before: keyAudit(before),
+              after: keyAudit(after),
+            },
+    );
+    await this.invalidate.changed('keys');
     return keyView(after);
   }
 
@@ -242,18 +252,25 @@ export class MembersAdminController {
       });
     }
     const limits = (old.limits as Record<string, unknown> | null) ?? undefined;
-    const { key, record } = await this.keys
-      .mint(old.memberId, old.name, limits ? { limits } : {})
+    // Mint, revoke and audit in one transaction: never a new key without the old one revoked.
+    const { key, record } = await this.access
+      .audited(
+        actor,
+        async (tx) => {
+          const keys = new ApiKeysRepository(tx);
+          const minted = await keys.mint(old.memberId, old.name, limits ? { limits } : {});
+          return { ...minted, revoked: await keys.revoke(old.id) };
+        },
+        ({ record, revoked }) => ({
+          action: 'key.rotate',
+          targetType: 'api_key',
+          targetId: old.id,
+          before: keyAudit(old),
+          after: { ...keyAudit(revoked), replaced_by: record.id, new_prefix: record.prefix },
+        }),
+      )
       .catch(userError);
-    const revoked = await this.keys.revoke(old.id);
-    this.keyCache.clear();
-    await this.access.audit(actor, {
-      action: 'key.rotate',
-      targetType: 'api_key',
-      targetId: old.id,
-      before: keyAudit(old),
-      after: { ...keyAudit(revoked), replaced_by: record.id, new_prefix: record.prefix },
-    });
+    await this.invalidate.changed('keys');
     return { object: 'api_key.secret', key, record: keyView(record) };
   }
 
@@ -267,15 +284,21 @@ export class MembersAdminController {
     const { limits } = parseOrThrow(SetKeyLimitsRequestSchema, body ?? {});
     const before = await this.keys.find(ref);
     if (!before) throw notFound('API key', ref, 'key');
-    const after = await this.keys.setLimits(before.id, limits).catch(userError);
-    this.keyCache.clear();
-    await this.access.audit(actor, {
-      action: limits === null ? 'key.clear_limits' : 'key.set_limits',
-      targetType: 'api_key',
-      targetId: before.id,
-      before: keyAudit(before),
-      after: keyAudit(after),
-    });
+    const after = await this.access
+      .audited(
+        actor,
+        (tx) => new ApiKeysRepository(tx).setLimits(before.id, limits),
+        (after) => ({
+          action: limits === null ? 'key.clear_limits' : 'key.set_limits',
+          targetType: 'api_key',
+          targetId: before.id,
+          before: keyAudit(before),
+          after: keyAudit(after),
+        }),
+      )
+      .catch(userError);
+    // Overrides travel with the cached key: every gateway's limits plan follows at once.
+    await this.invalidate.changed('keys');
     return keyView(after);
   }
 
@@ -308,18 +331,22 @@ export class MembersAdminController {
     const { enabled } = parseOrThrow(UpdateModelRequestSchema, body ?? {});
     const before = await this.db.model.findUnique({ where: { id } });
     if (!before) throw notFound('model', id, 'id');
-    const after = await this.db.model.update({ where: { id }, data: { enabled } });
-    // This gateway follows at once; the others at their next catalog refresh (CATALOG_REFRESH_MS).
-    await this.catalog.reload();
-    if (before.enabled !== enabled) {
-      await this.access.audit(actor, {
-        action: enabled ? 'model.enable' : 'model.disable',
-        targetType: 'model',
-        targetId: id,
-        before: { enabled: before.enabled },
-        after: { enabled: after.enabled },
-      });
-    }
+    const after = await this.access.audited(
+      actor,
+      (tx) => tx.model.update({ where: { id }, data: { enabled } }),
+      (after) =>
+        before.enabled === enabled
+          ? null
+          : {
+              action: enabled ? 'model.enable' : 'model.disable',
+              targetType: 'model',
+              targetId: id,
+              before: { enabled: before.enabled },
+              after: { enabled: after.enabled },
+            },
+    );
+    // Every gateway reloads its catalog now (CATALOG_REFRESH_MS stays the fallback).
+    await this.invalidate.changed('catalog');
     return { object: 'admin.model' as const, id, enabled: after.enabled };
   }
 }

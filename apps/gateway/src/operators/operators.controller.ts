@@ -57,13 +57,18 @@ export class OperatorsController {
   async create(@Req() req: FastifyRequest, @Body() body: unknown): Promise<OperatorView> {
     const actor = await this.access.require(req, 'owner');
     const input = parseOrThrow(CreateOperatorRequestSchema, body ?? {});
-    const op = await this.operators.create(input).catch(userError);
-    await this.access.audit(actor, {
-      action: 'operator.create',
-      targetType: 'operator',
-      targetId: op.id,
-      after: operatorAudit(op),
-    });
+    const op = await this.access
+      .audited(
+        actor,
+        (tx) => new OperatorsRepository(tx).create(input),
+        (op) => ({
+          action: 'operator.create',
+          targetType: 'operator',
+          targetId: op.id,
+          after: operatorAudit(op),
+        }),
+      )
+      .catch(userError);
     return operatorView(op);
   }
 
@@ -94,19 +99,24 @@ export class OperatorsController {
         param: change.role !== undefined ? 'role' : 'disabled',
       });
     }
-    const after = await this.operators.update(id, change).catch(userError);
-    await this.access.audit(actor, {
-      action:
-        change.disabled === true
-          ? 'operator.disable'
-          : change.disabled === false
-            ? 'operator.enable'
-            : 'operator.update',
-      targetType: 'operator',
-      targetId: id,
-      before: operatorAudit(before),
-      after: operatorAudit(after),
-    });
+    const after = await this.access
+      .audited(
+        actor,
+        (tx) => new OperatorsRepository(tx).update(id, change),
+        (after) => ({
+          action:
+            change.disabled === true
+              ? 'operator.disable'
+              : change.disabled === false
+                ? 'operator.enable'
+                : 'operator.update',
+          targetType: 'operator',
+          targetId: id,
+          before: operatorAudit(before),
+          after: operatorAudit(after),
+        }),
+      )
+      .catch(userError);
     return operatorView(after);
   }
 

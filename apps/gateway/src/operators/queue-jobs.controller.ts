@@ -78,14 +78,18 @@ export class QueueJobsController {
       });
     }
     const before = view(name, job, state);
-    await job.retry('failed');
-    await this.access.audit(actor, {
-      action: 'queue.retry',
-      targetType: 'queue_job',
-      targetId: `${name}/${id}`,
-      before: { state, failed_reason: before.failed_reason, attempts_made: before.attempts_made },
-      after: { state: await job.getState() },
-    });
+    // The job lives in Redis: its audit row commits only once the retry succeeded (auditedOutside).
+    await this.access.auditedOutside(
+      actor,
+      {
+        action: 'queue.retry',
+        targetType: 'queue_job',
+        targetId: `${name}/${id}`,
+        before: { state, failed_reason: before.failed_reason, attempts_made: before.attempts_made },
+        after: { state: 'waiting' },
+      },
+      () => job.retry('failed'),
+    );
     return { object: 'queue.job.retried' as const, id, queue: name };
   }
 
@@ -102,13 +106,16 @@ export class QueueJobsController {
         param: 'id',
       });
     }
-    await job.remove();
-    await this.access.audit(actor, {
-      action: 'queue.remove',
-      targetType: 'queue_job',
-      targetId: `${name}/${id}`,
-      before: { state, name: job.name, failed_reason: job.failedReason ?? null },
-    });
+    await this.access.auditedOutside(
+      actor,
+      {
+        action: 'queue.remove',
+        targetType: 'queue_job',
+        targetId: `${name}/${id}`,
+        before: { state, name: job.name, failed_reason: job.failedReason ?? null },
+      },
+      () => job.remove(),
+    );
     return { object: 'queue.job.deleted' as const, id, queue: name };
   }
 }

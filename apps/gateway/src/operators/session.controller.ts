@@ -1,5 +1,11 @@
 import { ApiError, ErrorType, LoginRequestSchema, parseOrThrow, type SessionView } from '@infer/contracts';
-import { type Db, hashPassword, OperatorsRepository, verifyPassword } from '@infer/persistence';
+import {
+  type Db,
+  hashPassword,
+  OperatorSessionsRepository,
+  OperatorsRepository,
+  verifyPassword,
+} from '@infer/persistence';
 import { Body, Controller, Delete, Get, HttpCode, Inject, Post, Req, Res } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Redis } from 'ioredis';
@@ -87,13 +93,16 @@ export class SessionController {
       throw badCredentials();
     }
     await this.throttle.succeeded(email);
-    const { token, csrfToken } = await this.access.sessions.open(op.id, {
-      ip: req.ip,
-      userAgent: req.headers['user-agent'],
-    });
-    await this.access.audit(
+    const { token, csrfToken } = await this.access.audited(
       { type: 'operator', id: op.id, label: op.email, ip: req.ip },
-      { action: 'session.sign_in', targetType: 'operator', targetId: op.id },
+      (tx) =>
+        new OperatorSessionsRepository(tx).open(op.id, { ip: req.ip, userAgent: req.headers['user-agent'] }),
+      () => ({
+        action: 'session.sign_in',
+        targetType: 'operator',
+        targetId: op.id,
+        after: { method: 'password' },
+      }),
     );
     reply.header('set-cookie', sessionCookie(token, req.protocol === 'https'));
     reply.header('cache-control', 'no-store');
@@ -125,12 +134,13 @@ export class SessionController {
     }
     const actor = await this.access.require(req, 'read');
     const token = readSessionCookie(req.headers.cookie);
-    if (token) await this.access.sessions.close(token);
-    await this.access.audit(actor, {
-      action: 'session.sign_out',
-      targetType: 'operator',
-      targetId: actor.id,
-    });
+    await this.access.audited(
+      actor,
+      async (tx) => {
+        if (token) await new OperatorSessionsRepository(tx).close(token);
+      },
+      () => ({ action: 'session.sign_out', targetType: 'operator', targetId: actor.id }),
+    );
     reply.header('set-cookie', clearedSessionCookie(req.protocol === 'https'));
     return { object: 'session.deleted' };
   }

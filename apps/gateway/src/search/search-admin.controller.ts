@@ -1,5 +1,4 @@
 import { ApiError, parseOrThrow } from '@infer/contracts';
-import type { Db } from '@infer/persistence';
 import {
   DocumentBatchSchema,
   prepareDocument,
@@ -10,7 +9,6 @@ import { Body, Controller, Delete, HttpCode, Inject, Post, Req } from '@nestjs/c
 import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { Public } from '../auth/public.decorator.js';
-import { PRISMA } from '../infra/tokens.js';
 import { AdminAccess } from '../operators/admin-access.js';
 
 const DeleteBodySchema = z.object({
@@ -38,14 +36,7 @@ const DeleteBodySchema = z.object({
 @Public()
 @Controller('admin/search')
 export class SearchAdminController {
-  private readonly repo: SearchDocumentsRepository;
-
-  constructor(
-    @Inject(PRISMA) db: unknown,
-    @Inject(AdminAccess) private readonly access: AdminAccess,
-  ) {
-    this.repo = new SearchDocumentsRepository(db as Db);
-  }
+  constructor(@Inject(AdminAccess) private readonly access: AdminAccess) {}
 
   @Post('documents')
   @HttpCode(200)
@@ -59,12 +50,15 @@ export class SearchAdminController {
     if (empty >= 0) {
       throw ApiError.invalid('The document has no text to index.', `documents[${empty}].body`);
     }
-    const r = await this.repo.upsertMany(docs);
-    await this.access.audit(actor, {
-      action: 'search.ingest',
-      targetType: 'search_document',
-      after: { urls: docs.map((d) => d.url).slice(0, 100), documents: docs.length, ...r },
-    });
+    const r = await this.access.audited(
+      actor,
+      (tx) => new SearchDocumentsRepository(tx).upsertMany(docs),
+      (r) => ({
+        action: 'search.ingest',
+        targetType: 'search_document',
+        after: { urls: docs.map((d) => d.url).slice(0, 100), documents: docs.length, ...r },
+      }),
+    );
     return { object: 'search.ingest', documents: docs.length, ...r };
   }
 
@@ -73,13 +67,16 @@ export class SearchAdminController {
   async remove(@Req() req: FastifyRequest, @Body() body: unknown) {
     const actor = await this.access.require(req, 'write');
     const { urls } = parseOrThrow(DeleteBodySchema, body ?? {});
-    const deleted = await this.repo.deleteUrls(urls);
-    await this.access.audit(actor, {
-      action: 'search.delete',
-      targetType: 'search_document',
-      before: { urls: urls.slice(0, 100) },
-      after: { deleted },
-    });
+    const deleted = await this.access.audited(
+      actor,
+      (tx) => new SearchDocumentsRepository(tx).deleteUrls(urls),
+      (deleted) => ({
+        action: 'search.delete',
+        targetType: 'search_document',
+        before: { urls: urls.slice(0, 100) },
+        after: { deleted },
+      }),
+    );
     return { object: 'search.delete', deleted };
   }
 }
