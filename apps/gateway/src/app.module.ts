@@ -41,6 +41,9 @@ import { UsageRollupsController } from './operators/usage-rollups.controller.js'
 import { SearchController } from './search/search.controller.js';
 import { SearchGateway } from './search/search.service.js';
 import { SearchAdminController } from './search/search-admin.controller.js';
+import { OverviewController } from './overview/overview.controller.js';
+import { OverviewService } from './overview/overview.service.js';
+import { TrafficRecorder } from './overview/traffic.js';
 import { UsagePublisher } from './usage/usage-publisher.js';
 
 /** Connections and stores made before Nest starts (see app.ts), handed in as providers. */
@@ -83,6 +86,7 @@ export class AppModule {
         QueueJobsController,
         UsageRollupsController,
         SearchIndexAdminController,
+        OverviewController,
       ],
       providers: [
         BullQueues,
@@ -105,6 +109,14 @@ export class AppModule {
           provide: UsagePublisher,
           useValue: new UsagePublisher(deps.nc, deps.log, deps.config.USAGE_SUBJECT_ROOT),
         },
+        {
+          // Per-minute per-model traffic for the console's overview, written to Redis once a second.
+          provide: TrafficRecorder,
+          useValue: new TrafficRecorder(deps.redis, deps.config.CONSOLE_REDIS_PREFIX, 1000, (err) =>
+            deps.log.warn({ err }, 'could not write the overview traffic counters'),
+          ),
+        },
+        OverviewService,
         CatalogService,
         LimitsService,
         ModelGateway,

@@ -10,6 +10,7 @@ import {
   type NatsConnection,
   NatsUrlSchema,
   parseConfig,
+  StatusPublisher,
   startAppContext,
 } from '@infer/service-kit';
 import { AckPolicy, DeliverPolicy, type JsMsg, jetstream, jetstreamManager } from '@nats-io/jetstream';
@@ -32,6 +33,8 @@ export const LedgerWriterEnvSchema = z.object({
   LEDGER_STREAM: z.string().default(UsageStream.name),
   LEDGER_SUBJECTS: envList(UsageStream.subjects.join(',')),
   LEDGER_CONSUMER: z.string().default(UsageStream.consumer),
+  /** Tests only: prepended to the status subjects (the console's instance list), like MODEL_SUBJECT_PREFIX. */
+  STATUS_SUBJECT_PREFIX: z.string().default(''),
 });
 export type LedgerWriterConfig = z.infer<typeof LedgerWriterEnvSchema>;
 
@@ -197,6 +200,7 @@ export async function runLedgerWriter(
     await Promise.all(good.map((m) => m.ackAck().catch(() => false)));
   }
 
+  let inHand = 0;
   const loop = (async () => {
     while (!stopping) {
       const batch: JsMsg[] = [];
@@ -217,6 +221,7 @@ export async function runLedgerWriter(
       }
       if (batch.length) {
         busy = true;
+        inHand = batch.length;
         try {
           await write(batch);
         } catch (err) {
@@ -225,11 +230,20 @@ export async function runLedgerWriter(
           if (!stopping) await sleep(200);
         } finally {
           busy = false;
+          inHand = 0;
         }
       }
       if (!busy) while (idleWaiters.length) idleWaiters.shift()!();
     }
   })();
+  // Announces the instance to the gateways' overview; in flight = events of the batch in hand.
+  const status = new StatusPublisher(nc, {
+    service: 'ledger-writer',
+    inflight: () => inHand,
+    subjectPrefix: config.STATUS_SUBJECT_PREFIX,
+    log,
+  });
+  status.start();
   log.info(
     { stream: config.LEDGER_STREAM, consumer: config.LEDGER_CONSUMER, batch: config.LEDGER_BATCH_SIZE },
     'ledger writer ready',
@@ -239,6 +253,7 @@ export async function runLedgerWriter(
   const stop = () => {
     stopped ??= (async () => {
       stopping = true;
+      status.stop();
       wake?.();
       await loop;
       await nc.drain().catch(() => undefined);

@@ -14,6 +14,7 @@ import { envInt, NatsUrlSchema, parseConfig } from '../config.js';
 import { createLogger, type Logger } from '../logger.js';
 import { connectNats, type NatsConnection } from '../nats.js';
 import type { RpcServer } from '../rpc.js';
+import { StatusPublisher } from '../status.js';
 import { startTelemetry } from '../telemetry/sdk.js';
 import { PassThroughRpcFilter } from './filters.js';
 import { NestPinoLogger } from './nest-logger.js';
@@ -211,10 +212,19 @@ export async function startMicroservice(opts: NatsServiceOptions): Promise<Runni
   }
   const rpc = transport.rpc;
   const nest = app;
+  // Announces the instance (service, version, in flight, load) to the gateways' overview.
+  const status = new StatusPublisher(nc, {
+    service: opts.name,
+    inflight: () => rpc.inflightCount,
+    subjectPrefix: opts.subjectPrefix,
+    log,
+  });
+  status.start();
   log.info({ subjects: transport.subjects, queue: opts.queue, ops: opsUrl }, 'service ready');
   let stopping: Promise<void> | undefined;
   const stop = (graceMs?: number) => {
     stopping ??= (async () => {
+      status.stop();
       ops?.shuttingDown();
       if (graceMs !== undefined) await rpc.drain(graceMs);
       await nest.close();
