@@ -35,15 +35,16 @@ import { AdminAccess } from './operators/admin-access.js';
 import { MembersAdminController } from './operators/members.controller.js';
 import { OperatorsController } from './operators/operators.controller.js';
 import { QueueJobsController } from './operators/queue-jobs.controller.js';
+import { QuotasController } from './operators/quotas.controller.js';
 import { SearchIndexAdminController } from './operators/search-index.controller.js';
 import { SessionController } from './operators/session.controller.js';
 import { UsageRollupsController } from './operators/usage-rollups.controller.js';
-import { SearchController } from './search/search.controller.js';
-import { SearchGateway } from './search/search.service.js';
-import { SearchAdminController } from './search/search-admin.controller.js';
 import { OverviewController } from './overview/overview.controller.js';
 import { OverviewService } from './overview/overview.service.js';
 import { TrafficRecorder } from './overview/traffic.js';
+import { SearchController } from './search/search.controller.js';
+import { SearchGateway } from './search/search.service.js';
+import { SearchAdminController } from './search/search-admin.controller.js';
 import { UsagePublisher } from './usage/usage-publisher.js';
 
 /** Connections and stores made before Nest starts (see app.ts), handed in as providers. */
@@ -87,6 +88,7 @@ export class AppModule {
         UsageRollupsController,
         SearchIndexAdminController,
         OverviewController,
+        QuotasController,
       ],
       providers: [
         BullQueues,

@@ -331,7 +331,9 @@ export const MemberQuotasSchema = z
     /** The member's own counters: token allowances (month or billing period), images per month. */
     member: z.array(LimitStateSchema),
     /** Per active key: its quotas (rolling token budgets, web searches per day). */
-    keys: z.array(z.object({ id: z.string(), prefix: z.string(), name: z.string(), quotas: z.array(LimitStateSchema) })),
+    keys: z.array(
+      z.object({ id: z.string(), prefix: z.string(), name: z.string(), quotas: z.array(LimitStateSchema) }),
+    ),
     /** Keys left out (only the newest active keys are read). */
     keys_omitted: z.number().int(),
   })

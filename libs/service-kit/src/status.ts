@@ -99,7 +99,9 @@ export class StatusPublisher {
 
   start(): void {
     if (this.timer) return;
-    this.ping = this.nc.subscribe((this.opts.subjectPrefix ?? '') + StatusSubjects.ping, { callback: () => this.publish() });
+    this.ping = this.nc.subscribe((this.opts.subjectPrefix ?? '') + StatusSubjects.ping, {
+      callback: () => this.publish(),
+    });
     this.publish();
     this.timer = setInterval(() => this.publish(), this.intervalMs);
     this.timer.unref();

@@ -40,7 +40,11 @@ export class OverviewController implements OnModuleDestroy {
   }
 
   @Get('stream')
-  async stream(@Req() req: FastifyRequest, @Res() reply: FastifyReply, @Query() query: unknown): Promise<void> {
+  async stream(
+    @Req() req: FastifyRequest,
+    @Res() reply: FastifyReply,
+    @Query() query: unknown,
+  ): Promise<void> {
     await this.access.require(req, 'read');
     const { minutes } = parseOrThrow(OverviewQuerySchema, query ?? {});
     const raw = reply.raw;
@@ -87,7 +91,10 @@ export class OverviewController implements OnModuleDestroy {
         const data = await this.overview.overview(minutes);
         if (!closed) raw.write(`event: overview\ndata: ${JSON.stringify(data)}\n\n`);
       } catch {
-        if (!closed) raw.write(`event: failure\ndata: ${JSON.stringify({ message: 'Overview unavailable; retrying.' })}\n\n`);
+        if (!closed)
+          raw.write(
+            `event: failure\ndata: ${JSON.stringify({ message: 'Overview unavailable; retrying.' })}\n\n`,
+          );
       } finally {
         busy = false;
       }

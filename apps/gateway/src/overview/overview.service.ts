@@ -73,7 +73,8 @@ export class OverviewService implements OnModuleInit, OnApplicationShutdown {
 
   overview(minutes: number): Promise<Overview> {
     const now = Date.now();
-    if (this.cached && this.cached.minutes === minutes && now - this.cached.at < 1000) return this.cached.value;
+    if (this.cached && this.cached.minutes === minutes && now - this.cached.at < 1000)
+      return this.cached.value;
     const value = this.compute(minutes, now);
     this.cached = { minutes, at: now, value };
     value.catch(() => {
@@ -163,7 +164,12 @@ export class OverviewService implements OnModuleInit, OnApplicationShutdown {
             .catch(() => null);
           if (msg) oldest = Math.max(0, now - +msg.time);
         }
-        return { pending: info.num_pending, ack_pending: info.num_ack_pending, oldest_ms: oldest, error: null };
+        return {
+          pending: info.num_pending,
+          ack_pending: info.num_ack_pending,
+          oldest_ms: oldest,
+          error: null,
+        };
       } catch (err) {
         const message = String((err as Error)?.message ?? err);
         return {
