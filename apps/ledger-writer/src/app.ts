@@ -11,6 +11,7 @@ import {
   NatsUrlSchema,
   parseConfig,
   StatusPublisher,
+  serviceVersion,
   startAppContext,
 } from '@infer/service-kit';
 import { AckPolicy, DeliverPolicy, type JsMsg, jetstream, jetstreamManager } from '@nats-io/jetstream';
@@ -35,6 +36,8 @@ export const LedgerWriterEnvSchema = z.object({
   LEDGER_CONSUMER: z.string().default(UsageStream.consumer),
   /** Tests only: prepended to the status subjects (the console's instance list), like MODEL_SUBJECT_PREFIX. */
   STATUS_SUBJECT_PREFIX: z.string().default(''),
+  /** The version this instance reports (image tag, git sha); default the platform's package.json version. */
+  SERVICE_VERSION: z.string().optional(),
 });
 export type LedgerWriterConfig = z.infer<typeof LedgerWriterEnvSchema>;
 
@@ -240,6 +243,7 @@ export async function runLedgerWriter(
   const status = new StatusPublisher(nc, {
     service: 'ledger-writer',
     inflight: () => inHand,
+    version: serviceVersion({ SERVICE_VERSION: config.SERVICE_VERSION }),
     subjectPrefix: config.STATUS_SUBJECT_PREFIX,
     log,
   });

@@ -1,5 +1,5 @@
 import { type Overview, Queues, StatusSubjects } from '@infer/contracts';
-import { type Logger, StatusPublisher } from '@infer/service-kit';
+import { type Logger, StatusPublisher, serviceVersion } from '@infer/service-kit';
 import { jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import { Inject, Injectable, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
@@ -53,6 +53,7 @@ export class OverviewService implements OnModuleInit, OnApplicationShutdown {
     this.status = new StatusPublisher(this.nc, {
       service: 'gateway',
       inflight: () => this.metrics.inflight,
+      version: serviceVersion({ SERVICE_VERSION: this.config.SERVICE_VERSION }),
       subjectPrefix: prefix,
       log: this.log,
     });

@@ -14,7 +14,7 @@ import { envInt, NatsUrlSchema, parseConfig } from '../config.js';
 import { createLogger, type Logger } from '../logger.js';
 import { connectNats, type NatsConnection } from '../nats.js';
 import type { RpcServer } from '../rpc.js';
-import { StatusPublisher } from '../status.js';
+import { StatusPublisher, serviceVersion } from '../status.js';
 import { startTelemetry } from '../telemetry/sdk.js';
 import { PassThroughRpcFilter } from './filters.js';
 import { NestPinoLogger } from './nest-logger.js';
@@ -216,6 +216,7 @@ export async function startMicroservice(opts: NatsServiceOptions): Promise<Runni
   const status = new StatusPublisher(nc, {
     service: opts.name,
     inflight: () => rpc.inflightCount,
+    version: serviceVersion(opts.env ?? process.env),
     subjectPrefix: opts.subjectPrefix,
     log,
   });
