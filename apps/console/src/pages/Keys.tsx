@@ -221,6 +221,7 @@ function MintForMember(props: { onClose: () => void; onMinted: (k: MintedKey) =>
           e.preventDefault();
           setAsked(search.trim());
           setMemberId('');
+          setErrors({});
         }}
         noValidate
       >
