@@ -204,7 +204,7 @@ export function OverviewPage() {
             <th scope="col">Errors</th>
             <th scope="col">p50</th>
             <th scope="col">p99</th>
-            <th scope="col">Tokens/min</th>
+            <th scope="col">Tokens/min (mean)</th>
           </tr>
         </thead>
         <tbody>

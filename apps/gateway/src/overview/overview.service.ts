@@ -90,7 +90,11 @@ export class OverviewService implements OnModuleInit, OnApplicationShutdown {
       this.queues(),
       this.ledger(),
     ]);
-    const instances = this.instances.list();
+    // This replica's own figure is read now, not from its last status message (up to 5 s old).
+    const self = this.status?.instance;
+    const instances = this.instances
+      .list()
+      .map((i) => (i.instance === self ? { ...i, inflight: this.metrics.inflight, last_seen_ms: 0 } : i));
     const n = traffic.minuteStarts.length;
     const reqPerMin = new Array<number>(n).fill(0);
     const errPerMin = new Array<number>(n).fill(0);
