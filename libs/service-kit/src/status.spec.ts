@@ -18,7 +18,9 @@ describe('service status messages (console overview)', () => {
   it('announces at start, answers a ping at once, and stops', async () => {
     const seen: unknown[] = [];
     const sub = nc.subscribe(prefix + StatusSubjects.all, {
-      callback: (_e, m) => seen.push(JSON.parse(new TextDecoder().decode(m.data))),
+      callback: (_e, m) => {
+        seen.push(JSON.parse(new TextDecoder().decode(m.data)));
+      },
     });
     let inflight = 3;
     const p = new StatusPublisher(nc, {

@@ -393,13 +393,19 @@ export class LimitsEngine {
    * The current state of every limit of a key: its own and its member's, for each model of the
    * catalog it may use, web search and images. Read-only.
    */
-  async state(subject: LimitSubject, models: readonly CatalogEntry[]): Promise<LimitState[]> {
+  async state(
+    subject: LimitSubject,
+    models: readonly CatalogEntry[],
+    /** Only the limits this keeps are read (e.g. the member's quotas): nothing else touches Redis. */
+    only?: (limit: Pick<LimitState, 'scope' | 'window'>) => boolean,
+  ): Promise<LimitState[]> {
     const now = this.clock();
     const ctx = this.ctx(subject, now);
     const seen = new Set<string>();
     const checks: Check[] = [];
     const add = (cs: Check[]) => {
       for (const c of cs) {
+        if (only && !only(c)) continue;
         const k = redisKeyOf(c);
         if (seen.has(k)) continue;
         seen.add(k);

@@ -62,18 +62,21 @@ export class QuotasController {
       overrides: (overrides as Record<string, unknown> | null) ?? null,
     });
     // The member's counters do not depend on the key: read them with the first key (or none).
+    const memberQuota = (l: Pick<LimitState, 'scope' | 'window'>) =>
+      l.scope === 'member' && QUOTA_WINDOWS.has(l.window);
+    const keyQuota = (l: Pick<LimitState, 'scope' | 'window'>) =>
+      l.scope === 'key' && QUOTA_WINDOWS.has(l.window);
     const memberState = await this.limits.state(
       subject(active[0]?.id ?? '-', active[0]?.limits ?? null),
       models,
+      memberQuota,
     );
     const perKey = await Promise.all(
       active.map(async (k) => ({
         id: k.id,
         prefix: k.prefix,
         name: k.name,
-        quotas: (await this.limits.state(subject(k.id, k.limits), models)).filter(
-          (l) => l.scope === 'key' && QUOTA_WINDOWS.has(l.window),
-        ),
+        quotas: await this.limits.state(subject(k.id, k.limits), models, keyQuota),
       })),
     );
     const total = page.nextAfter
@@ -84,7 +87,7 @@ export class QuotasController {
       member_id: member.id,
       enabled: this.limits.enabled,
       at: Math.floor(this.limits.engine.clock() / 1000),
-      member: memberState.filter((l) => l.scope === 'member' && QUOTA_WINDOWS.has(l.window)),
+      member: memberState,
       keys: perKey,
       keys_omitted: Math.max(0, total - active.length),
     };
