@@ -242,7 +242,17 @@ describe('operator console: live overview, keys, quotas, queue controls (API)', 
     const allowance = (q: typeof before) => q.member.find((l) => l.name === 'models.chat-A.allowance_tokens');
     assert.equal(before.enabled, true);
     assert.equal(allowance(before)?.window, 'month');
-    assert.ok(before.member.some((l) => l.name === 'images.requests_per_month') || before.member.length > 0);
+    // Community has no image model, so no image quota; the inference tier has one.
+    assert.ok(!before.member.some((l) => l.name.startsWith('images.')));
+    assert.ok(before.member.every((l) => l.scope === 'member' && l.window !== 'minute'));
+    const inference = AdminKeyListSchema.parse(
+      (await call('GET', '/admin/keys?q=it-inference', viewer)).body,
+    );
+    const imageQuota = MemberQuotasSchema.parse(
+      (await call('GET', `/admin/members/${inference.data[0]?.member.id}/quotas`, viewer)).body,
+    ).member.find((l) => l.name === 'images.requests_per_month');
+    assert.equal(imageQuota?.window, 'month');
+    assert.equal(imageQuota?.limit, 100);
     assert.ok(before.keys[0]?.quotas.some((l) => l.name === 'search.requests_per_day'));
     const used0 = allowance(before)?.used ?? 0;
     const client = new OpenAI({ baseURL: stack.baseURL, apiKey: stack.keys.community, maxRetries: 0 });

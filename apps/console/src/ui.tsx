@@ -61,6 +61,8 @@ export function Button(props: {
   disabled?: boolean;
   /** Why the button is disabled (shown as its title and read by screen readers). */
   reason?: string | undefined;
+  /** The accessible name, when the visible text alone is ambiguous (it must start with that text). */
+  label?: string;
 }) {
   return (
     <button
@@ -70,6 +72,7 @@ export function Button(props: {
       disabled={props.disabled}
       title={props.disabled ? props.reason : undefined}
       aria-disabled={props.disabled || undefined}
+      aria-label={props.label}
     >
       {props.children}
     </button>

@@ -115,21 +115,25 @@ export function KeysPage(props: { params: URLSearchParams }) {
               <td>{ago(k.last_used_at, now)}</td>
               <td>{k.revoked_at ? `revoked ${utc(k.revoked_at)}` : 'active'}</td>
               <td className="actions">
-                <Button onClick={() => setInspecting(k)}>{`State of ${k.prefix}`}</Button>
+                <Button onClick={() => setInspecting(k)} label={`State of ${k.prefix}`}>
+                  State
+                </Button>
                 <Button
                   disabled={!canWrite || Boolean(k.revoked_at)}
                   reason={k.revoked_at ? 'Already revoked.' : READ_ONLY_REASON}
                   onClick={() => void rotate(k)}
+                  label={`Rotate ${k.prefix}`}
                 >
-                  {`Rotate ${k.prefix}`}
+                  Rotate
                 </Button>
                 <Button
                   kind="danger"
                   disabled={!canWrite || Boolean(k.revoked_at)}
                   reason={k.revoked_at ? 'Already revoked.' : READ_ONLY_REASON}
                   onClick={() => setRevoking(k)}
+                  label={`Revoke ${k.prefix}`}
                 >
-                  {`Revoke ${k.prefix}`}
+                  Revoke
                 </Button>
               </td>
             </tr>

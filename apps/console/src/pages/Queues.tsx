@@ -84,8 +84,9 @@ export function QueuesPage(props: { params: URLSearchParams }) {
                   disabled={!canWrite}
                   reason={READ_ONLY_REASON}
                   onClick={() => void setPaused(q, !q.paused)}
+                  label={q.paused ? `Resume ${q.name}` : `Pause ${q.name}`}
                 >
-                  {q.paused ? `Resume ${q.name}` : `Pause ${q.name}`}
+                  {q.paused ? 'Resume' : 'Pause'}
                 </Button>
               </td>
             </tr>
