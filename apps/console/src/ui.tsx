@@ -204,8 +204,8 @@ export function LineChart(props: {
 }) {
   const width = 640;
   const height = 180;
-  const left = 56;
-  const bottom = 22;
+  const left = 64;
+  const bottom = 26;
   const n = Math.max(...props.series.map((s) => s.values.length), 0);
   const max = Math.max(1, ...props.series.flatMap((s) => s.values.filter((v): v is number => v !== null)));
   const x = (i: number) => left + (n <= 1 ? 0 : ((width - left - 8) * i) / (n - 1));
@@ -226,16 +226,16 @@ export function LineChart(props: {
           >
             <line x1={left} x2={width - 8} y1={y(0)} y2={y(0)} className="chart-axis" />
             <line x1={left} x2={width - 8} y1={y(max)} y2={y(max)} className="chart-grid" />
-            <text x={left - 6} y={y(max) + 4} textAnchor="end" className="chart-label">
+            <text x={left - 6} y={y(max) + 4} textAnchor="end" className="chart-tick">
               {compact(max)}
             </text>
-            <text x={left - 6} y={y(0) + 4} textAnchor="end" className="chart-label">
+            <text x={left - 6} y={y(0) + 4} textAnchor="end" className="chart-tick">
               0
             </text>
-            <text x={left} y={height - 4} className="chart-label">
+            <text x={left} y={height - 4} className="chart-tick">
               {props.xLabels[0]}
             </text>
-            <text x={width - 8} y={height - 4} textAnchor="end" className="chart-label">
+            <text x={width - 8} y={height - 4} textAnchor="end" className="chart-tick">
               {props.xLabels[1]}
             </text>
             {props.series.map((s, si) => {
