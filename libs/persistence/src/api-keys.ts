@@ -53,6 +53,9 @@ export interface ApiKeyInfo {
   limits: unknown;
 }
 
+/** Members matched by a key search before it switches to a relation filter (see search()). */
+const MEMBER_MATCHES = 2000;
+
 export interface ApiKeyWithMember extends ApiKeyInfo {
   member: { id: string; name: string; tier: Tier; suspendedAt: Date | null };
 }
@@ -145,18 +148,39 @@ export class ApiKeysRepository {
    */
   async search(query: KeySearch): Promise<{ rows: ApiKeyWithMember[]; nextAfter: string | null }> {
     const q = query.q?.trim();
-    const where: Prisma.ApiKeyWhereInput = {
-      ...(q
-        ? {
-            OR: [
-              { name: { contains: q, mode: 'insensitive' } },
-              { prefix: { startsWith: q } },
-              ...(/^[0-9a-f-]{36}$/i.test(q) ? [{ id: q.toLowerCase() }, { memberId: q.toLowerCase() }] : []),
+    let match: Prisma.ApiKeyWhereInput[] = [];
+    if (q) {
+      // Members matching first, in one query: a relation filter inside the OR would be checked
+      // once per key scanned (50,000 sub-queries for a rare match). Beyond MEMBER_MATCHES members
+      // the matches are dense, and the relation filter finds a page quickly.
+      const members = await this.db.member.findMany({
+        where: {
+          OR: [
+            { name: { contains: q, mode: 'insensitive' } },
+            { email: { contains: q, mode: 'insensitive' } },
+          ],
+        },
+        select: { id: true },
+        take: MEMBER_MATCHES + 1,
+      });
+      const byMember: Prisma.ApiKeyWhereInput[] =
+        members.length > MEMBER_MATCHES
+          ? [
               { member: { name: { contains: q, mode: 'insensitive' } } },
               { member: { email: { contains: q, mode: 'insensitive' } } },
-            ],
-          }
-        : {}),
+            ]
+          : members.length
+            ? [{ memberId: { in: members.map((m) => m.id) } }]
+            : [];
+      match = [
+        { name: { contains: q, mode: 'insensitive' } },
+        { prefix: { startsWith: q } },
+        ...(/^[0-9a-f-]{36}$/i.test(q) ? [{ id: q.toLowerCase() }, { memberId: q.toLowerCase() }] : []),
+        ...byMember,
+      ];
+    }
+    const where: Prisma.ApiKeyWhereInput = {
+      ...(match.length ? { OR: match } : {}),
       ...(query.memberId ? { memberId: query.memberId } : {}),
       ...(query.status === 'active' ? { revokedAt: null } : {}),
       ...(query.status === 'revoked' ? { revokedAt: { not: null } } : {}),

@@ -391,7 +391,8 @@ export class LimitsEngine {
 
   /**
    * The current state of every limit of a key: its own and its member's, for each model of the
-   * catalog it may use, web search and images. Read-only.
+   * catalog it may use, web search and images. Takes nothing; a quota counter missing in Redis is
+   * rebuilt from the ledger and stored, as the next admission would do.
    */
   async state(
     subject: LimitSubject,
@@ -422,6 +423,21 @@ export class LimitsEngine {
       else pipe.hgetall(k);
     }
     const results = (await this.call(() => pipe.exec())) ?? [];
+    // Quota counters Redis does not have are rebuilt from the ledger and stored exactly as an
+    // admission would (rebuild(): set only if still missing), so the next read is a plain GET.
+    const missing = checks.filter(
+      (c, i) => c.kind === 'W' && c.rebuild && !results[i]?.[0] && (results[i]?.[1] ?? null) === null,
+    );
+    const rebuilt = new Map<string, number>();
+    if (missing.length) {
+      await this.rebuild(missing, now);
+      const again = this.redis.pipeline();
+      for (const c of missing) again.get(redisKeyOf(c));
+      const values = (await this.call(() => again.exec())) ?? [];
+      missing.forEach((c, i) => {
+        rebuilt.set(redisKeyOf(c), Number(values[i]?.[1] ?? 0));
+      });
+    }
     const out: LimitState[] = [];
     for (const [i, c] of checks.entries()) {
       const [err, value] = results[i] ?? [null, null];
@@ -429,8 +445,7 @@ export class LimitsEngine {
       let used = 0;
       let resetsAt: number | null = null;
       if (c.kind === 'W') {
-        if (value === null && c.rebuild) used = await this.opts.ledger.total(c.rebuild(c.win));
-        else used = Number(value ?? 0);
+        used = value === null && c.rebuild ? (rebuilt.get(redisKeyOf(c)) ?? 0) : Number(value ?? 0);
         resetsAt = c.win.end;
       } else if (c.kind === 'L') {
         used = Number(value ?? 0);
