@@ -196,6 +196,9 @@ describe('operator console: live overview, keys, quotas, queue controls (API)', 
     const bad = await call('GET', '/admin/keys?status=lost', viewer);
     assert.equal(bad.status, 400);
     assert.equal(ErrorBodySchema.parse(bad.body).error.param, 'status');
+    const nul = await call('GET', '/admin/keys?q=%00', viewer);
+    assert.equal(nul.status, 400);
+    assert.equal(ErrorBodySchema.parse(nul.body).error.param, 'q');
 
     const target = found.data[0];
     assert.ok(target);

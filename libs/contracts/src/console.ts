@@ -292,15 +292,18 @@ export type HourlyUsage = z.infer<typeof HourlyUsageSchema>;
 
 // ---- keys across members (console page 3) ----
 
+/** PostgreSQL text cannot hold NUL: refused as bad input, never sent to the database. */
+const NoNul = (s: z.ZodString) => s.refine((v) => !v.includes('\u0000'), 'must not contain NUL characters');
+
 export const KeyQuerySchema = z
   .object({
     /** Matches the key's name, display prefix or id, or its member's name or email (case-insensitive). */
-    q: z.string().trim().max(200).optional(),
+    q: NoNul(z.string().trim().max(200)).optional(),
     /** Only the keys of this member. */
-    member: z.string().min(1).max(100).optional(),
+    member: NoNul(z.string().min(1).max(100)).optional(),
     status: z.enum(['active', 'revoked']).optional(),
     /** Cursor: the `next_after` of the previous page. */
-    after: z.string().min(1).max(100).optional(),
+    after: NoNul(z.string().min(1).max(100)).optional(),
     limit: z.coerce.number().int().min(1).max(200).default(50),
   })
   .strict();
