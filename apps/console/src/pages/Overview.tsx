@@ -33,6 +33,7 @@ export function useLiveOverview(minutes: number): LiveOverview {
   useEffect(() => {
     let closed = false;
     let poll: ReturnType<typeof setInterval> | undefined;
+    let es: EventSource | undefined;
     let failures = 0;
     const take = (data: Overview, mode: LiveOverview['mode']) =>
       !closed && setState({ data, error: null, mode, at: Date.now() });
@@ -47,37 +48,45 @@ export function useLiveOverview(minutes: number): LiveOverview {
         if (document.visibilityState === 'visible') void load();
       }, POLL_MS);
     };
+    // A hidden tab holds no stream (the polled pages, too, poll only while visible), so the session
+    // can end on its idle timeout; visible again, a new stream opens.
+    const onVisibility = () => {
+      if (document.visibilityState === 'visible') setGeneration((g) => g + 1);
+      else es?.close();
+    };
+    document.addEventListener('visibilitychange', onVisibility);
+    const cleanup = () => {
+      closed = true;
+      document.removeEventListener('visibilitychange', onVisibility);
+      es?.close();
+      clearInterval(poll);
+    };
     if (typeof EventSource === 'undefined') {
       startPolling();
-      return () => {
-        closed = true;
-        clearInterval(poll);
-      };
+      return cleanup;
     }
-    const es = new EventSource(`/admin/overview/stream?minutes=${minutes}`);
-    es.addEventListener('overview', (e) => {
+    if (document.visibilityState !== 'visible') return cleanup;
+    const source = new EventSource(`/admin/overview/stream?minutes=${minutes}`);
+    es = source;
+    source.addEventListener('overview', (e) => {
       failures = 0;
       take(JSON.parse((e as MessageEvent<string>).data) as Overview, 'live');
     });
-    es.addEventListener('end', (e) => {
-      es.close();
+    source.addEventListener('end', (e) => {
+      source.close();
       const { code } = JSON.parse((e as MessageEvent<string>).data) as { code: string };
       if (code === 'renew' || code === 'shutdown') setGeneration((g) => g + 1);
       // A session that ended: one plain request makes the console show the sign-in page.
-      else void api('GET', '/admin/session').catch(() => undefined);
+      else void api('GET', '/admin/overview?minutes=5').catch(() => undefined);
     });
-    es.onerror = () => {
+    source.onerror = () => {
       failures++;
       if (failures >= 3 && !poll) {
-        es.close();
+        source.close();
         startPolling();
       }
     };
-    return () => {
-      closed = true;
-      es.close();
-      clearInterval(poll);
-    };
+    return cleanup;
   }, [minutes, generation]);
   return state;
 }
