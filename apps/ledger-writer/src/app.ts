@@ -298,6 +298,8 @@ export async function startLedgerWriter(opts: LedgerWriterOptions = {}): Promise
     log,
     installSignalHandlers: opts.installSignalHandlers,
     registries: [ledgerMetrics(host)],
+    // runLedgerWriter announces the writer itself (in flight = events in hand).
+    announce: false,
     checks: () => [{ name: 'nats', check: () => !!host.value && !host.value.nc.isClosed() }],
   });
   const writer = host.value;

@@ -2,8 +2,13 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { ServiceStatusSchema, StatusSubjects } from '@infer/contracts';
+import { Module } from '@nestjs/common';
 import { connectNats, type NatsConnection } from './nats.js';
+import { startAppContext } from './nest/microservice.js';
 import { StatusPublisher, serviceVersion } from './status.js';
+
+@Module({})
+class NothingModule {}
 
 describe('service status messages (console overview)', () => {
   let nc: NatsConnection;
@@ -50,6 +55,36 @@ describe('service status messages (console overview)', () => {
     await nc.flush();
     assert.equal(seen.length, 2, 'no answer after stop');
     sub.unsubscribe();
+  });
+
+  it('a worker-only role (application context) announces itself on its own connection', async () => {
+    const seen: Array<{ service: string; version: string }> = [];
+    const sub = nc.subscribe(prefix + StatusSubjects.all, {
+      callback: (_e, m) => {
+        seen.push(JSON.parse(new TextDecoder().decode(m.data)));
+      },
+    });
+    const ctx = await startAppContext({
+      name: 'image-service',
+      module: NothingModule,
+      env: {
+        NATS_URL: process.env.NATS_URL ?? 'nats://127.0.0.1:4222',
+        LOG_LEVEL: 'silent',
+        SERVICE_VERSION: '2.0.0-w',
+      },
+      statusService: 'image-worker',
+      statusSubjectPrefix: prefix,
+    });
+    try {
+      const deadline = Date.now() + 5000;
+      while (!seen.some((m) => m.service === 'image-worker') && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 10));
+      const msg = seen.find((m) => m.service === 'image-worker');
+      assert.equal(msg?.version, '2.0.0-w');
+    } finally {
+      await ctx.stop();
+      sub.unsubscribe();
+    }
   });
 
   it('reports SERVICE_VERSION, else the platform version', () => {
