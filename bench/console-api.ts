@@ -3,6 +3,7 @@
  * BENCH_KEYS keys (50,000) and BENCH_USAGE_ROWS ledger rows (5,000,000, spread over 60 days, skewed
  * towards a few heavy keys like real traffic), builds the rollups the ledger writer keeps, starts a
  * gateway, signs in as an operator and times every console call (sequential, after a warm-up).
+ * The keys, quotas and overview calls of the live console (issue 11 part B) are timed the same way.
  * Baseline in the same run: the same usage questions answered from the raw ledger (GET /admin/usage),
  * which is what the rollups replace.
  *
@@ -63,6 +64,7 @@ async function main() {
         return body;
       };
       const page2 = JSON.parse(await get('/admin/members?limit=25')).next_after as string;
+      const keysPage2 = JSON.parse(await get('/admin/keys?limit=25')).next_after as string;
       const heavyMember = 'bm-000001';
       const day = (ms: number) => new Date(ms).toISOString().slice(0, 10);
       const today = Date.now();
@@ -77,6 +79,13 @@ async function main() {
         ['members, tier filter', '/admin/members?tier=premium&status=active&limit=25'],
         ['member detail (5 keys)', `/admin/members/${heavyMember}`],
         ['key limits state', '/admin/keys/bk-000001/limits'],
+        ['keys, first page', '/admin/keys?limit=25'],
+        ['keys, next page', `/admin/keys?limit=25&after=${keysPage2}`],
+        ['keys, search by key name', `/admin/keys?q=${encodeURIComponent('key 43210')}&limit=25`],
+        ['keys, search by member', '/admin/keys?q=member1234&limit=25'],
+        ['keys, active keys of a member', `/admin/keys?member=${heavyMember}&status=active&limit=25`],
+        ['member quotas (5 keys)', `/admin/members/${heavyMember}/quotas`],
+        ['overview, last 60 min (JSON)', '/admin/overview?minutes=60'],
         ['models', '/admin/models'],
         ['queues', '/admin/queues'],
         ['audit log', '/admin/audit?limit=50'],

@@ -174,7 +174,11 @@ export async function startAudioService(opts: AudioServiceOptions = {}): Promise
       opsUrl = running.opsUrl;
       if (workerDeps) worker = running.app.get(TranscriptionWorkerHost).value;
     } else {
-      const running = await startAppContext(common);
+      const running = await startAppContext({
+        ...common,
+        statusService: 'audio-worker',
+        statusSubjectPrefix: opts.subjectPrefix ?? '',
+      });
       closers.push(() => running.stop());
       opsUrl = running.opsUrl;
       worker = running.app.get(TranscriptionWorkerHost).value;

@@ -2,6 +2,7 @@ import type { SessionView } from '@infer/contracts';
 import { useCallback, useEffect, useState } from 'react';
 import { ApiFailure, api, onSessionEnded, setCsrfToken } from './api.js';
 import { AuditPage } from './pages/Audit.js';
+import { KeysPage } from './pages/Keys.js';
 import { MemberDetailPage } from './pages/MemberDetail.js';
 import { MembersPage } from './pages/Members.js';
 import { ModelsPage } from './pages/Models.js';
@@ -18,6 +19,7 @@ import { Button } from './ui.js';
 const NAV: Array<[string, string, boolean?]> = [
   ['', 'Overview'],
   ['members', 'Members'],
+  ['keys', 'Keys'],
   ['models', 'Models'],
   ['usage', 'Usage'],
   ['queues', 'Queues'],
@@ -106,6 +108,8 @@ function Page(props: { path: string; params: URLSearchParams }) {
       return <OverviewPage />;
     case 'members':
       return id ? <MemberDetailPage id={decodeURIComponent(id)} /> : <MembersPage params={props.params} />;
+    case 'keys':
+      return <KeysPage params={props.params} />;
     case 'models':
       return <ModelsPage />;
     case 'usage':

@@ -61,6 +61,8 @@ export function Button(props: {
   disabled?: boolean;
   /** Why the button is disabled (shown as its title and read by screen readers). */
   reason?: string | undefined;
+  /** The accessible name, when the visible text alone is ambiguous (it must start with that text). */
+  label?: string;
 }) {
   return (
     <button
@@ -70,6 +72,7 @@ export function Button(props: {
       disabled={props.disabled}
       title={props.disabled ? props.reason : undefined}
       aria-disabled={props.disabled || undefined}
+      aria-label={props.label}
     >
       {props.children}
     </button>
@@ -177,4 +180,131 @@ export function BarChart(props: { title: string; bars: Bar[]; unit?: string }) {
       )}
     </figure>
   );
+}
+
+export interface Series {
+  label: string;
+  /** One value per x position; null = no data there (a gap in the line). */
+  values: Array<number | null>;
+}
+
+/** Up to 6 distinguishable series colours (CSS classes series-0 … series-5); more repeat. */
+const SERIES_CLASSES = 6;
+
+/**
+ * A time-series line chart in SVG (one line per series, shared y axis from 0), with a legend, and a
+ * visually hidden table of each series' latest, highest and total values for screen readers.
+ */
+export function LineChart(props: {
+  title: string;
+  series: Series[];
+  /** Labels of the first and last x positions (e.g. `11:02` and `12:01`). */
+  xLabels: [string, string];
+  unit: string;
+}) {
+  const width = 640;
+  const height = 180;
+  const left = 64;
+  const bottom = 26;
+  const n = Math.max(...props.series.map((s) => s.values.length), 0);
+  const max = Math.max(1, ...props.series.flatMap((s) => s.values.filter((v): v is number => v !== null)));
+  const x = (i: number) => left + (n <= 1 ? 0 : ((width - left - 8) * i) / (n - 1));
+  const y = (v: number) => 6 + (height - bottom - 6) * (1 - v / max);
+  const hasData = props.series.some((s) => s.values.some((v) => v !== null && v > 0));
+  return (
+    <figure className="chart">
+      <figcaption>{props.title}</figcaption>
+      {!hasData ? (
+        <p>No data for this range.</p>
+      ) : (
+        <>
+          <svg
+            viewBox={`0 0 ${width} ${height}`}
+            role="img"
+            aria-label={`${props.title} (line chart; the table below has the numbers)`}
+            preserveAspectRatio="xMinYMin meet"
+          >
+            <line x1={left} x2={width - 8} y1={y(0)} y2={y(0)} className="chart-axis" />
+            <line x1={left} x2={width - 8} y1={y(max)} y2={y(max)} className="chart-grid" />
+            <text x={left - 6} y={y(max) + 4} textAnchor="end" className="chart-tick">
+              {compact(max)}
+            </text>
+            <text x={left - 6} y={y(0) + 4} textAnchor="end" className="chart-tick">
+              0
+            </text>
+            <text x={left} y={height - 4} className="chart-tick">
+              {props.xLabels[0]}
+            </text>
+            <text x={width - 8} y={height - 4} textAnchor="end" className="chart-tick">
+              {props.xLabels[1]}
+            </text>
+            {props.series.map((s, si) => {
+              // Split at nulls into runs, each one polyline.
+              const runs: string[][] = [[]];
+              s.values.forEach((v, i) => {
+                if (v === null) runs.push([]);
+                else runs[runs.length - 1]?.push(`${x(i).toFixed(1)},${y(v).toFixed(1)}`);
+              });
+              return (
+                <g key={s.label} className={`series-${si % SERIES_CLASSES}`}>
+                  {runs
+                    .filter((r) => r.length)
+                    .map((r) =>
+                      r.length === 1 ? (
+                        <circle
+                          key={r[0]}
+                          cx={r[0]?.split(',')[0]}
+                          cy={r[0]?.split(',')[1]}
+                          r={2.5}
+                          className="chart-dot"
+                        />
+                      ) : (
+                        <polyline key={r[0]} points={r.join(' ')} className="chart-line" />
+                      ),
+                    )}
+                </g>
+              );
+            })}
+          </svg>
+          <ul className="legend" aria-hidden="true">
+            {props.series.map((s, si) => (
+              <li key={s.label}>
+                <span className={`swatch series-${si % SERIES_CLASSES}`} />
+                {s.label}
+              </li>
+            ))}
+          </ul>
+          <table className="sr-only">
+            <caption>{props.title}</caption>
+            <thead>
+              <tr>
+                <th scope="col">Series</th>
+                <th scope="col">{`Latest (${props.unit})`}</th>
+                <th scope="col">{`Highest (${props.unit})`}</th>
+              </tr>
+            </thead>
+            <tbody>
+              {props.series.map((s) => {
+                const vals = s.values.filter((v): v is number => v !== null);
+                return (
+                  <tr key={s.label}>
+                    <td>{s.label}</td>
+                    <td>{vals.at(-1) ?? '-'}</td>
+                    <td>{vals.length ? Math.max(...vals) : '-'}</td>
+                  </tr>
+                );
+              })}
+            </tbody>
+          </table>
+        </>
+      )}
+    </figure>
+  );
+}
+
+function compact(n: number): string {
+  if (n >= 1e9) return `${(n / 1e9).toFixed(1)}B`;
+  if (n >= 1e6) return `${(n / 1e6).toFixed(1)}M`;
+  if (n >= 1e3) return `${(n / 1e3).toFixed(1)}k`;
+  return String(Math.round(n * 10) / 10);
 }

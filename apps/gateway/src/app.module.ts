@@ -37,9 +37,13 @@ import { MembersAdminController } from './operators/members.controller.js';
 import { OidcController } from './operators/oidc.controller.js';
 import { OperatorsController } from './operators/operators.controller.js';
 import { QueueJobsController } from './operators/queue-jobs.controller.js';
+import { QuotasController } from './operators/quotas.controller.js';
 import { SearchIndexAdminController } from './operators/search-index.controller.js';
 import { SessionController } from './operators/session.controller.js';
 import { UsageRollupsController } from './operators/usage-rollups.controller.js';
+import { OverviewController } from './overview/overview.controller.js';
+import { OverviewService } from './overview/overview.service.js';
+import { TrafficRecorder } from './overview/traffic.js';
 import { SearchController } from './search/search.controller.js';
 import { SearchGateway } from './search/search.service.js';
 import { SearchAdminController } from './search/search-admin.controller.js';
@@ -86,6 +90,8 @@ export class AppModule {
         QueueJobsController,
         UsageRollupsController,
         SearchIndexAdminController,
+        OverviewController,
+        QuotasController,
       ],
       providers: [
         BullQueues,
@@ -108,6 +114,14 @@ export class AppModule {
           provide: UsagePublisher,
           useValue: new UsagePublisher(deps.nc, deps.log, deps.config.USAGE_SUBJECT_ROOT),
         },
+        {
+          // Per-minute per-model traffic for the console's overview, written to Redis once a second.
+          provide: TrafficRecorder,
+          useValue: new TrafficRecorder(deps.redis, deps.config.CONSOLE_REDIS_PREFIX, 1000, (err) =>
+            deps.log.warn({ err }, 'could not write the overview traffic counters'),
+          ),
+        },
+        OverviewService,
         CatalogService,
         // Admin changes reach every gateway replica at once (core NATS; TTLs are the fallback).
         AdminInvalidation,

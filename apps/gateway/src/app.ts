@@ -151,7 +151,11 @@ function installHooks(f: FastifyInstance, config: GatewayConfig, metrics: Metric
     const traceId = currentTraceId();
     reply.header('x-request-id', req.id);
     void reply.headers(securityHeaders(req.protocol));
+    // The public API's requests in flight (the console's overview); the console's own routes are not.
+    const api = route.startsWith('/v') || route === '/mcp';
+    if (api) metrics.inflight++;
     reply.raw.once('close', () => {
+      if (api) metrics.inflight--;
       const status = reply.raw.writableFinished ? reply.raw.statusCode : 499;
       const ms = performance.now() - start;
       metrics.observe(route, req.method, status, ms / 1000, status >= 400 ? errorCodeOf(req) : undefined);

@@ -91,6 +91,10 @@ export const GatewayEnvSchema = z
     MODEL_SUBJECT_PREFIX: z.string().default(''),
     /** JetStream stream and subject root of usage events (tests use their own, see the harness). */
     USAGE_STREAM: z.string().min(1).default(UsageStream.name),
+    /** The version this replica reports to the console (image tag, git sha); default package.json's. */
+    SERVICE_VERSION: z.string().optional(),
+    /** The ledger writer's durable consumer on USAGE_STREAM (the console shows its lag). */
+    LEDGER_CONSUMER: z.string().min(1).default(UsageStream.consumer),
     USAGE_SUBJECT_ROOT: z
       .string()
       .regex(/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/)

@@ -142,7 +142,15 @@ export async function startImageService(opts: ImageServiceOptions = {}): Promise
           subjectPrefix: opts.subjectPrefix ?? '',
           checks,
         })
-      : await startAppContext({ name: 'image-service', module, env: opts.env, log, checks });
+      : await startAppContext({
+          name: 'image-service',
+          module,
+          env: opts.env,
+          log,
+          checks,
+          statusService: 'image-worker',
+          statusSubjectPrefix: opts.subjectPrefix ?? '',
+        });
     closers.push(() => running.stop());
     opsUrl = running.opsUrl;
     if (workerOptions) worker = running.app.get(ImageWorkerHost).value;

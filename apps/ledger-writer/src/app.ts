@@ -10,6 +10,8 @@ import {
   type NatsConnection,
   NatsUrlSchema,
   parseConfig,
+  StatusPublisher,
+  serviceVersion,
   startAppContext,
 } from '@infer/service-kit';
 import { AckPolicy, DeliverPolicy, type JsMsg, jetstream, jetstreamManager } from '@nats-io/jetstream';
@@ -32,6 +34,10 @@ export const LedgerWriterEnvSchema = z.object({
   LEDGER_STREAM: z.string().default(UsageStream.name),
   LEDGER_SUBJECTS: envList(UsageStream.subjects.join(',')),
   LEDGER_CONSUMER: z.string().default(UsageStream.consumer),
+  /** Tests only: prepended to the status subjects (the console's instance list), like MODEL_SUBJECT_PREFIX. */
+  STATUS_SUBJECT_PREFIX: z.string().default(''),
+  /** The version this instance reports (image tag, git sha); default the platform's package.json version. */
+  SERVICE_VERSION: z.string().optional(),
 });
 export type LedgerWriterConfig = z.infer<typeof LedgerWriterEnvSchema>;
 
@@ -197,6 +203,7 @@ export async function runLedgerWriter(
     await Promise.all(good.map((m) => m.ackAck().catch(() => false)));
   }
 
+  let inHand = 0;
   const loop = (async () => {
     while (!stopping) {
       const batch: JsMsg[] = [];
@@ -217,6 +224,7 @@ export async function runLedgerWriter(
       }
       if (batch.length) {
         busy = true;
+        inHand = batch.length;
         try {
           await write(batch);
         } catch (err) {
@@ -225,11 +233,21 @@ export async function runLedgerWriter(
           if (!stopping) await sleep(200);
         } finally {
           busy = false;
+          inHand = 0;
         }
       }
       if (!busy) while (idleWaiters.length) idleWaiters.shift()!();
     }
   })();
+  // Announces the instance to the gateways' overview; in flight = events of the batch in hand.
+  const status = new StatusPublisher(nc, {
+    service: 'ledger-writer',
+    inflight: () => inHand,
+    version: serviceVersion({ SERVICE_VERSION: config.SERVICE_VERSION }),
+    subjectPrefix: config.STATUS_SUBJECT_PREFIX,
+    log,
+  });
+  status.start();
   log.info(
     { stream: config.LEDGER_STREAM, consumer: config.LEDGER_CONSUMER, batch: config.LEDGER_BATCH_SIZE },
     'ledger writer ready',
@@ -239,6 +257,7 @@ export async function runLedgerWriter(
   const stop = () => {
     stopped ??= (async () => {
       stopping = true;
+      status.stop();
       wake?.();
       await loop;
       await nc.drain().catch(() => undefined);
@@ -279,6 +298,8 @@ export async function startLedgerWriter(opts: LedgerWriterOptions = {}): Promise
     log,
     installSignalHandlers: opts.installSignalHandlers,
     registries: [ledgerMetrics(host)],
+    // runLedgerWriter announces the writer itself (in flight = events in hand).
+    announce: false,
     checks: () => [{ name: 'nats', check: () => !!host.value && !host.value.nc.isClosed() }],
   });
   const writer = host.value;

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { TierSchema } from './catalog.js';
-import { LimitsOverrideSchema } from './limits.js';
+import { LimitStateSchema, LimitsOverrideSchema } from './limits.js';
 
 /**
  * The operator console's admin API (sign-in, operators, audit log). The same schemas validate the
@@ -319,3 +319,143 @@ export const HourlyUsageSchema = z
   .object({ object: z.literal('usage.hourly'), data: z.array(HourlyUsageRowSchema) })
   .meta({ id: 'HourlyUsage' });
 export type HourlyUsage = z.infer<typeof HourlyUsageSchema>;
+
+// ---- keys across members (console page 3) ----
+
+/** PostgreSQL text cannot hold NUL: refused as bad input, never sent to the database. */
+const NoNul = (s: z.ZodString) => s.refine((v) => !v.includes('\u0000'), 'must not contain NUL characters');
+
+export const KeyQuerySchema = z
+  .object({
+    /** Matches the key's name, display prefix or id, or its member's name or email (case-insensitive). */
+    q: NoNul(z.string().trim().max(200)).optional(),
+    /** Only the keys of this member. */
+    member: NoNul(z.string().min(1).max(100)).optional(),
+    status: z.enum(['active', 'revoked']).optional(),
+    /** Cursor: the `next_after` of the previous page. */
+    after: NoNul(z.string().min(1).max(100)).optional(),
+    limit: z.coerce.number().int().min(1).max(200).default(50),
+  })
+  .strict();
+export type KeyQuery = z.infer<typeof KeyQuerySchema>;
+
+export const AdminKeyListItemSchema = AdminKeySchema.extend({
+  member: z.object({ id: z.string(), name: z.string(), tier: TierSchema, suspended: z.boolean() }),
+}).meta({ id: 'AdminKeyListItem' });
+export type AdminKeyListItem = z.infer<typeof AdminKeyListItemSchema>;
+
+export const AdminKeyListSchema = z
+  .object({
+    object: z.literal('list'),
+    data: z.array(AdminKeyListItemSchema),
+    next_after: z.string().nullable(),
+  })
+  .meta({ id: 'AdminKeyList' });
+export type AdminKeyList = z.infer<typeof AdminKeyListSchema>;
+
+// ---- a member's quotas (member detail) ----
+
+export const MemberQuotasSchema = z
+  .object({
+    object: z.literal('member.quotas'),
+    member_id: z.string(),
+    enabled: z.boolean(),
+    at: z.number().int(),
+    /** The member's own counters: token allowances (month or billing period), images per month. */
+    member: z.array(LimitStateSchema),
+    /** Per active key: its quotas (rolling token budgets, web searches per day). */
+    keys: z.array(
+      z.object({ id: z.string(), prefix: z.string(), name: z.string(), quotas: z.array(LimitStateSchema) }),
+    ),
+    /** Keys left out (only the newest active keys are read). */
+    keys_omitted: z.number().int(),
+  })
+  .meta({ id: 'MemberQuotas' });
+export type MemberQuotas = z.infer<typeof MemberQuotasSchema>;
+
+// ---- queues: one job, pause/resume ----
+
+export const QueueJobDetailSchema = QueueJobSchema.extend({
+  /** The job's data, summarised: each field's type and size, short strings and numbers as they are. */
+  data_summary: z.record(z.string(), z.string()),
+  attempts_allowed: z.number().int(),
+  processed_at: z.number().int().nullable(),
+  /** The last lines of the stack traces of its failed attempts (no more than 3). */
+  stacktrace: z.array(z.string()),
+  progress: z.unknown(),
+}).meta({ id: 'QueueJobDetail' });
+export type QueueJobDetail = z.infer<typeof QueueJobDetailSchema>;
+
+export const QueuePausedSchema = z
+  .object({ object: z.literal('queue'), name: z.string(), paused: z.boolean() })
+  .meta({ id: 'QueuePaused' });
+
+// ---- live overview (console page 1) ----
+
+export const OverviewQuerySchema = z
+  .object({ minutes: z.coerce.number().int().min(5).max(120).default(60) })
+  .strict();
+
+export const OverviewModelSchema = z.object({
+  model: z.string(),
+  requests: z.number().int(),
+  errors: z.number().int(),
+  tokens: z.number().int(),
+  /** Latency percentiles over the window (ms; the upper bound of the histogram bucket). */
+  p50_ms: z.number().nullable(),
+  p99_ms: z.number().nullable(),
+  /** Per minute, oldest first (one entry per minute of the window). */
+  tokens_per_min: z.array(z.number().int()),
+  p50_per_min: z.array(z.number().nullable()),
+  p99_per_min: z.array(z.number().nullable()),
+});
+export type OverviewModel = z.infer<typeof OverviewModelSchema>;
+
+export const OverviewInstanceSchema = z.object({
+  instance: z.string(),
+  service: z.string(),
+  version: z.string(),
+  host: z.string(),
+  inflight: z.number().int(),
+  load: z.number(),
+  rss: z.number().int(),
+  uptime_s: z.number().int(),
+  last_seen_ms: z.number().int(),
+});
+
+export const OverviewSchema = z
+  .object({
+    object: z.literal('overview'),
+    at: z.number().int().describe('Unix milliseconds'),
+    minutes: z.number().int(),
+    /** Start of each minute of the window (Unix seconds), oldest first. */
+    minute_starts: z.array(z.number().int()),
+    totals: z.object({
+      requests: z.number().int(),
+      errors: z.number().int(),
+      tokens: z.number().int(),
+      /** Over the last full minute. */
+      requests_per_s: z.number(),
+      error_rate: z.number().nullable(),
+      requests_per_min: z.array(z.number().int()),
+      errors_per_min: z.array(z.number().int()),
+    }),
+    models: z.array(OverviewModelSchema),
+    /** Requests being handled by all gateway replicas now (sum of their latest status). */
+    inflight: z.number().int(),
+    instances: z.array(OverviewInstanceSchema),
+    queues: z.array(
+      z.object({ name: z.string(), paused: z.boolean(), counts: z.record(z.string(), z.number().int()) }),
+    ),
+    ledger: z.object({
+      /** Events in the stream not yet delivered to the ledger writer. */
+      pending: z.number().int().nullable(),
+      /** Delivered, not yet written and acknowledged. */
+      ack_pending: z.number().int().nullable(),
+      /** Age of the oldest event not yet written (ms), null when none waits. */
+      oldest_ms: z.number().int().nullable(),
+      error: z.string().nullable(),
+    }),
+  })
+  .meta({ id: 'Overview' });
+export type Overview = z.infer<typeof OverviewSchema>;

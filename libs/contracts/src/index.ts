@@ -15,6 +15,7 @@ export * from './queues.js';
 export * from './rerank.js';
 export * from './responses.js';
 export * from './search.js';
+export * from './status.js';
 export * from './subjects.js';
 export * from './text-limits.js';
 export * from './usage.js';

@@ -21,6 +21,14 @@ describe('OpenAPI: the admin API of the operator console', () => {
       ['/admin/operators/{id}', 'patch'],
       ['/admin/usage/daily', 'get'],
       ['/admin/queues/{queue}/jobs/{id}/retry', 'post'],
+      ['/admin/queues/{queue}/jobs/{id}', 'get'],
+      ['/admin/queues/{queue}/pause', 'post'],
+      ['/admin/queues/{queue}/resume', 'post'],
+      ['/admin/keys', 'get'],
+      ['/admin/keys/{key}/rotate', 'post'],
+      ['/admin/members/{id}/quotas', 'get'],
+      ['/admin/overview', 'get'],
+      ['/admin/overview/stream', 'get'],
     ] as const) {
       const op = doc.paths[path]?.[method];
       assert.ok(op, `${method} ${path}`);
@@ -36,6 +44,15 @@ describe('OpenAPI: the admin API of the operator console', () => {
     );
     assert.deepEqual(doc.paths['/admin/session'].post.security, []);
     assert.equal(doc.components.securitySchemes.consoleSession.in, 'cookie');
+    assert.match(doc.paths['/admin/queues/{queue}/pause'].post.description, /admin or above.*X-CSRF-Token/);
+    assert.equal(
+      doc.paths['/admin/overview'].get.responses['200'].content['application/json'].schema.$ref,
+      '#/components/schemas/Overview',
+    );
+    assert.deepEqual(
+      doc.paths['/admin/keys'].get.parameters.map((p: Json) => p.name),
+      ['q', 'member', 'status', 'after', 'limit'],
+    );
     // The public API is unchanged next to it.
     assert.ok(doc.paths['/v1/models'].get);
   });

@@ -53,6 +53,21 @@ export interface ApiKeyInfo {
   limits: unknown;
 }
 
+/** Members matched by a key search before it switches to a relation filter (see search()). */
+const MEMBER_MATCHES = 2000;
+
+export interface ApiKeyWithMember extends ApiKeyInfo {
+  member: { id: string; name: string; tier: Tier; suspendedAt: Date | null };
+}
+
+export interface KeySearch {
+  q?: string | undefined;
+  memberId?: string | undefined;
+  status?: 'active' | 'revoked' | undefined;
+  after?: string | undefined;
+  limit: number;
+}
+
 /** What the gateway's auth needs about a key, read in one query. */
 export interface AuthKey {
   keyId: string;
@@ -124,6 +139,64 @@ export class ApiKeysRepository {
       select: INFO_SELECT,
       orderBy: [{ createdAt: 'asc' }, { id: 'asc' }],
     });
+  }
+
+  /**
+   * One page of keys across members, newest first (keyset paging on the id: uuid v7, time-ordered),
+   * with their member. `q` matches the key's name, display prefix or id, or its member's name or
+   * email (case-insensitive).
+   */
+  async search(query: KeySearch): Promise<{ rows: ApiKeyWithMember[]; nextAfter: string | null }> {
+    const q = query.q?.trim();
+    let match: Prisma.ApiKeyWhereInput[] = [];
+    if (q) {
+      // Members matching first, in one query: a relation filter inside the OR would be checked
+      // once per key scanned (50,000 sub-queries for a rare match). Beyond MEMBER_MATCHES members
+      // the matches are dense, and the relation filter finds a page quickly.
+      const members = await this.db.member.findMany({
+        where: {
+          OR: [
+            { name: { contains: q, mode: 'insensitive' } },
+            { email: { contains: q, mode: 'insensitive' } },
+          ],
+        },
+        select: { id: true },
+        take: MEMBER_MATCHES + 1,
+      });
+      const byMember: Prisma.ApiKeyWhereInput[] =
+        members.length > MEMBER_MATCHES
+          ? [
+              { member: { name: { contains: q, mode: 'insensitive' } } },
+              { member: { email: { contains: q, mode: 'insensitive' } } },
+            ]
+          : members.length
+            ? [{ memberId: { in: members.map((m) => m.id) } }]
+            : [];
+      match = [
+        { name: { contains: q, mode: 'insensitive' } },
+        { prefix: { startsWith: q } },
+        ...(/^[0-9a-f-]{36}$/i.test(q) ? [{ id: q.toLowerCase() }, { memberId: q.toLowerCase() }] : []),
+        ...byMember,
+      ];
+    }
+    const where: Prisma.ApiKeyWhereInput = {
+      ...(match.length ? { OR: match } : {}),
+      ...(query.memberId ? { memberId: query.memberId } : {}),
+      ...(query.status === 'active' ? { revokedAt: null } : {}),
+      ...(query.status === 'revoked' ? { revokedAt: { not: null } } : {}),
+      ...(query.after ? { id: { lt: query.after } } : {}),
+    };
+    const found = await this.db.apiKey.findMany({
+      where,
+      orderBy: { id: 'desc' },
+      take: query.limit + 1,
+      select: {
+        ...INFO_SELECT,
+        member: { select: { id: true, name: true, tier: true, suspendedAt: true } },
+      },
+    });
+    const page = found.slice(0, query.limit);
+    return { rows: page, nextAfter: found.length > query.limit ? (page.at(-1)?.id ?? null) : null };
   }
 
   /** The key with this id, or this display prefix (`sk-inf-abc123`). */

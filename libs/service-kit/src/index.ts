@@ -8,5 +8,6 @@ export * from './nest/index.js';
 export * from './redis.js';
 export * from './rpc.js';
 export * from './safe-fetch.js';
+export * from './status.js';
 export * from './telemetry/index.js';
 export * from './usage-stream.js';

@@ -2,15 +2,18 @@ import {
   type AdminKey,
   type AdminMember,
   type DailyUsage,
-  type KeyLimitsState,
+  type LimitState,
+  type MemberQuotas,
   type MintedKey,
   SetKeyLimitsRequestSchema,
   TIERS,
+  UpdateMemberRequestSchema,
 } from '@infer/contracts';
-import { type FormEvent, useState } from 'react';
+import { type FormEvent, Fragment, useState } from 'react';
 import { api, query } from '../api.js';
 import { ago, utc } from '../format.js';
 import { useLoad } from '../hooks.js';
+import { LimitsStateDialog, OneTimeKeyDialog, RevokeKeyDialog } from '../keys.js';
 import { Link } from '../router.js';
 import { READ_ONLY_REASON, useCanWrite } from '../session.js';
 import { BarChart, Button, Dialog, ErrorNote, Field } from '../ui.js';
@@ -86,6 +89,12 @@ export function MemberDetailPage(props: { id: string }) {
           {m.suspended ? 'Unsuspend' : 'Suspend'}
         </Button>
       </div>
+      <AnchorEditor
+        memberId={m.id}
+        anchor={m.billing_anchor}
+        canWrite={canWrite}
+        onSaved={() => detail.reload()}
+      />
       <ErrorNote error={failure} />
 
       <div className="titlebar">
@@ -158,6 +167,8 @@ export function MemberDetailPage(props: { id: string }) {
       </table>
       {m.api_keys.length === 0 ? <p>No keys yet.</p> : null}
 
+      <QuotaPanel memberId={m.id} />
+
       <h2>Usage, last 30 days</h2>
       <ErrorNote error={usage.error} />
       <BarChart
@@ -179,51 +190,16 @@ export function MemberDetailPage(props: { id: string }) {
           detail.reload();
         }}
       />
-      <Dialog
-        open={Boolean(minted)}
-        title="Your new API key"
-        onClose={() => setMinted(null)}
-        dismissable={false}
-      >
-        <p>
-          <strong>This is the only time the key is shown.</strong> Store it now; afterwards only its prefix is
-          visible.
-        </p>
-        <p className="secret mono" data-testid="minted-key">
-          {minted?.key}
-        </p>
-        <div className="actions">
-          <Button onClick={() => navigator.clipboard?.writeText(minted?.key ?? '')}>Copy</Button>
-          <Button kind="primary" onClick={() => setMinted(null)}>
-            I have stored the key
-          </Button>
-        </div>
-      </Dialog>
-      <Dialog open={Boolean(revoking)} title="Revoke this key?" onClose={() => setRevoking(null)}>
-        <p>
-          Key <span className="mono">{revoking?.prefix}</span> ({revoking?.name}) of {m.name} stops working at
-          once. This cannot be undone.
-        </p>
-        <div className="actions">
-          <Button onClick={() => setRevoking(null)}>Cancel</Button>
-          <Button
-            kind="danger"
-            onClick={async () => {
-              const k = revoking;
-              setRevoking(null);
-              if (!k) return;
-              try {
-                await api('POST', `/admin/keys/${encodeURIComponent(k.id)}/revoke`);
-              } catch (error) {
-                setFailure(error);
-              }
-              detail.reload();
-            }}
-          >
-            Revoke key
-          </Button>
-        </div>
-      </Dialog>
+      <OneTimeKeyDialog minted={minted} onClose={() => setMinted(null)} />
+      <RevokeKeyDialog
+        apiKey={revoking}
+        owner={m.name}
+        onClose={() => setRevoking(null)}
+        onDone={(error) => {
+          setFailure(error);
+          detail.reload();
+        }}
+      />
       <Dialog open={suspending} title="Suspend this member?" onClose={() => setSuspending(false)}>
         <p>
           Every key of {m.name} ({m.api_keys.filter((k) => !k.revoked_at).length} active) is refused with 401
@@ -242,7 +218,7 @@ export function MemberDetailPage(props: { id: string }) {
           </Button>
         </div>
       </Dialog>
-      {inspecting ? <LimitsState apiKey={inspecting} onClose={() => setInspecting(null)} /> : null}
+      {inspecting ? <LimitsStateDialog apiKey={inspecting} onClose={() => setInspecting(null)} /> : null}
       {editing ? (
         <LimitsDialog
           apiKey={editing}
@@ -355,44 +331,147 @@ function LimitsDialog(props: { apiKey: AdminKey; onClose: () => void; onSaved: (
   );
 }
 
-/** The live state of every limit of a key, as the gateway computes it (GET /admin/keys/{id}/limits). */
-function LimitsState(props: { apiKey: AdminKey; onClose: () => void }) {
-  const state = useLoad(
-    () => api<KeyLimitsState>('GET', `/admin/keys/${encodeURIComponent(props.apiKey.id)}/limits`),
-    props.apiKey.id,
-    10_000,
-  );
+/**
+ * The billing anchor (start of the member's billing periods: chat-G's allowance period), edited as a
+ * UTC date and checked with the API's UpdateMemberRequest contract before it is sent.
+ */
+function AnchorEditor(props: { memberId: string; anchor: number; canWrite: boolean; onSaved: () => void }) {
+  const current = new Date(props.anchor * 1000).toISOString().slice(0, 10);
+  const [value, setValue] = useState(current);
+  const [error, setError] = useState<string | undefined>();
+  const [failure, setFailure] = useState<unknown>(null);
+  const [saved, setSaved] = useState(false);
+  const save = async (e: FormEvent) => {
+    e.preventDefault();
+    setSaved(false);
+    setFailure(null);
+    const body = { billing_anchor: value };
+    const errs = fieldErrors(UpdateMemberRequestSchema, body);
+    setError(errs.billing_anchor ?? errs._form);
+    if (Object.keys(errs).length) return;
+    try {
+      await api('PATCH', `/admin/members/${encodeURIComponent(props.memberId)}`, body);
+      setSaved(true);
+      props.onSaved();
+    } catch (err) {
+      setFailure(err);
+    }
+  };
   return (
-    <Dialog open title={`Live limits of ${props.apiKey.prefix}`} onClose={props.onClose}>
-      <ErrorNote error={state.error} />
-      {state.data && !state.data.enabled ? <p>Limits are off on this gateway.</p> : null}
+    <form className="row" onSubmit={save} noValidate aria-label="Billing anchor">
+      <Field
+        label="Billing anchor (UTC date)"
+        name="billing_anchor"
+        type="date"
+        value={value}
+        onChange={(v) => {
+          setValue(v);
+          setSaved(false);
+        }}
+        error={error}
+        hint={props.canWrite ? 'Billing periods start on this day of each month.' : READ_ONLY_REASON}
+      />
+      <div className="field">
+        <Button type="submit" disabled={!props.canWrite || value === current} reason={READ_ONLY_REASON}>
+          Save anchor
+        </Button>
+      </div>
+      <ErrorNote error={failure} />
+      {saved ? (
+        <p role="status" className="field">
+          Saved.
+        </p>
+      ) : null}
+    </form>
+  );
+}
+
+const WINDOW_LABEL: Record<string, string> = {
+  month: 'calendar month',
+  billing_period: 'billing period',
+  rolling: 'rolling window',
+  day: 'day (UTC)',
+};
+
+function quotaLabel(l: LimitState): string {
+  if (l.name.endsWith('.allowance_tokens')) return `${l.model} allowance`;
+  if (l.name.endsWith('.rolling_tokens')) return `${l.model} rolling budget`;
+  if (l.name === 'images.requests_per_month') return 'Images per month';
+  if (l.name === 'search.requests_per_day') return 'Web searches per day';
+  return l.name;
+}
+
+function QuotaRows(props: { rows: LimitState[] }) {
+  return (
+    <>
+      {props.rows.map((l) => (
+        <tr key={l.name}>
+          <td>
+            {quotaLabel(l)} <span className="mono wide">({l.name})</span>
+          </td>
+          <td>{WINDOW_LABEL[l.window] ?? l.window}</td>
+          <td>
+            <meter min={0} max={l.limit} value={l.used} aria-label={`${quotaLabel(l)} used`} />{' '}
+            {l.used.toLocaleString('en')} {l.unit}
+          </td>
+          <td>
+            {l.remaining.toLocaleString('en')} of {l.limit.toLocaleString('en')}
+            {l.remaining <= 0 ? <span className="badge danger">spent ({l.status})</span> : null}
+          </td>
+          <td className="wide">{l.resets_at ? utc(l.resets_at) : '-'}</td>
+        </tr>
+      ))}
+    </>
+  );
+}
+
+/**
+ * Every quota of the member as the gateway's limits engine counts it (GET /admin/members/{id}/quotas):
+ * allowances per month or billing period and images per month (the member's), rolling budgets and
+ * searches per day (each key's). Polled every 15 s.
+ */
+function QuotaPanel(props: { memberId: string }) {
+  const quotas = useLoad(
+    () => api<MemberQuotas>('GET', `/admin/members/${encodeURIComponent(props.memberId)}/quotas`),
+    props.memberId,
+    15_000,
+  );
+  const q = quotas.data;
+  return (
+    <section aria-labelledby="quotas-title">
+      <h2 id="quotas-title">Quotas</h2>
+      <ErrorNote error={quotas.error} />
+      {q && !q.enabled ? <p>Limits are off on this gateway: nothing is enforced.</p> : null}
       <table>
-        <caption className="sr-only">Limits</caption>
+        <caption className="sr-only">Quotas of this member</caption>
         <thead>
           <tr>
-            <th scope="col">Limit</th>
-            <th scope="col">Used / limit</th>
-            <th scope="col">Resets</th>
+            <th scope="col">Quota</th>
+            <th scope="col">Period</th>
+            <th scope="col">Used</th>
+            <th scope="col">Left</th>
+            <th scope="col" className="wide">
+              Resets
+            </th>
           </tr>
         </thead>
         <tbody>
-          {(state.data?.limits ?? []).map((l) => (
-            <tr key={l.name}>
-              <td className="mono">{l.name}</td>
-              <td>
-                {l.used.toLocaleString('en')} / {l.limit.toLocaleString('en')} {l.unit}
-                {l.remaining <= 0 ? <span className="badge danger">exhausted ({l.status})</span> : null}
-              </td>
-              <td>{l.resets_at ? utc(l.resets_at) : '-'}</td>
-            </tr>
-          ))}
+          <QuotaRows rows={q?.member ?? []} />
+          {(q?.keys ?? []).map((k) =>
+            k.quotas.length ? (
+              <Fragment key={k.id}>
+                <tr>
+                  <th scope="rowgroup" colSpan={5}>
+                    Key <span className="mono">{k.prefix}</span> ({k.name})
+                  </th>
+                </tr>
+                <QuotaRows rows={k.quotas} />
+              </Fragment>
+            ) : null,
+          )}
         </tbody>
       </table>
-      <div className="actions">
-        <Button kind="primary" onClick={props.onClose}>
-          Close
-        </Button>
-      </div>
-    </Dialog>
+      {q && q.keys_omitted > 0 ? <p>{q.keys_omitted} older active keys are not shown.</p> : null}
+    </section>
   );
 }

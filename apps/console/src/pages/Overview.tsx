@@ -1,98 +1,303 @@
-import type { HourlyUsage } from '@infer/contracts';
+import type { HourlyUsage, Overview } from '@infer/contracts';
+import { useEffect, useState } from 'react';
 import { api } from '../api.js';
-import { ago } from '../format.js';
+import { ago, compactNumber } from '../format.js';
 import { useLoad, useNow } from '../hooks.js';
-import { BarChart, Button, ErrorNote } from '../ui.js';
-import type { QueueReport } from './Queues.js';
+import { BarChart, Button, ErrorNote, LineChart } from '../ui.js';
+
+const MINUTES = 60;
+const POLL_MS = 5_000;
+
+export interface LiveOverview {
+  data: Overview | undefined;
+  error: unknown;
+  /** `live`: Server-Sent Events; `polling`: the stream failed, GET every 5 s. */
+  mode: 'connecting' | 'live' | 'polling';
+  at: number | undefined;
+}
 
 /**
- * Platform traffic of the last 24 hours per model and per hour (from the hourly rollup) and the queue
- * depths; polled every 15 s while the tab is visible.
+ * The overview, live: an EventSource on /admin/overview/stream (same origin, so `connect-src 'self'`
+ * allows it and the session cookie goes along). A stream the server ends (renewal after 10 min) is
+ * reopened; a stream that keeps failing gives way to polling GET /admin/overview.
+ */
+export function useLiveOverview(minutes: number): LiveOverview {
+  const [state, setState] = useState<LiveOverview>({
+    data: undefined,
+    error: null,
+    mode: 'connecting',
+    at: undefined,
+  });
+  const [generation, setGeneration] = useState(0);
+  // biome-ignore lint/correctness/useExhaustiveDependencies: generation reopens the stream
+  useEffect(() => {
+    let closed = false;
+    let poll: ReturnType<typeof setInterval> | undefined;
+    let es: EventSource | undefined;
+    let failures = 0;
+    const take = (data: Overview, mode: LiveOverview['mode']) =>
+      !closed && setState({ data, error: null, mode, at: Date.now() });
+    const startPolling = () => {
+      const load = () =>
+        api<Overview>('GET', `/admin/overview?minutes=${minutes}`).then(
+          (d) => take(d, 'polling'),
+          (error: unknown) => !closed && setState((s) => ({ ...s, error, mode: 'polling' })),
+        );
+      void load();
+      poll = setInterval(() => {
+        if (document.visibilityState === 'visible') void load();
+      }, POLL_MS);
+    };
+    // A hidden tab holds no stream (the polled pages, too, poll only while visible), so the session
+    // can end on its idle timeout; visible again, a new stream opens.
+    const onVisibility = () => {
+      if (document.visibilityState === 'visible') setGeneration((g) => g + 1);
+      else es?.close();
+    };
+    document.addEventListener('visibilitychange', onVisibility);
+    const cleanup = () => {
+      closed = true;
+      document.removeEventListener('visibilitychange', onVisibility);
+      es?.close();
+      clearInterval(poll);
+    };
+    if (typeof EventSource === 'undefined') {
+      startPolling();
+      return cleanup;
+    }
+    if (document.visibilityState !== 'visible') return cleanup;
+    const source = new EventSource(`/admin/overview/stream?minutes=${minutes}`);
+    es = source;
+    source.addEventListener('overview', (e) => {
+      failures = 0;
+      take(JSON.parse((e as MessageEvent<string>).data) as Overview, 'live');
+    });
+    source.addEventListener('end', (e) => {
+      source.close();
+      const { code } = JSON.parse((e as MessageEvent<string>).data) as { code: string };
+      if (code === 'renew' || code === 'shutdown') setGeneration((g) => g + 1);
+      // A session that ended: one plain request makes the console show the sign-in page.
+      else void api('GET', '/admin/overview?minutes=5').catch(() => undefined);
+    });
+    source.onerror = () => {
+      failures++;
+      if (failures >= 3 && !poll) {
+        source.close();
+        startPolling();
+      }
+    };
+    return cleanup;
+  }, [minutes, generation]);
+  return state;
+}
+
+const hhmm = (unix: number) => new Date(unix * 1000).toISOString().slice(11, 16);
+const ms = (v: number | null) => (v === null ? '-' : v >= 1000 ? `${(v / 1000).toFixed(1)} s` : `${v} ms`);
+const bytes = (n: number) => `${Math.round(n / 1048576)} MB`;
+const duration = (s: number) =>
+  s < 120 ? `${s} s` : s < 7200 ? `${Math.round(s / 60)} min` : `${Math.round(s / 3600)} h`;
+
+/**
+ * Live platform overview: requests/s, error rate, requests in flight, ledger lag, jobs waiting;
+ * per model p50/p99 latency and tokens per minute over the last hour (charts and a table); the
+ * service instances that are up, with version and load; queue depths. Below, 24 hours from the
+ * hourly rollup.
  */
 export function OverviewPage() {
+  const live = useLiveOverview(MINUTES);
   const usage = useLoad(
     () => api<HourlyUsage>('GET', '/admin/usage/hourly?hours=24'),
     'overview-usage',
-    15_000,
-  );
-  const queues = useLoad(
-    () => api<{ data: QueueReport[] }>('GET', '/admin/queues'),
-    'overview-queues',
-    15_000,
+    60_000,
   );
   const now = useNow();
-  const rows = usage.data?.data ?? [];
-  const perModel = new Map<string, { requests: number; tokens: number; errors: number; latency: number }>();
-  const perHour = new Map<number, number>();
-  for (const r of rows) {
-    const m = perModel.get(r.model) ?? { requests: 0, tokens: 0, errors: 0, latency: 0 };
-    m.requests += r.requests;
-    m.tokens += r.total_tokens;
-    m.errors += r.errors;
-    m.latency += r.avg_latency_ms * r.requests;
-    perModel.set(r.model, m);
-    perHour.set(r.hour, (perHour.get(r.hour) ?? 0) + r.requests);
-  }
-  const total = [...perModel.values()].reduce(
-    (a, m) => ({
-      requests: a.requests + m.requests,
-      errors: a.errors + m.errors,
-      latency: a.latency + m.latency,
-    }),
-    { requests: 0, errors: 0, latency: 0 },
-  );
+  const o = live.data;
+  const starts = o?.minute_starts ?? [];
+  const xLabels: [string, string] = starts.length
+    ? [hhmm(starts[0] as number), hhmm(starts.at(-1) as number)]
+    : ['', ''];
+  const top = (o?.models ?? []).slice(0, 6);
+  const perModel24 = new Map<string, number>();
+  for (const r of usage.data?.data ?? [])
+    perModel24.set(r.model, (perModel24.get(r.model) ?? 0) + r.requests);
+  const waiting = (o?.queues ?? []).reduce((n, q) => n + (q.counts.waiting ?? 0), 0);
+  const services = new Map<string, number>();
+  for (const i of o?.instances ?? []) services.set(i.service, (services.get(i.service) ?? 0) + 1);
   return (
     <section>
       <div className="titlebar">
         <h1>Overview</h1>
-        <span aria-live="polite">updated {ago(usage.at ?? null, now)}</span>
-        <Button
-          onClick={() => {
-            usage.reload();
-            queues.reload();
-          }}
-        >
-          Refresh
-        </Button>
+        <span aria-live="polite">
+          {live.mode === 'live' ? 'live' : live.mode === 'polling' ? 'polling every 5 s' : 'connecting'},
+          updated {ago(live.at ?? null, now)}
+        </span>
+        <Button onClick={usage.reload}>Refresh 24 h</Button>
       </div>
-      <ErrorNote error={usage.error ?? queues.error} />
+      <ErrorNote error={live.error ?? usage.error} />
       <div className="cards">
         <div className="card">
-          <h2>Requests, 24 h</h2>
-          <p className="big">{total.requests.toLocaleString('en')}</p>
-        </div>
-        <div className="card">
-          <h2>Error rate</h2>
-          <p className="big">
-            {total.requests ? `${((100 * total.errors) / total.requests).toFixed(1)} %` : '-'}
+          <h2>Requests/s</h2>
+          <p className="big" data-testid="rps">
+            {o ? o.totals.requests_per_s : '-'}
           </p>
         </div>
         <div className="card">
-          <h2>Mean latency</h2>
-          <p className="big">{total.requests ? `${Math.round(total.latency / total.requests)} ms` : '-'}</p>
+          <h2>Error rate, 1 h</h2>
+          <p className="big">
+            {o?.totals.error_rate == null ? '-' : `${(100 * o.totals.error_rate).toFixed(1)} %`}
+          </p>
+        </div>
+        <div className="card">
+          <h2>In flight</h2>
+          <p className="big" data-testid="inflight">
+            {o ? o.inflight : '-'}
+          </p>
         </div>
         <div className="card">
           <h2>Jobs waiting</h2>
-          <p className="big">{(queues.data?.data ?? []).reduce((n, q) => n + (q.counts.waiting ?? 0), 0)}</p>
+          <p className="big">{o ? waiting : '-'}</p>
+        </div>
+        <div className="card">
+          <h2>Ledger lag</h2>
+          <p className="big" data-testid="ledger-lag">
+            {!o
+              ? '-'
+              : o.ledger.error
+                ? 'unknown'
+                : `${(o.ledger.pending ?? 0) + (o.ledger.ack_pending ?? 0)} events`}
+          </p>
+          {o?.ledger.oldest_ms ? <p>oldest {ms(o.ledger.oldest_ms)}</p> : null}
+          {o?.ledger.error ? <p>{o.ledger.error}</p> : null}
         </div>
       </div>
+      <div className="charts">
+        <LineChart
+          title="Requests per minute, last hour"
+          unit="requests"
+          xLabels={xLabels}
+          series={
+            o
+              ? [
+                  { label: 'requests', values: o.totals.requests_per_min },
+                  { label: 'errors', values: o.totals.errors_per_min },
+                ]
+              : []
+          }
+        />
+        <LineChart
+          title="Tokens per minute per model, last hour"
+          unit="tokens"
+          xLabels={xLabels}
+          series={top.map((m) => ({ label: m.model, values: m.tokens_per_min }))}
+        />
+        <LineChart
+          title="p50 latency per model (ms), last hour"
+          unit="ms"
+          xLabels={xLabels}
+          series={top.map((m) => ({ label: m.model, values: m.p50_per_min }))}
+        />
+        <LineChart
+          title="p99 latency per model (ms), last hour"
+          unit="ms"
+          xLabels={xLabels}
+          series={top.map((m) => ({ label: m.model, values: m.p99_per_min }))}
+        />
+      </div>
+      <h2>Models, last hour</h2>
+      <table>
+        <caption className="sr-only">Traffic per model over the last hour</caption>
+        <thead>
+          <tr>
+            <th scope="col">Model</th>
+            <th scope="col">Requests</th>
+            <th scope="col">Errors</th>
+            <th scope="col">p50</th>
+            <th scope="col">p99</th>
+            <th scope="col">Tokens/min (mean)</th>
+          </tr>
+        </thead>
+        <tbody>
+          {(o?.models ?? []).map((m) => (
+            <tr key={m.model}>
+              <td className="mono">{m.model}</td>
+              <td>{m.requests.toLocaleString('en')}</td>
+              <td>{m.errors.toLocaleString('en')}</td>
+              <td>{ms(m.p50_ms)}</td>
+              <td>{ms(m.p99_ms)}</td>
+              <td>{compactNumber(Math.round(m.tokens / Math.max(1, o?.minutes ?? 60)))}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      {o && o.models.length === 0 ? <p>No model traffic in the last hour.</p> : null}
+
+      <h2>Service instances</h2>
+      <p>
+        {[...services].map(([s, n]) => `${s}: ${n}`).join(' · ') || (o ? 'No instance has reported.' : '')}
+      </p>
+      <table>
+        <caption className="sr-only">Service instances that are up</caption>
+        <thead>
+          <tr>
+            <th scope="col">Service</th>
+            <th scope="col" className="wide">
+              Instance
+            </th>
+            <th scope="col">Version</th>
+            <th scope="col">In flight</th>
+            <th scope="col">Load</th>
+            <th scope="col" className="wide">
+              Memory
+            </th>
+            <th scope="col">Up</th>
+          </tr>
+        </thead>
+        <tbody>
+          {(o?.instances ?? []).map((i) => (
+            <tr key={i.instance}>
+              <td>{i.service}</td>
+              <td className="mono wide">{i.instance}</td>
+              <td className="mono">{i.version}</td>
+              <td>{i.inflight}</td>
+              <td>{i.load.toFixed(2)}</td>
+              <td className="wide">{bytes(i.rss)}</td>
+              <td>{duration(i.uptime_s)}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+
+      <h2>Queues</h2>
+      <table>
+        <caption className="sr-only">Queue depths</caption>
+        <thead>
+          <tr>
+            <th scope="col">Queue</th>
+            <th scope="col">waiting</th>
+            <th scope="col">active</th>
+            <th scope="col">delayed</th>
+            <th scope="col">failed</th>
+            <th scope="col">State</th>
+          </tr>
+        </thead>
+        <tbody>
+          {(o?.queues ?? []).map((q) => (
+            <tr key={q.name}>
+              <td className="mono">{q.name}</td>
+              <td>{q.counts.waiting ?? 0}</td>
+              <td>{q.counts.active ?? 0}</td>
+              <td>{q.counts.delayed ?? 0}</td>
+              <td>{q.counts.failed ?? 0}</td>
+              <td>{q.paused ? <span className="badge danger">paused</span> : 'running'}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+
       <BarChart
         title="Requests per model, last 24 hours"
         unit="Requests"
-        bars={[...perModel].map(([model, m]) => ({ label: model, value: m.requests }))}
-      />
-      <BarChart
-        title="Tokens per model, last 24 hours"
-        unit="Tokens"
-        bars={[...perModel].map(([model, m]) => ({ label: model, value: m.tokens }))}
-      />
-      <BarChart
-        title="Requests per hour (UTC)"
-        unit="Requests"
-        bars={[...perHour].map(([hour, n]) => ({
-          label: `${new Date(hour * 1000).toISOString().slice(11, 13)}:00`,
-          value: n,
-        }))}
+        bars={[...perModel24].map(([model, n]) => ({ label: model, value: n }))}
       />
     </section>
   );

@@ -1,5 +1,5 @@
-import type { QueueJobView } from '@infer/contracts';
-import { useState } from 'react';
+import type { QueueJobDetail, QueueJobView } from '@infer/contracts';
+import { type FormEvent, useState } from 'react';
 import { api, query } from '../api.js';
 import { ago, utc } from '../format.js';
 import { useLoad, useNow } from '../hooks.js';
@@ -9,6 +9,7 @@ import { BarChart, Button, Dialog, ErrorNote, Field } from '../ui.js';
 
 export interface QueueReport {
   name: string;
+  paused: boolean;
   counts: Record<string, number>;
   workers: number;
 }
@@ -19,7 +20,18 @@ const STATES = ['waiting', 'active', 'delayed', 'failed', 'completed'] as const;
 export function QueuesPage(props: { params: URLSearchParams }) {
   const queues = useLoad(() => api<{ data: QueueReport[] }>('GET', '/admin/queues'), 'queues', 10_000);
   const now = useNow();
+  const canWrite = useCanWrite();
+  const [failure, setFailure] = useState<unknown>(null);
   const data = queues.data?.data ?? [];
+  const setPaused = async (q: QueueReport, paused: boolean) => {
+    setFailure(null);
+    try {
+      await api('POST', `/admin/queues/${encodeURIComponent(q.name)}/${paused ? 'pause' : 'resume'}`);
+    } catch (error) {
+      setFailure(error);
+    }
+    queues.reload();
+  };
   return (
     <section>
       <div className="titlebar">
@@ -27,7 +39,7 @@ export function QueuesPage(props: { params: URLSearchParams }) {
         <span aria-live="polite">updated {ago(queues.at ?? null, now)}</span>
         <Button onClick={queues.reload}>Refresh</Button>
       </div>
-      <ErrorNote error={queues.error} />
+      <ErrorNote error={queues.error ?? failure} />
       <BarChart
         title="Jobs waiting or active per queue"
         unit="Jobs"
@@ -44,6 +56,7 @@ export function QueuesPage(props: { params: URLSearchParams }) {
               </th>
             ))}
             <th scope="col">Workers</th>
+            <th scope="col">Processing</th>
           </tr>
         </thead>
         <tbody>
@@ -60,10 +73,27 @@ export function QueuesPage(props: { params: URLSearchParams }) {
                   q.workers
                 )}
               </td>
+              <td className="actions">
+                {q.paused ? (
+                  <span className="badge danger">paused</span>
+                ) : (
+                  <span className="badge ok">running</span>
+                )}
+                <Button
+                  kind={q.paused ? 'primary' : 'plain'}
+                  disabled={!canWrite}
+                  reason={READ_ONLY_REASON}
+                  onClick={() => void setPaused(q, !q.paused)}
+                  label={q.paused ? `Resume ${q.name}` : `Pause ${q.name}`}
+                >
+                  {q.paused ? 'Resume' : 'Pause'}
+                </Button>
+              </td>
             </tr>
           ))}
         </tbody>
       </table>
+      {data.length ? <FindJob queues={data.map((q) => q.name)} /> : null}
       {data.length ? (
         <Jobs queues={data.map((q) => q.name)} params={props.params} onChange={queues.reload} />
       ) : null}
@@ -192,5 +222,81 @@ function Jobs(props: { queues: string[]; params: URLSearchParams; onChange: () =
         </div>
       </Dialog>
     </>
+  );
+}
+
+/** Finds one job by id in a queue: state, attempts, error and stack, a summary of its data. */
+function FindJob(props: { queues: string[] }) {
+  const [queue, setQueue] = useState(props.queues[0] ?? '');
+  const [id, setId] = useState('');
+  const [job, setJob] = useState<QueueJobDetail | null>(null);
+  const [failure, setFailure] = useState<unknown>(null);
+  const find = async (e: FormEvent) => {
+    e.preventDefault();
+    setJob(null);
+    setFailure(null);
+    if (!id.trim()) {
+      setFailure(new Error('Enter a job id.'));
+      return;
+    }
+    try {
+      setJob(
+        await api<QueueJobDetail>(
+          'GET',
+          `/admin/queues/${encodeURIComponent(queue)}/jobs/${encodeURIComponent(id.trim())}`,
+        ),
+      );
+    } catch (error) {
+      setFailure(error);
+    }
+  };
+  return (
+    <section aria-labelledby="find-job">
+      <h2 id="find-job">Find a job</h2>
+      <form className="filters" onSubmit={find} noValidate aria-label="Find a job">
+        <Field label="Queue" name="find-queue" value={queue} options={props.queues} onChange={setQueue} />
+        <Field label="Job id" name="job-id" value={id} onChange={setId} />
+        <Button type="submit">Find job</Button>
+      </form>
+      <ErrorNote error={failure} />
+      {job ? (
+        <dl className="facts" aria-label={`Job ${job.id}`}>
+          <dt>Job</dt>
+          <dd className="mono">
+            {job.queue}/{job.id} ({job.name})
+          </dd>
+          <dt>State</dt>
+          <dd data-testid="job-state">{job.state}</dd>
+          <dt>Attempts</dt>
+          <dd>
+            {job.attempts_made} of {job.attempts_allowed}
+          </dd>
+          <dt>Created</dt>
+          <dd>{utc(job.created_at)}</dd>
+          <dt>Finished</dt>
+          <dd>{job.finished_at ? utc(job.finished_at) : '-'}</dd>
+          <dt>Error</dt>
+          <dd>{job.failed_reason ?? '-'}</dd>
+          {job.stacktrace.length ? (
+            <>
+              <dt>Stack</dt>
+              <dd>
+                <pre className="mono">{job.stacktrace.at(-1)}</pre>
+              </dd>
+            </>
+          ) : null}
+          <dt>Data</dt>
+          <dd>
+            <ul className="plain-list">
+              {Object.entries(job.data_summary).map(([k, v]) => (
+                <li key={k}>
+                  <span className="mono">{k}</span>: {v}
+                </li>
+              ))}
+            </ul>
+          </dd>
+        </dl>
+      ) : null}
+    </section>
   );
 }

@@ -26,3 +26,21 @@ describe('queue timings', () => {
     assert.deepEqual(t.segment?.wait_ms, { p50: 0, p95: 0, max: 0 });
   });
 });
+
+describe('job data summary', () => {
+  it('shows short values, sizes of long strings, arrays and objects', async () => {
+    const { summarize } = await import('../operators/queue-jobs.controller.js');
+    assert.deepEqual(
+      summarize({ prompt: 'a fox', n: 2, audio: 'x'.repeat(5000), tags: [1, 2], opts: { a: 1 }, none: null }),
+      {
+        prompt: '"a fox"',
+        n: '2',
+        audio: 'string (5000 characters)',
+        tags: 'array (2 items)',
+        opts: 'object (1 fields)',
+        none: 'null',
+      },
+    );
+    assert.deepEqual(summarize('plain'), { value: '"plain"' });
+  });
+});

@@ -27,6 +27,8 @@ export interface JobTimings {
 
 export interface QueueReport {
   name: string;
+  /** Paused for every worker (POST /admin/queues/{queue}/pause). */
+  paused: boolean;
   /** Jobs by state: waiting, active, waiting-children, delayed, prioritized, completed, failed, paused. */
   counts: Record<string, number>;
   /** Worker connections registered on the queue (BullMQ's CLIENT LIST view). */
@@ -89,11 +91,12 @@ export class QueuesAdminController {
 
   private async report(name: string): Promise<QueueReport> {
     const q = this.queue(name);
-    const [counts, workers, done] = await Promise.all([
+    const [counts, workers, done, paused] = await Promise.all([
       q.getJobCounts(),
       q.getWorkersCount().catch(() => 0),
       q.getJobs(['completed'], 0, RECENT - 1),
+      q.isPaused(),
     ]);
-    return { name, counts, workers, recent: jobTimings(done.filter(Boolean)) };
+    return { name, paused, counts, workers, recent: jobTimings(done.filter(Boolean)) };
   }
 }

@@ -623,15 +623,22 @@ export class LimitsEngine {
 
   /**
    * The current state of every limit of a key: its own and its member's, for each model of the
-   * catalog it may use, web search and images. Read-only.
+   * catalog it may use, web search and images. Takes nothing; a quota counter missing in Redis is
+   * rebuilt from the ledger and stored, as the next admission would do.
    */
-  async state(subject: LimitSubject, models: readonly CatalogEntry[]): Promise<LimitState[]> {
+  async state(
+    subject: LimitSubject,
+    models: readonly CatalogEntry[],
+    /** Only the limits this keeps are read (e.g. the member's quotas): nothing else touches Redis. */
+    only?: (limit: Pick<LimitState, 'scope' | 'window'>) => boolean,
+  ): Promise<LimitState[]> {
     const now = this.clock();
     const ctx = this.ctx(subject);
     const seen = new Set<string>();
     const checks: Check[] = [];
     const add = (cs: Check[]) => {
       for (const c of cs) {
+        if (only && !only(c)) continue;
         const k = redisKeyOf(c, now);
         if (seen.has(k)) continue;
         seen.add(k);
@@ -649,6 +656,21 @@ export class LimitsEngine {
       else pipe.hgetall(k);
     }
     const results = (await this.call(() => pipe.exec())) ?? [];
+    // Quota counters Redis does not have are rebuilt from the ledger and stored exactly as an
+    // admission would (rebuild(): set only if still missing), so the next read is a plain GET.
+    const missing = checks.filter(
+      (c, i) => c.kind === 'W' && c.rebuild && !results[i]?.[0] && (results[i]?.[1] ?? null) === null,
+    );
+    const rebuilt = new Map<string, number>();
+    if (missing.length) {
+      await this.rebuild(missing, now);
+      const again = this.redis.pipeline();
+      for (const c of missing) again.get(redisKeyOf(c, now));
+      const values = (await this.call(() => again.exec())) ?? [];
+      missing.forEach((c, i) => {
+        rebuilt.set(redisKeyOf(c, now), Math.max(0, Number(values[i]?.[1] ?? 1) - 1));
+      });
+    }
     const out: LimitState[] = [];
     for (const [i, c] of checks.entries()) {
       const [err, value] = results[i] ?? [null, null];
@@ -657,8 +679,8 @@ export class LimitsEngine {
       let resetsAt: number | null = null;
       if (c.kind === 'W') {
         const { win } = windowAt(c, now);
-        if (value === null && c.rebuild) used = await this.opts.ledger.total(c.rebuild(win));
-        // Quota counters are kept as use + 1 (see BATCH_LUA).
+        // Quota counters are kept as use + 1 (see BATCH_LUA and SEED_LUA).
+        if (value === null && c.rebuild) used = rebuilt.get(redisKeyOf(c, now)) ?? 0;
         else used = Math.max(0, Number(value ?? 0) - (c.rebuild ? 1 : 0));
         resetsAt = win.end;
       } else if (c.kind === 'L') {

@@ -113,7 +113,11 @@ export class LimitsService implements OnModuleInit, OnApplicationShutdown {
     return this.engine.admitImages(auth);
   }
 
-  state(auth: LimitSubject, models: readonly CatalogEntry[]): Promise<LimitState[]> {
-    return this.engine.state(auth, models);
+  state(
+    auth: LimitSubject,
+    models: readonly CatalogEntry[],
+    only?: (limit: Pick<LimitState, 'scope' | 'window'>) => boolean,
+  ): Promise<LimitState[]> {
+    return this.engine.state(auth, models, only);
   }
 }

@@ -56,6 +56,9 @@ export class MetricsService {
     registers: [this.registry],
   });
 
+  /** Public API requests (/v1, /v2, /mcp) this replica is answering now (the console's overview). */
+  inflight = 0;
+
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: 'gateway_' });
   }

@@ -18,6 +18,7 @@ import { estimatePromptTokens } from '../limits/estimate.js';
 import type { Admission } from '../limits/limits.engine.js';
 import { LimitsService } from '../limits/limits.service.js';
 import { MetricsService } from '../metrics/metrics.service.js';
+import { TrafficRecorder } from '../overview/traffic.js';
 import { UsagePublisher } from '../usage/usage-publisher.js';
 import { checkEnvelopeSize, collectList } from './collect.js';
 import { type ModelRoute, routeCaller } from './routes.js';
@@ -42,6 +43,7 @@ export class ModelGateway {
     @Inject(LimitsService) private readonly limits: LimitsService,
     @Inject(REDIS) private readonly redis: Redis,
     @Inject(NATS) private readonly nc: NatsConnection,
+    @Inject(TrafficRecorder) private readonly traffic: TrafficRecorder,
   ) {}
 
   /** The NATS subject of a route (MODEL_SUBJECT_PREFIX: tests only). */
@@ -299,6 +301,7 @@ export class ModelGateway {
     end: EndFrame | null,
   ): void {
     const u = end?.usage;
+    const latencyMs = performance.now() - started;
     // Releases the concurrency slots and charges the token budgets with the real usage.
     void this.admissions.get(env)?.settle(u?.total_tokens ?? 0);
     this.usage.record({
@@ -311,9 +314,11 @@ export class ModelGateway {
       completionTokens: u?.completion_tokens ?? 0,
       totalTokens: u?.total_tokens ?? 0,
       status,
-      latencyMs: Math.round(performance.now() - started),
+      latencyMs: Math.round(latencyMs),
       at: Date.now(),
     });
+    // The console's overview: in-process counts, written to Redis once a second (traffic.ts).
+    this.traffic.record(env.model.id, status, latencyMs, u?.total_tokens ?? 0);
     this.metrics.modelDone(
       env.model.id,
       this.tiers.get(env) ?? 'unknown',
@@ -321,7 +326,7 @@ export class ModelGateway {
       status,
       u?.prompt_tokens ?? 0,
       u?.completion_tokens ?? 0,
-      (performance.now() - started) / 1000,
+      latencyMs / 1000,
     );
   }
 }

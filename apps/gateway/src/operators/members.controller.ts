@@ -1,8 +1,10 @@
 import {
   type AdminKey,
+  type AdminKeyList,
   type AdminMember,
   ApiError,
   CreateMemberRequestSchema,
+  KeyQuerySchema,
   LimitsOverrideSchema,
   MemberQuerySchema,
   type MintedKey,
@@ -96,7 +98,9 @@ const notFound = (what: string, id: string, param: string) =>
  *   GET   /admin/members/{id}                              member and its keys
  *   PATCH /admin/members/{id}                              {tier?, billing_anchor?, suspended?}
  *   POST  /admin/members/{id}/keys                         {name?} -> the key, shown this once
+ *   GET   /admin/keys?q=&member=&status=&after=&limit=     keys of all members, newest first
  *   POST  /admin/keys/{id or prefix}/revoke
+ *   POST  /admin/keys/{id or prefix}/rotate                 a new key with the same name and limits
  *   PUT   /admin/keys/{id or prefix}/limits                {limits: LimitsOverride | null}
  *   GET   /admin/models                                    every model, disabled ones included
  *   PATCH /admin/models/{id}                               {enabled}
@@ -209,6 +213,32 @@ export class MembersAdminController {
       )
       .catch(userError);
     return { object: 'api_key.secret', key, record: keyView(record) };
+  }
+
+  @Get('keys')
+  async listKeys(@Req() req: FastifyRequest, @Query() query: unknown): Promise<AdminKeyList> {
+    await this.access.require(req, 'read');
+    const q = parseOrThrow(KeyQuerySchema, query ?? {});
+    const page = await this.keys.search({
+      q: q.q,
+      memberId: q.member,
+      status: q.status,
+      after: q.after,
+      limit: q.limit,
+    });
+    return {
+      object: 'list',
+      data: page.rows.map((k) => ({
+        ...keyView(k),
+        member: {
+          id: k.member.id,
+          name: k.member.name,
+          tier: k.member.tier,
+          suspended: Boolean(k.member.suspendedAt),
+        },
+      })),
+      next_after: page.nextAfter,
+    };
   }
 
   @Post('keys/:key/revoke')

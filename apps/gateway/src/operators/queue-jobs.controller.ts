@@ -1,4 +1,11 @@
-import { ApiError, parseOrThrow, QueueJobsQuerySchema, type QueueJobView, Queues } from '@infer/contracts';
+import {
+  ApiError,
+  parseOrThrow,
+  type QueueJobDetail,
+  QueueJobsQuerySchema,
+  type QueueJobView,
+  Queues,
+} from '@infer/contracts';
 import { Controller, Delete, Get, HttpCode, Inject, Param, Post, Query, Req } from '@nestjs/common';
 import { type Job, Queue } from 'bullmq';
 import type { FastifyRequest } from 'fastify';
@@ -14,7 +21,10 @@ const JOB_ID = /^[A-Za-z0-9:_-]{1,200}$/;
  * their error), retry a failed job, remove a job. Reads need any role, retry/remove need admin; both
  * are audited. (GET /admin/queues, the counts, lives in admin-queues/.)
  *   GET    /admin/queues/{queue}/jobs?state=failed&start=0&limit=20
+ *   GET    /admin/queues/{queue}/jobs/{id}          one job: state, attempts, error, data summary
  *   POST   /admin/queues/{queue}/jobs/{id}/retry
+ *   POST   /admin/queues/{queue}/pause              workers take no new job until resumed
+ *   POST   /admin/queues/{queue}/resume
  *   DELETE /admin/queues/{queue}/jobs/{id}
  */
 @Public()
@@ -62,6 +72,59 @@ export class QueueJobsController {
       total,
       data: jobs.filter(Boolean).map((j) => view(name, j, q.state)),
     };
+  }
+
+  @Get(':queue/jobs/:id')
+  async find(
+    @Req() req: FastifyRequest,
+    @Param('queue') name: string,
+    @Param('id') id: string,
+  ): Promise<QueueJobDetail> {
+    await this.access.require(req, 'read');
+    const job = await this.job(name, id);
+    const state = await job.getState();
+    return {
+      ...view(name, job, state),
+      data_summary: summarize(job.data),
+      attempts_allowed: job.opts.attempts ?? 1,
+      processed_at: job.processedOn ?? null,
+      stacktrace: (job.stacktrace ?? []).slice(-3).map((t) => String(t).split('\n').slice(0, 6).join('\n')),
+      progress: job.progress ?? null,
+    };
+  }
+
+  @Post(':queue/pause')
+  @HttpCode(200)
+  pause(@Req() req: FastifyRequest, @Param('queue') name: string) {
+    return this.setPaused(req, name, true);
+  }
+
+  @Post(':queue/resume')
+  @HttpCode(200)
+  resume(@Req() req: FastifyRequest, @Param('queue') name: string) {
+    return this.setPaused(req, name, false);
+  }
+
+  /** Pauses or resumes a queue for every worker (BullMQ's global pause, kept in Redis); audited. */
+  private async setPaused(req: FastifyRequest, name: string, paused: boolean) {
+    const actor = await this.access.require(req, 'write');
+    const q = this.queue(name);
+    const before = await q.isPaused();
+    if (before !== paused) {
+      // The queue's state lives in Redis: its audit row commits only once the change succeeded.
+      await this.access.auditedOutside(
+        actor,
+        {
+          action: paused ? 'queue.pause' : 'queue.resume',
+          targetType: 'queue',
+          targetId: name,
+          before: { paused: before },
+          after: { paused },
+        },
+        () => (paused ? q.pause() : q.resume()),
+      );
+    }
+    return { object: 'queue' as const, name, paused: await q.isPaused() };
   }
 
   @Post(':queue/jobs/:id/retry')
@@ -118,6 +181,29 @@ export class QueueJobsController {
     );
     return { object: 'queue.job.deleted' as const, id, queue: name };
   }
+}
+
+/**
+ * What the console shows of a job's data: every top-level field with its type, numbers and booleans
+ * as they are, strings up to 80 characters (longer ones, e.g. base64 audio, by their length only),
+ * arrays and objects by their size. At most 30 fields.
+ */
+export function summarize(data: unknown): Record<string, string> {
+  if (data === null || typeof data !== 'object') return { value: describe(data) };
+  const out: Record<string, string> = {};
+  const entries = Object.entries(data as Record<string, unknown>);
+  for (const [k, v] of entries.slice(0, 30)) out[k] = describe(v);
+  if (entries.length > 30) out['…'] = `${entries.length - 30} more fields`;
+  return out;
+}
+
+function describe(v: unknown): string {
+  if (v === null || v === undefined) return String(v);
+  if (typeof v === 'string') return v.length <= 80 ? JSON.stringify(v) : `string (${v.length} characters)`;
+  if (typeof v === 'number' || typeof v === 'boolean') return String(v);
+  if (Array.isArray(v)) return `array (${v.length} items)`;
+  if (typeof v === 'object') return `object (${Object.keys(v).length} fields)`;
+  return typeof v;
 }
 
 function view(queue: string, j: Job, state: string): QueueJobView {

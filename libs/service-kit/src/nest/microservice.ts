@@ -14,6 +14,7 @@ import { envInt, NatsUrlSchema, parseConfig } from '../config.js';
 import { createLogger, type Logger } from '../logger.js';
 import { connectNats, type NatsConnection } from '../nats.js';
 import type { RpcServer } from '../rpc.js';
+import { StatusPublisher, serviceVersion } from '../status.js';
 import { startTelemetry } from '../telemetry/sdk.js';
 import { PassThroughRpcFilter } from './filters.js';
 import { NestPinoLogger } from './nest-logger.js';
@@ -53,6 +54,16 @@ export interface ServiceBootstrapOptions {
   checks?: (app: INestApplicationContext) => ReadinessCheck[];
   /** The service's own Prometheus registries, served on the ops server's /metrics. */
   registries?: Registry[];
+  /**
+   * Application contexts (worker roles) only: announce the instance on NATS for the console's
+   * overview (StatusPublisher, on a connection of its own, opened in the background so that a
+   * worker never waits for NATS). Default true; the ledger writer announces itself.
+   */
+  announce?: boolean;
+  /** The service name announced (default `name`), e.g. `image-worker` for a worker-only role. */
+  statusService?: string;
+  /** Tests only: prepended to the status subjects (as subjectPrefix is to the RPC ones). */
+  statusSubjectPrefix?: string;
 }
 
 export interface NatsServiceOptions extends ServiceBootstrapOptions {
@@ -211,10 +222,20 @@ export async function startMicroservice(opts: NatsServiceOptions): Promise<Runni
   }
   const rpc = transport.rpc;
   const nest = app;
+  // Announces the instance (service, version, in flight, load) to the gateways' overview.
+  const status = new StatusPublisher(nc, {
+    service: opts.name,
+    inflight: () => rpc.inflightCount,
+    version: serviceVersion(opts.env ?? process.env),
+    subjectPrefix: opts.subjectPrefix,
+    log,
+  });
+  status.start();
   log.info({ subjects: transport.subjects, queue: opts.queue, ops: opsUrl }, 'service ready');
   let stopping: Promise<void> | undefined;
   const stop = (graceMs?: number) => {
     stopping ??= (async () => {
+      status.stop();
       ops?.shuttingDown();
       if (graceMs !== undefined) await rpc.drain(graceMs);
       await nest.close();
@@ -257,9 +278,36 @@ export async function startAppContext(opts: ServiceBootstrapOptions): Promise<Ru
     await app.close().catch(() => undefined);
     throw e;
   }
+  // The worker role's presence on the console's overview (no NATS traffic otherwise).
+  let statusNc: NatsConnection | null = null;
+  let status: StatusPublisher | null = null;
+  let stopped = false;
+  if (opts.announce !== false) {
+    connectNats(env.NATS_URL, `${opts.name}-status`).then(
+      (nc) => {
+        if (stopped) {
+          void nc.close();
+          return;
+        }
+        statusNc = nc;
+        status = new StatusPublisher(nc, {
+          service: opts.statusService ?? opts.name,
+          inflight: () => 0,
+          version: serviceVersion(opts.env ?? process.env),
+          subjectPrefix: opts.statusSubjectPrefix,
+          log,
+        });
+        status.start();
+      },
+      (err: unknown) => log.warn({ err }, 'no NATS connection for the status messages'),
+    );
+  }
   let stopping: Promise<void> | undefined;
   const stop = () => {
     stopping ??= (async () => {
+      stopped = true;
+      status?.stop();
+      await statusNc?.close().catch(() => undefined);
       ops?.shuttingDown();
       await app.close();
       await ops?.close();

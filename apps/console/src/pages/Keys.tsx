@@ -1,0 +1,278 @@
+import {
+  type AdminKeyList,
+  type AdminKeyListItem,
+  type AdminMember,
+  type MintedKey,
+  MintKeyRequestSchema,
+} from '@infer/contracts';
+import { type FormEvent, useState } from 'react';
+import { api, query } from '../api.js';
+import { ago, utc } from '../format.js';
+import { useLoad, useNow } from '../hooks.js';
+import { LimitsStateDialog, OneTimeKeyDialog, RevokeKeyDialog } from '../keys.js';
+import { Link, navigate } from '../router.js';
+import { READ_ONLY_REASON, useCanWrite } from '../session.js';
+import { Button, Dialog, ErrorNote, Field } from '../ui.js';
+import { fieldErrors } from '../validate.js';
+
+/**
+ * The keys of all members: server-side search (key name, prefix or id; member name or email) and
+ * keyset paging in the URL, last use, status, live limit state; mint, rotate and revoke here too.
+ */
+export function KeysPage(props: { params: URLSearchParams }) {
+  const q = props.params.get('q') ?? '';
+  const status = props.params.get('status') ?? '';
+  const after = props.params.get('after') ?? '';
+  const trail = (props.params.get('trail') ?? '').split(',').filter(Boolean);
+  const canWrite = useCanWrite();
+  const now = useNow(10_000);
+  const [search, setSearch] = useState(q);
+  const [minting, setMinting] = useState(false);
+  const [minted, setMinted] = useState<MintedKey | null>(null);
+  const [revoking, setRevoking] = useState<AdminKeyListItem | null>(null);
+  const [inspecting, setInspecting] = useState<AdminKeyListItem | null>(null);
+  const [failure, setFailure] = useState<unknown>(null);
+  const list = useLoad(
+    () => api<AdminKeyList>('GET', `/admin/keys${query({ q, status, after, limit: 25 })}`),
+    `${q}|${status}|${after}`,
+  );
+  const go = (p: Record<string, string | undefined>) => navigate('keys', { q, status, ...p });
+  const rotate = async (k: AdminKeyListItem) => {
+    setFailure(null);
+    try {
+      setMinted(await api<MintedKey>('POST', `/admin/keys/${encodeURIComponent(k.id)}/rotate`));
+    } catch (error) {
+      setFailure(error);
+    }
+    list.reload();
+  };
+  return (
+    <section>
+      <div className="titlebar">
+        <h1>Keys</h1>
+        <Button
+          kind="primary"
+          onClick={() => setMinting(true)}
+          disabled={!canWrite}
+          reason={READ_ONLY_REASON}
+        >
+          Mint key
+        </Button>
+      </div>
+      <form
+        className="filters"
+        onSubmit={(e) => {
+          e.preventDefault();
+          go({ q: search, after: undefined, trail: undefined });
+        }}
+      >
+        <Field
+          label="Search key name, prefix, member"
+          name="q"
+          value={search}
+          onChange={setSearch}
+          type="search"
+        />
+        <Field
+          label="Status"
+          name="status"
+          value={status}
+          options={['', 'active', 'revoked']}
+          onChange={(v) => go({ status: v, after: undefined, trail: undefined })}
+        />
+        <Button type="submit">Search</Button>
+      </form>
+      <ErrorNote error={list.error ?? failure} />
+      <table>
+        <caption className="sr-only">API keys of all members</caption>
+        <thead>
+          <tr>
+            <th scope="col">Prefix</th>
+            <th scope="col">Name</th>
+            <th scope="col">Member</th>
+            <th scope="col" className="wide">
+              Tier
+            </th>
+            <th scope="col" className="wide">
+              Created
+            </th>
+            <th scope="col">Last used</th>
+            <th scope="col">Status</th>
+            <th scope="col">Actions</th>
+          </tr>
+        </thead>
+        <tbody>
+          {(list.data?.data ?? []).map((k) => (
+            <tr key={k.id}>
+              <td className="mono">{k.prefix}</td>
+              <td>{k.name}</td>
+              <td>
+                <Link to={`members/${encodeURIComponent(k.member.id)}`}>{k.member.name}</Link>
+                {k.member.suspended ? <span className="badge danger">suspended</span> : null}
+              </td>
+              <td className="wide">{k.member.tier}</td>
+              <td className="wide">{utc(k.created_at)}</td>
+              <td>{ago(k.last_used_at, now)}</td>
+              <td>{k.revoked_at ? `revoked ${utc(k.revoked_at)}` : 'active'}</td>
+              <td className="actions">
+                <Button onClick={() => setInspecting(k)} label={`State of ${k.prefix}`}>
+                  State
+                </Button>
+                <Button
+                  disabled={!canWrite || Boolean(k.revoked_at)}
+                  reason={k.revoked_at ? 'Already revoked.' : READ_ONLY_REASON}
+                  onClick={() => void rotate(k)}
+                  label={`Rotate ${k.prefix}`}
+                >
+                  Rotate
+                </Button>
+                <Button
+                  kind="danger"
+                  disabled={!canWrite || Boolean(k.revoked_at)}
+                  reason={k.revoked_at ? 'Already revoked.' : READ_ONLY_REASON}
+                  onClick={() => setRevoking(k)}
+                  label={`Revoke ${k.prefix}`}
+                >
+                  Revoke
+                </Button>
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      {list.data && list.data.data.length === 0 ? <p>No keys match.</p> : null}
+      <div className="pager">
+        <Button
+          disabled={!after}
+          onClick={() =>
+            go({
+              after: trail.at(-1) === '-' ? undefined : trail.at(-1),
+              trail: trail.slice(0, -1).join(',') || undefined,
+            })
+          }
+        >
+          Previous
+        </Button>
+        <Button
+          disabled={!list.data?.next_after}
+          onClick={() =>
+            go({ after: list.data?.next_after ?? undefined, trail: [...trail, after || '-'].join(',') })
+          }
+        >
+          Next
+        </Button>
+      </div>
+      {minting ? (
+        <MintForMember
+          onClose={() => setMinting(false)}
+          onMinted={(k) => {
+            setMinting(false);
+            setMinted(k);
+            list.reload();
+          }}
+        />
+      ) : null}
+      <OneTimeKeyDialog minted={minted} onClose={() => setMinted(null)} />
+      <RevokeKeyDialog
+        apiKey={revoking}
+        owner={revoking?.member.name ?? ''}
+        onClose={() => setRevoking(null)}
+        onDone={(error) => {
+          setFailure(error);
+          list.reload();
+        }}
+      />
+      {inspecting ? <LimitsStateDialog apiKey={inspecting} onClose={() => setInspecting(null)} /> : null}
+    </section>
+  );
+}
+
+/** Mint from the Keys page: find the member (server-side search), name the key, mint. */
+function MintForMember(props: { onClose: () => void; onMinted: (k: MintedKey) => void }) {
+  const [search, setSearch] = useState('');
+  const [asked, setAsked] = useState('');
+  const [memberId, setMemberId] = useState('');
+  const [name, setName] = useState('default');
+  const [errors, setErrors] = useState<Record<string, string>>({});
+  const [failure, setFailure] = useState<unknown>(null);
+  const members = useLoad(
+    () =>
+      asked
+        ? api<{ data: AdminMember[] }>('GET', `/admin/members${query({ q: asked, limit: 10 })}`)
+        : Promise.resolve({ data: [] as AdminMember[] }),
+    asked,
+  );
+  const found = members.data?.data ?? [];
+  const submit = async (e: FormEvent) => {
+    e.preventDefault();
+    const errs = fieldErrors(MintKeyRequestSchema, { name });
+    if (!memberId) errs.member = 'Choose a member.';
+    setErrors(errs);
+    if (Object.keys(errs).length) return;
+    try {
+      props.onMinted(
+        await api<MintedKey>('POST', `/admin/members/${encodeURIComponent(memberId)}/keys`, { name }),
+      );
+    } catch (error) {
+      setFailure(error);
+    }
+  };
+  return (
+    <Dialog open title="Mint an API key" onClose={props.onClose}>
+      <form
+        className="row"
+        onSubmit={(e) => {
+          e.preventDefault();
+          setAsked(search.trim());
+          setMemberId('');
+          setErrors({});
+        }}
+        noValidate
+      >
+        <Field label="Find member (name, email or id)" name="member-q" value={search} onChange={setSearch} />
+        <div className="field">
+          <Button type="submit">Find</Button>
+        </div>
+      </form>
+      <form onSubmit={submit} noValidate>
+        <div className="field">
+          <label htmlFor="mint-member">Member</label>
+          <select
+            id="mint-member"
+            name="member"
+            value={memberId}
+            onChange={(e) => setMemberId(e.target.value)}
+            aria-invalid={errors.member ? true : undefined}
+            aria-describedby={errors.member ? 'mint-member-err' : 'mint-member-hint'}
+          >
+            <option value="">{found.length ? '(choose)' : '(search first)'}</option>
+            {found.map((m) => (
+              <option key={m.id} value={m.id}>
+                {`${m.name} (${m.tier}${m.email ? `, ${m.email}` : ''})`}
+              </option>
+            ))}
+          </select>
+          {errors.member ? (
+            <small id="mint-member-err" className="error" role="alert">
+              {errors.member}
+            </small>
+          ) : (
+            <small id="mint-member-hint">
+              {asked && !members.loading
+                ? `${found.length} member(s) match “${asked}”.`
+                : 'Find the member first, then choose.'}
+            </small>
+          )}
+        </div>
+        <Field label="Key name" name="name" value={name} onChange={setName} error={errors.name} required />
+        <ErrorNote error={failure ?? members.error} />
+        <div className="actions">
+          <Button onClick={props.onClose}>Cancel</Button>
+          <Button type="submit" kind="primary">
+            Mint
+          </Button>
+        </div>
+      </form>
+    </Dialog>
+  );
+}

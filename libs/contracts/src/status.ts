@@ -1,0 +1,37 @@
+import { z } from 'zod';
+
+/**
+ * Service discovery for the operator console: every process (gateway replicas, NATS services, the
+ * ledger writer) publishes a small status message on `infer.status.<service>` every few seconds and
+ * at once when someone publishes on `infer.status.ping` (a gateway that just started). Gateways
+ * subscribe without a queue group, so every replica sees every instance.
+ */
+export const StatusSubjects = {
+  /** `infer.status.<service>`: one ServiceStatus message. */
+  status: (service: string) => `infer.status.${service.replace(/[^A-Za-z0-9_-]/g, '_')}`,
+  all: 'infer.status.*',
+  /** Empty payload: every instance publishes its status now. */
+  ping: 'infer.ping.status',
+} as const;
+
+export const ServiceStatusSchema = z
+  .object({
+    /** Unique per process (host, pid and a random tag). */
+    instance: z.string().min(1).max(200),
+    service: z.string().min(1).max(100),
+    version: z.string().max(100),
+    host: z.string().max(200),
+    pid: z.number().int(),
+    /** Requests (or jobs, or pending events) this instance is working on now. */
+    inflight: z.number().int().min(0),
+    /** One-minute load average of its machine, divided by its CPU count (0..1+). */
+    load: z.number().min(0),
+    /** Resident memory in bytes. */
+    rss: z.number().int().min(0),
+    started_at: z.number().int().describe('Unix milliseconds'),
+    at: z.number().int().describe('Unix milliseconds of this message'),
+    /** Milliseconds until the next message; an instance silent for 3 intervals is gone. */
+    interval_ms: z.number().int().min(100),
+  })
+  .meta({ id: 'ServiceStatus' });
+export type ServiceStatus = z.infer<typeof ServiceStatusSchema>;

@@ -1,0 +1,278 @@
+/**
+ * The operator console's live pages in Debian's Chromium (playwright-core, no browser download)
+ * against a real gateway, chat-service and ledger writer: traffic appears in the overview's latency
+ * and tokens charts (streamed over Server-Sent Events under the strict CSP), service instances are
+ * listed with their version, a key is minted from the Keys page and works, a queue is paused and
+ * resumed and a job found by id, the member page's quota panel shows usage after a request and its
+ * billing anchor is edited. Every page is checked with axe-core and screenshotted at 1280 and 390 px.
+ */
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { rmSync } from 'node:fs';
+import { after, before, describe, it } from 'node:test';
+import { OperatorsRepository } from '@infer/persistence';
+import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
+import OpenAI from 'openai';
+import { type Browser, chromium, type Page } from 'playwright-core';
+import { type LedgerWriter, startLedgerWriter } from '../../apps/ledger-writer/src/app.js';
+import { chromiumOptions, noChromium } from '../support/browser.js';
+import { buildConsole, capture, shotsDir, signIn } from '../support/console-browser.js';
+import { waitFor } from '../support/wait-for.js';
+import { type Stack, startStack } from './harness.js';
+
+const OWNER = { email: 'owner@example.com', password: 'owner password 123' };
+const VIEWER = { email: 'viewer@example.com', password: 'viewer password 123' };
+const hi = [{ role: 'user' as const, content: 'hi' }];
+
+describe('operator console live pages in Chromium', { skip: noChromium }, () => {
+  let stack: Stack;
+  let ledger: LedgerWriter;
+  let browser: Browser;
+  let distDir: string;
+  let shots: string;
+  const cspErrors: string[] = [];
+  const tag = randomBytes(4).toString('hex');
+  const prefix = `test:clv:${tag}:`;
+  const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+
+  async function newPage(): Promise<Page> {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const page = await context.newPage();
+    page.on('console', (m) => {
+      if (/Content Security Policy/i.test(m.text())) cspErrors.push(m.text());
+    });
+    return page;
+  }
+
+  before(async () => {
+    shots = shotsDir('console-live');
+    console.log(`console screenshots: ${shots}`);
+    distDir = await buildConsole();
+    const subjectPrefix = `clv${tag}.`;
+    const env = {
+      MODEL_SUBJECT_PREFIX: subjectPrefix,
+      USAGE_STREAM: `USAGE_CLV${tag.toUpperCase()}`,
+      USAGE_SUBJECT_ROOT: `usage_clv${tag}.events`,
+      CONSOLE_DIR: distDir,
+      LIMITS_ENABLED: '1',
+      LIMITS_REDIS_PREFIX: prefix,
+      CONSOLE_REDIS_PREFIX: `${prefix}console:`,
+      BULLMQ_PREFIX: `${prefix}bull`,
+      SERVICE_VERSION: '7.7.7-e2e',
+    };
+    stack = await startStack({ env });
+    ledger = await startLedgerWriter({
+      env: {
+        ...process.env,
+        DATABASE_URL: stack.databaseUrl,
+        LOG_LEVEL: 'silent',
+        LEDGER_STREAM: env.USAGE_STREAM,
+        LEDGER_SUBJECTS: `${env.USAGE_SUBJECT_ROOT}.>`,
+        LEDGER_CONSUMER: 'ledger-writer',
+        STATUS_SUBJECT_PREFIX: subjectPrefix,
+        SERVICE_VERSION: '7.7.7-e2e',
+      },
+    });
+    const ops = new OperatorsRepository(stack.prisma);
+    await ops.create({ ...OWNER, role: 'owner' });
+    await ops.create({ ...VIEWER, role: 'viewer' });
+    browser = await chromium.launch(chromiumOptions);
+  });
+
+  after(async () => {
+    await browser?.close();
+    await ledger?.stop();
+    await stack?.close();
+    const redis = new Redis(redisUrl);
+    const keys = await redis.keys(`${prefix}*`);
+    if (keys.length) await redis.del(...keys);
+    redis.disconnect();
+    if (distDir) rmSync(distDir, { recursive: true, force: true });
+  });
+
+  it('overview: traffic shows in the latency and tokens charts live; instances listed with their version', async () => {
+    const page = await newPage();
+    await signIn(page, stack.url, OWNER);
+    await page.getByRole('heading', { name: 'Overview' }).waitFor();
+    // The stream is open before the traffic: what follows arrives over SSE, without a reload.
+    await page.getByText(/^live, updated/).waitFor();
+    const client = new OpenAI({ baseURL: stack.baseURL, apiKey: stack.keys.premium, maxRetries: 0 });
+    for (let i = 0; i < 3; i++)
+      await client.chat.completions.create({ model: 'chat-B', messages: hi, max_tokens: 4 });
+    for (const title of [
+      'Tokens per minute per model, last hour',
+      'p50 latency per model (ms), last hour',
+      'p99 latency per model (ms), last hour',
+    ]) {
+      // The chart's legend and its screen-reader table name the model once traffic arrived.
+      await page
+        .getByRole('figure', { name: title })
+        .getByRole('cell', { name: 'chat-B' })
+        .waitFor({ timeout: 20_000 });
+    }
+    const svgLines = await page
+      .getByRole('figure', { name: 'Tokens per minute per model, last hour' })
+      .locator('polyline, circle')
+      .count();
+    assert.ok(svgLines > 0, 'the tokens chart draws the series');
+    const row = page.getByRole('row', { name: /chat-B/ }).first();
+    await row.waitFor();
+    const instances = page.getByRole('table', { name: 'Service instances that are up' });
+    for (const service of ['gateway', 'chat-service', 'ledger-writer'])
+      await instances
+        .getByRole('row', { name: new RegExp(`^${service} .*7\\.7\\.7-e2e`) })
+        .first()
+        .waitFor();
+    await page
+      .getByTestId('ledger-lag')
+      .getByText(/events$/)
+      .waitFor();
+    await capture(page, shots, '01-overview-live');
+    await page.context().close();
+  });
+
+  it('Keys page: finds keys across members, mints for a member (shown once) and the key works', async () => {
+    const page = await newPage();
+    await signIn(page, stack.url, OWNER);
+    await page.getByRole('navigation').getByRole('link', { name: 'Keys' }).click();
+    await page.getByRole('heading', { name: 'Keys', exact: true }).waitFor();
+    await page.getByRole('cell', { name: 'it-community' }).first().waitFor();
+    await capture(page, shots, '02-keys');
+    await page.getByLabel('Search key name, prefix, member').fill('it-inference');
+    await page.getByRole('button', { name: 'Search', exact: true }).click();
+    await page.waitForURL(/q=it-inference/);
+    await page.getByRole('cell', { name: 'it-community' }).first().waitFor({ state: 'detached' });
+
+    await page.getByRole('button', { name: 'Mint key' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Mint an API key' });
+    // The form refuses to mint without a member, before asking the server.
+    await dialog.getByRole('button', { name: 'Mint' }).click();
+    await dialog.getByText('Choose a member.').waitFor();
+    await dialog.getByLabel('Find member (name, email or id)').fill('it-inference');
+    await dialog.getByRole('button', { name: 'Find' }).click();
+    await dialog.getByText(/1 member\(s\) match/).waitFor();
+    await dialog.getByLabel('Member', { exact: true }).selectOption({ label: 'it-inference (inference)' });
+    await dialog.getByLabel('Key name').fill('from-keys-page');
+    await dialog.getByRole('button', { name: 'Mint' }).click();
+    const shown = page.getByRole('dialog', { name: 'Your new API key' });
+    await shown.waitFor();
+    await capture(page, shots, '02-keys-minted-once');
+    const key = (await page.getByTestId('minted-key').textContent())?.trim() ?? '';
+    assert.match(key, /^sk-inf-/);
+    await shown.getByRole('button', { name: 'I have stored the key' }).click();
+    await page.getByRole('cell', { name: 'from-keys-page' }).waitFor();
+    assert.equal(await page.getByText(key).count(), 0, 'the key is not shown again');
+    const client = new OpenAI({ baseURL: stack.baseURL, apiKey: key, maxRetries: 0 });
+    assert.ok((await client.models.list()).data.length > 0);
+
+    // Live limit state of the new key from the list.
+    const prefixText = key.slice(0, 13);
+    await page.getByRole('button', { name: `State of ${prefixText}` }).click();
+    await page
+      .getByRole('dialog', { name: /Live limits of/ })
+      .getByRole('cell', { name: 'key.requests_per_minute' })
+      .waitFor();
+    await page
+      .getByRole('dialog', { name: /Live limits of/ })
+      .getByRole('button', { name: 'Close' })
+      .click();
+    await page.context().close();
+  });
+
+  it("member page: the quota panel shows a request's tokens; the billing anchor is edited with the contract", async () => {
+    const client = new OpenAI({ baseURL: stack.baseURL, apiKey: stack.keys.community, maxRetries: 0 });
+    const done = await client.chat.completions.create({ model: 'chat-A', messages: hi, max_tokens: 4 });
+    const tokens = done.usage?.total_tokens ?? 0;
+    assert.ok(tokens > 0);
+    const member = await stack.prisma.member.findFirstOrThrow({ where: { name: 'it-community' } });
+    const page = await newPage();
+    await signIn(page, stack.url, OWNER);
+    await page.goto(`${stack.url}/console/members/${member.id}`);
+    const quotas = page.getByRole('table', { name: 'Quotas of this member' });
+    const row = quotas.getByRole('row', { name: /chat-A allowance/ });
+    await waitFor(
+      'the chat-A allowance to show the request',
+      async () => {
+        const text = (await row.textContent()) ?? '';
+        const used = Number(/([\d,]+) tokens/.exec(text)?.[1]?.replace(/,/g, '') ?? '0');
+        return used >= tokens;
+      },
+      { timeoutMs: 20_000, everyMs: 250 },
+    );
+    await quotas
+      .getByRole('row', { name: /Web searches per day/ })
+      .first()
+      .waitFor();
+    await capture(page, shots, '03-member-quotas');
+
+    const anchor = page.getByLabel('Billing anchor (UTC date)');
+    await anchor.fill('2026-02-03');
+    await page.getByRole('button', { name: 'Save anchor' }).click();
+    await page.getByRole('status').getByText('Saved.').waitFor();
+    await waitFor('the anchor in the database', async () => {
+      const m = await stack.prisma.member.findUniqueOrThrow({ where: { id: member.id } });
+      return m.billingPeriodAnchor.toISOString().startsWith('2026-02-03');
+    });
+    await page.context().close();
+  });
+
+  it('queues: pause and resume a queue, find a job by id; a viewer sees the controls disabled', async () => {
+    const connection = new Redis(redisUrl, { maxRetriesPerRequest: null });
+    const queue = new Queue('image-jobs', { connection, prefix: `${prefix}bull` });
+    try {
+      const job = await queue.add('generate', { prompt: 'a red fox', n: 1 });
+      const page = await newPage();
+      await signIn(page, stack.url, OWNER);
+      await page.getByRole('navigation').getByRole('link', { name: 'Queues' }).click();
+      await page.getByRole('button', { name: 'Pause image-jobs' }).click();
+      await page.getByRole('button', { name: 'Resume image-jobs' }).waitFor();
+      assert.equal(await queue.isPaused(), true);
+      await page.getByLabel('Job id').fill(String(job.id));
+      await page.getByRole('form', { name: 'Find a job' }).getByLabel('Queue').selectOption('image-jobs');
+      await page.getByRole('button', { name: 'Find job' }).click();
+      await page.getByTestId('job-state').getByText('waiting').waitFor();
+      await page.getByText('"a red fox"').waitFor();
+      await capture(page, shots, '04-queues-paused-job-found');
+      await page.getByRole('button', { name: 'Resume image-jobs' }).click();
+      await page.getByRole('button', { name: 'Pause image-jobs' }).waitFor();
+      assert.equal(await queue.isPaused(), false);
+      const audit = await page.evaluate(
+        async () =>
+          (await (await fetch('/admin/audit?action=queue.')).json()) as { data: Array<{ action: string }> },
+      );
+      assert.deepEqual(
+        audit.data.map((e) => e.action),
+        ['queue.resume', 'queue.pause'],
+      );
+      await page.context().close();
+
+      const viewer = await newPage();
+      await signIn(viewer, stack.url, VIEWER);
+      await viewer.getByRole('navigation').getByRole('link', { name: 'Queues' }).click();
+      const pause = viewer.getByRole('button', { name: 'Pause image-jobs' });
+      assert.equal(await pause.isDisabled(), true);
+      assert.match((await pause.getAttribute('title')) ?? '', /viewer/);
+      const refused = await viewer.evaluate(async () => {
+        const s = (await (await fetch('/admin/session')).json()) as { csrf_token: string };
+        return (
+          await fetch('/admin/queues/image-jobs/pause', {
+            method: 'POST',
+            headers: { 'x-csrf-token': s.csrf_token },
+          })
+        ).status;
+      });
+      assert.equal(refused, 403);
+      await viewer.getByRole('navigation').getByRole('link', { name: 'Keys' }).click();
+      await viewer.getByRole('heading', { name: 'Keys', exact: true }).waitFor();
+      assert.equal(await viewer.getByRole('button', { name: 'Mint key' }).isDisabled(), true);
+      await capture(viewer, shots, '05-viewer-keys');
+      await viewer.context().close();
+      assert.deepEqual(cspErrors, [], 'no Content-Security-Policy violations');
+    } finally {
+      await queue.obliterate({ force: true }).catch(() => undefined);
+      await queue.close();
+      connection.disconnect();
+    }
+  });
+});
