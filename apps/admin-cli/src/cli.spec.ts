@@ -1,9 +1,12 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { GatewaySubjects } from '@infer/contracts';
 import { dropDatabase, hashApiKey } from '@infer/persistence';
 import { createTestDatabase, type TestDatabase } from '@infer/persistence/testing';
+import { connect } from '@nats-io/transport-node';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 
@@ -140,9 +143,24 @@ describe('admin CLI end to end', () => {
     assert.ok(!listed.stdout.includes(minted.key), 'list never shows the key');
     assert.ok(!listed.stdout.includes(hashApiKey(minted.key)), 'nor its hash');
 
-    const revoked = await json('key', 'revoke', minted.record.prefix);
+    // The revoke is announced to every gateway over NATS (their key caches drop it at once).
+    const prefix = `test.${randomUUID()}.`;
+    const nc = await connect({ servers: process.env.NATS_URL || 'nats://127.0.0.1:4222' });
+    const sub = nc.subscribe(`${prefix}${GatewaySubjects.invalidate}`, { max: 1 });
+    await nc.flush();
+    const announced = (async () => {
+      for await (const m of sub) return JSON.parse(m.string()) as { scopes: string[] };
+      return null;
+    })();
+    const revoked = JSON.parse(
+      (await cli(['key', 'revoke', minted.record.prefix, '--json'], { ...env, MODEL_SUBJECT_PREFIX: prefix }))
+        .stdout,
+    );
     assert.equal(revoked.record.id, minted.record.id);
     assert.ok(revoked.record.revokedAt);
+    const deadline = new Promise<null>((resolve) => setTimeout(resolve, 5000, null).unref());
+    assert.deepEqual((await Promise.race([announced, deadline]))?.scopes, ['keys'], 'announced within 5 s');
+    await nc.close();
     const unknown = await run('key', 'revoke', 'sk-inf-nothere');
     assert.equal(unknown.code, 1);
     assert.match(unknown.stderr, /key not found/);

@@ -26,6 +26,7 @@ import {
   redactUrl,
   usageReport,
 } from '@infer/persistence';
+import { announceChange } from './announce.js';
 import { OPERATOR_USAGE, operatorCommands } from './operator-commands.js';
 import { SEARCH_USAGE, searchCommands } from './search-commands.js';
 
@@ -68,6 +69,20 @@ exit codes: 0 ok, 1 error (unknown member/key/tier, invalid file, database), 2 b
 
 /** A usage mistake: printed with the usage text, exit code 2. */
 class UsageError extends Error {}
+
+/**
+ * After a change the gateways cache (keys, members, limits, catalog): tell every gateway replica over
+ * NATS so it applies at once (the console's admin API does the same); otherwise they follow at their
+ * cache TTLs, which the CLI says on standard error.
+ */
+async function announce(ctx: Ctx, ...scopes: ('keys' | 'catalog')[]): Promise<void> {
+  const r = await announceChange(ctx.env, scopes);
+  if (!r.announced) {
+    ctx.io.err(
+      `note: could not tell the gateways over NATS (${r.reason}); they apply this change within their cache TTL`,
+    );
+  }
+}
 
 export interface CliIo {
   out(line: string): void;
@@ -233,6 +248,7 @@ const commands: Record<string, Handler> = {
     const tier = parseTier(need(ctx.args[1], '<tier>'));
     const member = await ctx.repos().members.setTier(id, tier);
     ctx.print({ member }, () => `member ${member.id} is now ${member.tier}`);
+    await announce(ctx, 'keys');
     return 0;
   },
 
@@ -269,6 +285,7 @@ const commands: Record<string, Handler> = {
     noExtra(ctx.args, 1);
     const record = await ctx.repos().keys.revoke(need(ctx.args[0], '<keyId-or-prefix>'));
     ctx.print({ record }, () => `revoked key ${record.id} (${record.prefix}) at ${iso(record.revokedAt)}`);
+    await announce(ctx, 'keys');
     return 0;
   },
 
@@ -330,6 +347,7 @@ const commands: Record<string, Handler> = {
       { record },
       () => `key ${record.id} (${record.prefix}) limits: ${JSON.stringify(record.limits)}`,
     );
+    await announce(ctx, 'keys');
     return 0;
   },
 
@@ -337,6 +355,7 @@ const commands: Record<string, Handler> = {
     noExtra(ctx.args, 1);
     const record = await ctx.repos().keys.setLimits(need(ctx.args[0], '<keyId-or-prefix>'), null);
     ctx.print({ record }, () => `key ${record.id} (${record.prefix}) is back to its tier's limits`);
+    await announce(ctx, 'keys');
     return 0;
   },
 
@@ -432,6 +451,7 @@ const commands: Record<string, Handler> = {
         `synced ${result.upserted.length} model(s) from ${file}` +
         (result.disabled.length ? `\ndisabled (not in the file): ${result.disabled.join(', ')}` : ''),
     );
+    await announce(ctx, 'catalog');
     return 0;
   },
 
