@@ -2,7 +2,8 @@
 //
 //   node --conditions=source --import ./tools/ts-register.js bench/stack.ts
 //   node ... bench/stack.ts --duration 5 --rounds 3 --connections 32 --streams 200 \
-//        --concurrent-streams 1000 --error-seconds 15 [--soak 600 --rate 1000] [--pin] [--no-build]
+//        --concurrent-streams 1000 --error-seconds 15 [--soak 600 --rate 1000] [--pin] [--no-build] [--quick]
+//        [--cpu-rate 300]
 //
 // Starts (bench/stack/lib.ts) a fake upstream (a test double answering at once), a raw node:http proxy
 // in front of it (the baseline), and the production build of the stack (NODE_ENV=production, dist/):
@@ -42,6 +43,13 @@ const { values: opt } = parseArgs({
     rate: { type: 'string', default: '1000' },
     pin: { type: 'boolean', default: false },
     'no-build': { type: 'boolean', default: false },
+    /** Only the throughput rounds and the ratios (for re-measuring one change quickly). */
+    quick: { type: 'boolean', default: false },
+    /**
+     * Drive the throughput rounds at this fixed total rate (req/s) instead of a closed loop: on a busy
+     * shared machine the CPU per request is then compared at the same load from run to run.
+     */
+    'cpu-rate': { type: 'string', default: '0' },
   },
 });
 const DURATION = Number(opt.duration);
@@ -281,7 +289,10 @@ async function main(): Promise<void> {
     );
     for (const t of targets) await load(stack, t, 2);
     const samples: Sample[] = [];
-    for (let r = 0; r < ROUNDS; r++) for (const t of targets) samples.push(await load(stack, t, DURATION));
+    const cpuRate = Number(opt['cpu-rate']);
+    for (let r = 0; r < ROUNDS; r++) {
+      for (const t of targets) samples.push(await load(stack, t, DURATION, cpuRate ? { overallRate: cpuRate } : {}));
+    }
     const rows = summarize(samples, procNames);
     console.log(
       '\nThroughput (closed loop) and CPU per request per process (median of rounds; nats* is shared):',
@@ -310,6 +321,7 @@ async function main(): Promise<void> {
       `whole stack CPU per simulator request (gateway + chat-service + ledger + nats): ${stackUs.toFixed(0)} us`,
     );
 
+    if (opt.quick) return;
     console.log(`\nFixed rate: ${RATE} req/s for ${DURATION} s (gw on, simulator):`);
     const fixed = await load(stack, targets[3]!, DURATION, { overallRate: RATE, connections: 64 });
     console.log(
