@@ -143,6 +143,9 @@ export async function startGateway(env: NodeJS.ProcessEnv = process.env): Promis
   };
 }
 
+/** The security headers of each protocol, built once (the hook copies them into every reply). */
+const SECURITY_HEADERS = { http: securityHeaders('http'), https: securityHeaders('https') };
+
 function installHooks(f: FastifyInstance, config: GatewayConfig, metrics: MetricsService, log: Logger): void {
   f.addHook('onRequest', (req, reply, done) => {
     const start = performance.now();
@@ -150,17 +153,23 @@ function installHooks(f: FastifyInstance, config: GatewayConfig, metrics: Metric
     // The request's trace (tracing on): the close event below runs outside its context.
     const traceId = currentTraceId();
     reply.header('x-request-id', req.id);
-    void reply.headers(securityHeaders(req.protocol));
+    void reply.headers(req.protocol === 'https' ? SECURITY_HEADERS.https : SECURITY_HEADERS.http);
     reply.raw.once('close', () => {
       const status = reply.raw.writableFinished ? reply.raw.statusCode : 499;
       const ms = performance.now() - start;
-      metrics.observe(route, req.method, status, ms / 1000, status >= 400 ? errorCodeOf(req) : undefined);
-      log.info(
+      const code = status >= 400 ? errorCodeOf(req) : undefined;
+      metrics.observe(route, req.method, status, ms / 1000, code);
+      // The access line: answers that went well only at debug (the metrics count them), so that the
+      // success path writes no log line; refusals, failures and clients that left at info.
+      const level = status < 400 ? 'debug' : 'info';
+      if (!log.isLevelEnabled(level)) return;
+      log[level](
         {
           reqId: req.id,
           method: req.method,
           route,
           status,
+          code,
           ms: Math.round(ms * 10) / 10,
           keyId: req.auth?.keyId,
           trace_id: traceId,

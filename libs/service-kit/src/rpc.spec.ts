@@ -52,6 +52,27 @@ describe('NATS RPC', () => {
     assert.equal(end.usage.total_tokens, 3);
   });
 
+  it('a request larger than one NATS message fails with a 413 before anything is published', async () => {
+    const s = subject('big');
+    let handled = 0;
+    server.handle(s, async () => {
+      handled++;
+      return { data: {}, usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 } };
+    });
+    await nc.flush();
+    const max = nc.info?.max_payload ?? 1024 * 1024;
+    const big = req({ text: 'x'.repeat(max) });
+    await assert.rejects(
+      client.call(s, big, { idleTimeoutMs: 2000 }),
+      (e: unknown) => e instanceof ApiError && e.status === 413 && e.code === 'request_too_large',
+    );
+    const st = client.stream(s, big, { idleTimeoutMs: 2000 });
+    await assert.rejects(st.end, (e: unknown) => e instanceof ApiError && e.status === 413);
+    // A small request on the same subject is still answered, and the big ones never arrived.
+    await client.call(s, req({}), { idleTimeoutMs: 2000 });
+    assert.equal(handled, 1);
+  });
+
   it('streams frames in order, then the end frame', async () => {
     const s = subject('count');
     server.handle(s, async (_r, ctx) => {

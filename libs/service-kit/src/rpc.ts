@@ -2,6 +2,7 @@ import {
   ApiError,
   type EndFrame,
   type ErrorFrame,
+  ErrorType,
   FrameKind,
   HEARTBEAT_MS,
   LIVENESS_MS,
@@ -316,12 +317,19 @@ export class RpcClient {
       call.fail(natsDown(), false);
       return call;
     }
+    // Encoded once: the size check and the publish use the same bytes.
+    const data = enc.encode(JSON.stringify(req));
+    const max = this.nc.info?.max_payload ?? NATS_DEFAULT_MAX_PAYLOAD;
+    if (data.length > max) {
+      call.fail(envelopeTooLarge(data.length, max), false);
+      return call;
+    }
     this.ensureInbox();
     this.calls.set(token, call);
     try {
       this.nc.publish(
         subject,
-        JSON.stringify(req),
+        data,
         rpcPublishOptions(subject, `${this.inboxPrefix}.${token}`, req, call.end),
       );
     } catch (e) {
@@ -500,6 +508,17 @@ function readEnd(data: Uint8Array, into?: { partialUsage: UsageReport | null }):
     throw ApiError.fromWire(frame);
   }
   throw ApiError.internal();
+}
+
+const NATS_DEFAULT_MAX_PAYLOAD = 1024 * 1024;
+
+/** 413 for a request that cannot travel to its service in one NATS message (`size` bytes, `max` allowed). */
+export function envelopeTooLarge(size: number, max: number): ApiError {
+  return new ApiError(
+    413,
+    `The request is too large for the model service (${size} bytes; at most ${max}). Send fewer or shorter inputs per request.`,
+    { type: ErrorType.invalidRequest, code: 'request_too_large' },
+  );
 }
 
 function noService(): ApiError {

@@ -1,6 +1,12 @@
 import { type UsageEvent, UsageStream } from '@infer/contracts';
 import type { Logger } from '@infer/service-kit';
-import { createInbox, headers, type Msg, type NatsConnection, type Subscription } from '@nats-io/transport-node';
+import {
+  createInbox,
+  headers,
+  type Msg,
+  type NatsConnection,
+  type Subscription,
+} from '@nats-io/transport-node';
 
 export interface UsagePublisherOptions {
   /** Most events published and not yet acknowledged by JetStream at once. */
