@@ -291,7 +291,8 @@ async function main(): Promise<void> {
     const samples: Sample[] = [];
     const cpuRate = Number(opt['cpu-rate']);
     for (let r = 0; r < ROUNDS; r++) {
-      for (const t of targets) samples.push(await load(stack, t, DURATION, cpuRate ? { overallRate: cpuRate } : {}));
+      for (const t of targets)
+        samples.push(await load(stack, t, DURATION, cpuRate ? { overallRate: cpuRate } : {}));
     }
     const rows = summarize(samples, procNames);
     console.log(
