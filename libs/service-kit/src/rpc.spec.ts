@@ -73,6 +73,35 @@ describe('NATS RPC', () => {
     assert.equal(handled, 1);
   });
 
+  it('calls opened in one turn leave together and are each answered; one cancelled before it left never arrives', async () => {
+    const s = subject('batch');
+    const seen: string[] = [];
+    server.handle<{ i: number }>(s, async (r) => {
+      seen.push(r.requestId);
+      return { data: { i: r.body.i }, usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 } };
+    });
+    await nc.flush();
+    const reqs = Array.from({ length: 20 }, (_, i) => req({ i }));
+    const calls = reqs.map((r) => client.call(s, r, { idleTimeoutMs: 2000 }));
+    const gone = client.stream(s, req({ i: -1 }), { idleTimeoutMs: 2000 });
+    gone.cancel();
+    const unaryGone = req({ i: -2 });
+    const unary = assert.rejects(
+      client.call(s, unaryGone, { idleTimeoutMs: 2000 }),
+      (e: unknown) => e instanceof ApiError && e.status === 499,
+    );
+    client.cancel(unaryGone.requestId);
+    const ends = await Promise.all(calls);
+    assert.deepEqual(
+      ends.map((e) => (e.data as { i: number }).i),
+      reqs.map((_, i) => i),
+    );
+    await assert.rejects(gone.end, (e: unknown) => e instanceof ApiError && e.status === 499);
+    await unary;
+    await client.call(s, req({ i: 99 }), { idleTimeoutMs: 2000 }); // after everything before it
+    assert.equal(seen.length, 21, 'the 20 calls and the last one; the cancelled ones never left');
+  });
+
   it('streams frames in order, then the end frame', async () => {
     const s = subject('count');
     server.handle(s, async (_r, ctx) => {
