@@ -375,9 +375,11 @@ async function main(): Promise<void> {
     const errAfter = rssKiB(stack.gatewayOn.pid);
     await new Promise((r) => setTimeout(r, 5_000));
     const errSettled = rssKiB(stack.gatewayOn.pid);
+    await new Promise((r) => setTimeout(r, 25_000));
+    const errLater = rssKiB(stack.gatewayOn.pid);
     console.log(
       `  ${burst.responses} answers (${burst.non2xx} non-2xx) at ${burst.reqPerS.toFixed(0)} req/s, gateway ${(burst.cpu['gw on'] ?? 0).toFixed(0)} us/req; ` +
-        `RSS ${mib(errBefore)} -> ${mib(errAfter)} MiB, ${mib(errSettled)} MiB 5 s later`,
+        `RSS ${mib(errBefore)} -> ${mib(errAfter)} MiB, ${mib(errSettled)} MiB 5 s later, ${mib(errLater)} MiB 30 s later`,
     );
 
     if (SOAK > 0) {

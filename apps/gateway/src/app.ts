@@ -24,6 +24,7 @@ import { serveConsole } from './console/serve-console.js';
 import { handleClientError } from './http/client-error.js';
 import { corsOptions } from './http/cors.js';
 import { checkHttps } from './http/https-policy.js';
+import { lazyChildLoggerFactory } from './http/lazy-logger.js';
 import { securityHeaders } from './http/security-headers.js';
 import { openPersistence } from './infra/persistence.js';
 import { loadLimitsFile } from './limits/limits-file.js';
@@ -85,6 +86,8 @@ export async function startGateway(env: NodeJS.ProcessEnv = process.env): Promis
     bodyLimit: config.BODY_LIMIT_BYTES,
     loggerInstance: log,
     logController: new LogController({ disableRequestLogging: true }),
+    // req.log made on its first line, not for every request (http/lazy-logger.ts).
+    childLoggerFactory: lazyChildLoggerFactory,
     // Requests Node's parser refuses (headers over 16 KiB, bad framing) get the error envelope too.
     clientErrorHandler: handleClientError,
     // A path parameter over 100 characters or with a broken %-escape, refused by the router before
