@@ -181,6 +181,38 @@ describe('NATS RPC', () => {
     assert.equal(server.inflightCount, 0);
   });
 
+  it('a handler that throws when its client cancels is not logged as an error (an expected disconnect)', async () => {
+    const lines: string[] = [];
+    const logged = new RpcServer(
+      nc,
+      'rpc-spec-logged',
+      createLogger('rpc-spec', 'debug', { write: (l: string) => lines.push(l) }),
+    );
+    const s = subject('throws-on-cancel');
+    logged.handle(s, async (_r, ctx) => {
+      ctx.emit({ x: 1 });
+      await new Promise((_, reject) => ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason)));
+      return { usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 } };
+    });
+    const boom = subject('throws');
+    logged.handle(boom, async () => {
+      throw new Error('a real fault');
+    });
+    await nc.flush();
+    const st = client.stream(s, req({}, true), { idleTimeoutMs: 2000, cancelGraceMs: 2000 });
+    for await (const _ of st) st.cancel();
+    await st.end.catch(() => undefined);
+    await assert.rejects(client.call(boom, req({}), { idleTimeoutMs: 2000 }));
+    await logged.close();
+    const errors = lines.map((l) => JSON.parse(l)).filter((l) => l.level >= 50);
+    assert.deepEqual(
+      errors.map((l) => l.err?.message),
+      ['a real fault'],
+      'only the real fault is an error line',
+    );
+    assert.ok(lines.some((l) => l.includes('cancelled by the client')));
+  });
+
   it('rejects the end after cancel when the service never reports', async () => {
     const s = subject('mute');
     server.handle(s, async (_r, ctx) => {

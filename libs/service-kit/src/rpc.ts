@@ -59,6 +59,9 @@ export type RpcHandler<B = unknown> = (req: ServiceRequest<B>, ctx: HandlerConte
 /** The abort reason of work cut short because its service is shutting down. */
 export const SHUTDOWN = new Error('service shutting down');
 
+/** The abort reason of work whose client went away (a cancel message): expected, never logged as an error. */
+export const CANCELLED_BY_CLIENT = new Error('cancelled by client');
+
 /** What the client of work cut short by a shutdown is told: retryable, and where it can go next. */
 function shutdownError(): ApiError {
   return new ApiError(503, 'The model service restarted before the answer was finished; retry the request.', {
@@ -95,7 +98,7 @@ export class RpcServer {
       nc.subscribe(Subjects.cancel, {
         callback: (_err, msg) => {
           const id = dec.decode(msg.data);
-          this.inflight.get(id)?.ac.abort(new Error('cancelled by client'));
+          this.inflight.get(id)?.ac.abort(CANCELLED_BY_CLIENT);
         },
       }),
     );
@@ -209,7 +212,9 @@ export class RpcServer {
     } catch (e) {
       counts.error++;
       const wire = toWireError(e, ac.signal);
-      if (wire.status >= 500 && ac.signal.reason !== SHUTDOWN) log.error({ err: e }, 'handler failed');
+      // A client that went away is expected: whatever the handler threw on its abort is not a fault.
+      if (ac.signal.reason === CANCELLED_BY_CLIENT) log.debug({ err: String(e) }, 'cancelled by the client');
+      else if (wire.status >= 500 && ac.signal.reason !== SHUTDOWN) log.error({ err: e }, 'handler failed');
       this.send(reply, encodeFrame(FrameKind.error, JSON.stringify(wire)));
     } finally {
       clearTimeout(timer);
