@@ -41,13 +41,15 @@ export interface FakeUpstream {
   requests: RecordedRequest[];
   /** Requests whose client closed the connection before the answer ended. */
   closed: number;
+  /** TCP connections accepted so far (keep-alive reuse shows as fewer connections than requests). */
+  connections: number;
   close(): Promise<void>;
 }
 
 const enc = (o: unknown) => `data: ${JSON.stringify(o)}\n\n`;
 
 export async function startFakeUpstream(): Promise<FakeUpstream> {
-  const state = { closed: 0 };
+  const state = { closed: 0, connections: 0 };
   const requests: RecordedRequest[] = [];
   const timers = new Set<NodeJS.Timeout>();
   const server: Server = createServer((req, res) => {
@@ -259,6 +261,9 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
     }
   }
 
+  server.on('connection', () => {
+    state.connections++;
+  });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const port = (server.address() as AddressInfo).port;
   return {
@@ -267,6 +272,9 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
     requests,
     get closed() {
       return state.closed;
+    },
+    get connections() {
+      return state.connections;
     },
     close: async () => {
       for (const t of timers) clearTimeout(t);

@@ -24,6 +24,7 @@ import { serveConsole } from './console/serve-console.js';
 import { handleClientError } from './http/client-error.js';
 import { corsOptions } from './http/cors.js';
 import { checkHttps } from './http/https-policy.js';
+import { lazyChildLoggerFactory } from './http/lazy-logger.js';
 import { securityHeaders } from './http/security-headers.js';
 import { openPersistence } from './infra/persistence.js';
 import { loadLimitsFile } from './limits/limits-file.js';
@@ -85,6 +86,8 @@ export async function startGateway(env: NodeJS.ProcessEnv = process.env): Promis
     bodyLimit: config.BODY_LIMIT_BYTES,
     loggerInstance: log,
     logController: new LogController({ disableRequestLogging: true }),
+    // req.log made on its first line, not for every request (http/lazy-logger.ts).
+    childLoggerFactory: lazyChildLoggerFactory,
     // Requests Node's parser refuses (headers over 16 KiB, bad framing) get the error envelope too.
     clientErrorHandler: handleClientError,
     // A path parameter over 100 characters or with a broken %-escape, refused by the router before
@@ -143,6 +146,9 @@ export async function startGateway(env: NodeJS.ProcessEnv = process.env): Promis
   };
 }
 
+/** The security headers of each protocol, built once (the hook copies them into every reply). */
+const SECURITY_HEADERS = { http: securityHeaders('http'), https: securityHeaders('https') };
+
 function installHooks(f: FastifyInstance, config: GatewayConfig, metrics: MetricsService, log: Logger): void {
   f.addHook('onRequest', (req, reply, done) => {
     const start = performance.now();
@@ -150,7 +156,7 @@ function installHooks(f: FastifyInstance, config: GatewayConfig, metrics: Metric
     // The request's trace (tracing on): the close event below runs outside its context.
     const traceId = currentTraceId();
     reply.header('x-request-id', req.id);
-    void reply.headers(securityHeaders(req.protocol));
+    void reply.headers(req.protocol === 'https' ? SECURITY_HEADERS.https : SECURITY_HEADERS.http);
     // The public API's requests in flight (the console's overview); the console's own routes are not.
     const api = route.startsWith('/v') || route === '/mcp';
     if (api) metrics.inflight++;
@@ -158,13 +164,19 @@ function installHooks(f: FastifyInstance, config: GatewayConfig, metrics: Metric
       if (api) metrics.inflight--;
       const status = reply.raw.writableFinished ? reply.raw.statusCode : 499;
       const ms = performance.now() - start;
-      metrics.observe(route, req.method, status, ms / 1000, status >= 400 ? errorCodeOf(req) : undefined);
-      log.info(
+      const code = status >= 400 ? errorCodeOf(req) : undefined;
+      metrics.observe(route, req.method, status, ms / 1000, code);
+      // The access line: answers that went well only at debug (the metrics count them), so that the
+      // success path writes no log line; refusals, failures and clients that left at info.
+      const level = status < 400 ? 'debug' : 'info';
+      if (!log.isLevelEnabled(level)) return;
+      log[level](
         {
           reqId: req.id,
           method: req.method,
           route,
           status,
+          code,
           ms: Math.round(ms * 10) / 10,
           keyId: req.auth?.keyId,
           trace_id: traceId,

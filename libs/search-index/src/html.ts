@@ -6,8 +6,21 @@
 // Node 26 with Readability on a 28 kB page, jsdom 31 takes 42 ms and happy-dom 21 39 ms after warm-up,
 // so switching buys nothing. It is configured as a parser only: no JavaScript, no CSS or script files,
 // no frames, no navigation, so a page can neither run code nor make the process fetch anything.
-import { Readability } from '@mozilla/readability';
-import { Window } from 'happy-dom';
+//
+// Both are loaded on first use (about 470 modules): every app that imports @infer/search-index (the
+// gateway for its admin routes) would otherwise hold them in memory without ever reading a page.
+import type { Window } from 'happy-dom';
+
+type Dom = {
+  Window: typeof import('happy-dom').Window;
+  Readability: typeof import('@mozilla/readability').Readability;
+};
+let dom: Promise<Dom> | null = null;
+const loadDom = (): Promise<Dom> =>
+  (dom ??= Promise.all([import('happy-dom'), import('@mozilla/readability')]).then(([h, r]) => ({
+    Window: h.Window,
+    Readability: r.Readability,
+  })));
 
 export interface ReadableText {
   /** The page title (Readability's, else <title>), '' when there is none. */
@@ -62,8 +75,8 @@ const SKIP = new Set([
   'TITLE',
 ]);
 
-function newWindow(url: string): Window {
-  return new Window({
+function newWindow(Win: Dom['Window'], url: string): Window {
+  return new Win({
     url,
     settings: {
       disableJavaScriptEvaluation: true,
@@ -146,7 +159,8 @@ export function tidyText(s: string): string {
  * scripts, styles and navigation) when Readability finds no article. Never throws on bad markup.
  */
 export async function extractReadableText(html: string, url = 'https://localhost/'): Promise<ReadableText> {
-  const window = newWindow(url);
+  const { Window: Win, Readability } = await loadDom();
+  const window = newWindow(Win, url);
   try {
     const parser = new window.DOMParser();
     const doc = parser.parseFromString(html, 'text/html');

@@ -1,4 +1,8 @@
-import { DelayedError, type Job, RateLimitError, WaitingChildrenError, WaitingError } from 'bullmq';
+import type { Job } from 'bullmq';
+
+// BullMQ is loaded when a worker first needs its error classes (workers have it loaded anyway), so
+// that the apps importing this kit without running a worker (the gateway) do not load it at start-up.
+const bull = () => import('bullmq');
 
 /** The reason a worker gives BullMQ when it cancels its jobs because it is shutting down. */
 export const WORKER_SHUTDOWN = 'worker shutting down';
@@ -16,6 +20,7 @@ export function requeueOnShutdown<R>(processor: Processor<R>): Processor<R> {
     try {
       result = await processor(job, token, signal);
     } catch (e) {
+      const { DelayedError, RateLimitError, WaitingChildrenError, WaitingError } = await bull();
       // The processor already moved the job (to wait for its children, to a delay ...): leave it there.
       const moved =
         e instanceof WaitingChildrenError ||
@@ -32,6 +37,7 @@ export function requeueOnShutdown<R>(processor: Processor<R>): Processor<R> {
 
 async function requeue(job: Job, token: string | undefined): Promise<never> {
   await job.moveToWait(token);
+  const { WaitingError } = await bull();
   throw new WaitingError();
 }
 

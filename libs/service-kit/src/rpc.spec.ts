@@ -52,6 +52,56 @@ describe('NATS RPC', () => {
     assert.equal(end.usage.total_tokens, 3);
   });
 
+  it('a request larger than one NATS message fails with a 413 before anything is published', async () => {
+    const s = subject('big');
+    let handled = 0;
+    server.handle(s, async () => {
+      handled++;
+      return { data: {}, usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 } };
+    });
+    await nc.flush();
+    const max = nc.info?.max_payload ?? 1024 * 1024;
+    const big = req({ text: 'x'.repeat(max) });
+    await assert.rejects(
+      client.call(s, big, { idleTimeoutMs: 2000 }),
+      (e: unknown) => e instanceof ApiError && e.status === 413 && e.code === 'request_too_large',
+    );
+    const st = client.stream(s, big, { idleTimeoutMs: 2000 });
+    await assert.rejects(st.end, (e: unknown) => e instanceof ApiError && e.status === 413);
+    // A small request on the same subject is still answered, and the big ones never arrived.
+    await client.call(s, req({}), { idleTimeoutMs: 2000 });
+    assert.equal(handled, 1);
+  });
+
+  it('calls opened in one turn leave together and are each answered; one cancelled before it left never arrives', async () => {
+    const s = subject('batch');
+    const seen: string[] = [];
+    server.handle<{ i: number }>(s, async (r) => {
+      seen.push(r.requestId);
+      return { data: { i: r.body.i }, usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 } };
+    });
+    await nc.flush();
+    const reqs = Array.from({ length: 20 }, (_, i) => req({ i }));
+    const calls = reqs.map((r) => client.call(s, r, { idleTimeoutMs: 2000 }));
+    const gone = client.stream(s, req({ i: -1 }), { idleTimeoutMs: 2000 });
+    gone.cancel();
+    const unaryGone = req({ i: -2 });
+    const unary = assert.rejects(
+      client.call(s, unaryGone, { idleTimeoutMs: 2000 }),
+      (e: unknown) => e instanceof ApiError && e.status === 499,
+    );
+    client.cancel(unaryGone.requestId);
+    const ends = await Promise.all(calls);
+    assert.deepEqual(
+      ends.map((e) => (e.data as { i: number }).i),
+      reqs.map((_, i) => i),
+    );
+    await assert.rejects(gone.end, (e: unknown) => e instanceof ApiError && e.status === 499);
+    await unary;
+    await client.call(s, req({ i: 99 }), { idleTimeoutMs: 2000 }); // after everything before it
+    assert.equal(seen.length, 21, 'the 20 calls and the last one; the cancelled ones never left');
+  });
+
   it('streams frames in order, then the end frame', async () => {
     const s = subject('count');
     server.handle(s, async (_r, ctx) => {
@@ -129,6 +179,38 @@ describe('NATS RPC', () => {
     const end = await st.end;
     assert.ok(end.usage.completion_tokens >= 3, 'usage of the work done is reported');
     assert.equal(server.inflightCount, 0);
+  });
+
+  it('a handler that throws when its client cancels is not logged as an error (an expected disconnect)', async () => {
+    const lines: string[] = [];
+    const logged = new RpcServer(
+      nc,
+      'rpc-spec-logged',
+      createLogger('rpc-spec', 'debug', { write: (l: string) => lines.push(l) }),
+    );
+    const s = subject('throws-on-cancel');
+    logged.handle(s, async (_r, ctx) => {
+      ctx.emit({ x: 1 });
+      await new Promise((_, reject) => ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason)));
+      return { usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 } };
+    });
+    const boom = subject('throws');
+    logged.handle(boom, async () => {
+      throw new Error('a real fault');
+    });
+    await nc.flush();
+    const st = client.stream(s, req({}, true), { idleTimeoutMs: 2000, cancelGraceMs: 2000 });
+    for await (const _ of st) st.cancel();
+    await st.end.catch(() => undefined);
+    await assert.rejects(client.call(boom, req({}), { idleTimeoutMs: 2000 }));
+    await logged.close();
+    const errors = lines.map((l) => JSON.parse(l)).filter((l) => l.level >= 50);
+    assert.deepEqual(
+      errors.map((l) => l.err?.message),
+      ['a real fault'],
+      'only the real fault is an error line',
+    );
+    assert.ok(lines.some((l) => l.includes('cancelled by the client')));
   });
 
   it('rejects the end after cancel when the service never reports', async () => {

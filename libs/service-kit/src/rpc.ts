@@ -2,6 +2,7 @@ import {
   ApiError,
   type EndFrame,
   type ErrorFrame,
+  ErrorType,
   FrameKind,
   HEARTBEAT_MS,
   LIVENESS_MS,
@@ -10,7 +11,13 @@ import {
   type UsageReport,
   type WireError,
 } from '@infer/contracts';
-import { createInbox, type Msg, type NatsConnection, type Subscription } from '@nats-io/transport-node';
+import {
+  createInbox,
+  type Msg,
+  type NatsConnection,
+  type PublishOptions,
+  type Subscription,
+} from '@nats-io/transport-node';
 import type { Logger } from './logger.js';
 import { activeTracer, rpcPublishOptions, traceRpcHandler } from './telemetry/index.js';
 
@@ -52,6 +59,9 @@ export type RpcHandler<B = unknown> = (req: ServiceRequest<B>, ctx: HandlerConte
 /** The abort reason of work cut short because its service is shutting down. */
 export const SHUTDOWN = new Error('service shutting down');
 
+/** The abort reason of work whose client went away (a cancel message): expected, never logged as an error. */
+export const CANCELLED_BY_CLIENT = new Error('cancelled by client');
+
 /** What the client of work cut short by a shutdown is told: retryable, and where it can go next. */
 function shutdownError(): ApiError {
   return new ApiError(503, 'The model service restarted before the answer was finished; retry the request.', {
@@ -73,6 +83,9 @@ export class RpcServer {
   private idle: (() => void) | null = null;
   /** True once drain() began: the replica no longer takes new requests. */
   draining = false;
+  /** Frames to publish at the end of this turn of the event loop: reply subject, frame, reply, frame ... */
+  private outbox: Array<string | Uint8Array> = [];
+  private flushScheduled = false;
   /** Requests answered per subject, by outcome (read by the ops server's /metrics at scrape time). */
   readonly stats = new Map<string, { ok: number; error: number }>();
 
@@ -85,7 +98,7 @@ export class RpcServer {
       nc.subscribe(Subjects.cancel, {
         callback: (_err, msg) => {
           const id = dec.decode(msg.data);
-          this.inflight.get(id)?.ac.abort(new Error('cancelled by client'));
+          this.inflight.get(id)?.ac.abort(CANCELLED_BY_CLIENT);
         },
       }),
     );
@@ -109,14 +122,33 @@ export class RpcServer {
     }
   }
 
-  /** Publishes a frame; a connection that is closed or draining drops it rather than throwing. */
+  /**
+   * Queues a frame; the frames of one turn of the event loop are published together (flushFrames), in
+   * order, so that the answers of the requests served in that turn leave in one socket write instead
+   * of one each (the NATS client writes once per microtask checkpoint).
+   */
   private send(reply: string, frame: Uint8Array): void {
-    try {
-      this.nc.publish(reply, frame);
-    } catch (err) {
-      this.log.debug({ err: String(err) }, 'frame not sent: the NATS connection is closed');
+    this.outbox.push(reply, frame);
+    if (!this.flushScheduled) {
+      this.flushScheduled = true;
+      setImmediate(this.flushFrames);
     }
   }
+
+  /** Publishes the queued frames; a connection that is closed or draining drops them rather than throwing. */
+  private readonly flushFrames = (): void => {
+    this.flushScheduled = false;
+    const out = this.outbox;
+    if (!out.length) return;
+    this.outbox = [];
+    for (let i = 0; i < out.length; i += 2) {
+      try {
+        this.nc.publish(out[i] as string, out[i + 1] as Uint8Array);
+      } catch (err) {
+        this.log.debug({ err: String(err) }, 'frame not sent: the NATS connection is closed');
+      }
+    }
+  };
 
   get inflightCount(): number {
     return this.inflight.size;
@@ -180,7 +212,9 @@ export class RpcServer {
     } catch (e) {
       counts.error++;
       const wire = toWireError(e, ac.signal);
-      if (wire.status >= 500 && ac.signal.reason !== SHUTDOWN) log.error({ err: e }, 'handler failed');
+      // A client that went away is expected: whatever the handler threw on its abort is not a fault.
+      if (ac.signal.reason === CANCELLED_BY_CLIENT) log.debug({ err: String(e) }, 'cancelled by the client');
+      else if (wire.status >= 500 && ac.signal.reason !== SHUTDOWN) log.error({ err: e }, 'handler failed');
       this.send(reply, encodeFrame(FrameKind.error, JSON.stringify(wire)));
     } finally {
       clearTimeout(timer);
@@ -216,6 +250,8 @@ export class RpcServer {
         await settled;
       }
     }
+    // The last frames (ends, shutdown errors) go out now, before the caller drains the connection.
+    this.flushFrames();
     for (const s of this.subs) s.unsubscribe();
     this.subs.length = 0;
     clearInterval(this.heartbeat);
@@ -280,6 +316,9 @@ export class RpcClient {
   private seq = 0;
   private sweeper: NodeJS.Timeout | null = null;
   private connected = true;
+  /** Calls opened in this turn of the event loop, published together by flushOutbox. */
+  private outbox: Array<{ subject: string; data: Uint8Array; opts: PublishOptions; call: InboxCall }> = [];
+  private flushScheduled = false;
 
   constructor(private readonly nc: NatsConnection) {
     void (async () => {
@@ -306,6 +345,13 @@ export class RpcClient {
 
   /** Tells whichever replica holds the request to abort it (a unary caller that went away). */
   cancel(requestId: string): void {
+    // Not sent yet (same turn of the event loop): it never leaves.
+    const i = this.outbox.findIndex((o) => o.call.requestId === requestId);
+    if (i >= 0) {
+      const [o] = this.outbox.splice(i, 1);
+      o?.call.fail(new ApiError(499, 'Client closed the request.'), false);
+      return;
+    }
     tellCancel(this.nc, requestId);
   }
 
@@ -316,20 +362,52 @@ export class RpcClient {
       call.fail(natsDown(), false);
       return call;
     }
+    // Encoded once: the size check and the publish use the same bytes.
+    const data = enc.encode(JSON.stringify(req));
+    const max = this.nc.info?.max_payload ?? NATS_DEFAULT_MAX_PAYLOAD;
+    if (data.length > max) {
+      call.fail(envelopeTooLarge(data.length, max), false);
+      return call;
+    }
     this.ensureInbox();
     this.calls.set(token, call);
-    try {
-      this.nc.publish(
-        subject,
-        JSON.stringify(req),
-        rpcPublishOptions(subject, `${this.inboxPrefix}.${token}`, req, call.end),
-      );
-    } catch (e) {
-      // e.g. a request larger than the server's max_payload: fail cleanly, leak nothing.
-      call.fail(mapNatsError(e), false);
+    this.outbox.push({
+      subject,
+      data,
+      opts: rpcPublishOptions(subject, `${this.inboxPrefix}.${token}`, req, call.end),
+      call,
+    });
+    if (!this.flushScheduled) {
+      this.flushScheduled = true;
+      setImmediate(this.flushOutbox);
     }
     return call;
   }
+
+  /**
+   * Publishes the calls opened during one turn of the event loop together: the NATS client writes to
+   * its socket once per microtask checkpoint, so publishing each call as it opens costs one write per
+   * request; here the requests that arrived together leave in one write. A call cancelled before its
+   * turn came is never published.
+   */
+  private readonly flushOutbox = (): void => {
+    this.flushScheduled = false;
+    const batch = this.outbox;
+    this.outbox = [];
+    for (const o of batch) {
+      if (o.call.isDone) {
+        // cancelled (or failed) before it left: nothing to wait for
+        o.call.fail(new ApiError(499, 'Client closed the request.'), false);
+        continue;
+      }
+      try {
+        this.nc.publish(o.subject, o.data, o.opts);
+      } catch (e) {
+        // e.g. the connection closed meanwhile: fail cleanly, leak nothing.
+        o.call.fail(mapNatsError(e), false);
+      }
+    }
+  };
 
   private ensureInbox(): void {
     if (this.sub) return;
@@ -435,6 +513,15 @@ class InboxCall implements RpcStream {
     }
   }
 
+  get requestId(): string {
+    return this.req.requestId;
+  }
+
+  /** No more data will be yielded (ended, failed or cancelled). */
+  get isDone(): boolean {
+    return this.done;
+  }
+
   fail(e: unknown, tellService: boolean): void {
     if (this.settled) return;
     if (tellService) tellCancel(this.nc, this.req.requestId);
@@ -500,6 +587,17 @@ function readEnd(data: Uint8Array, into?: { partialUsage: UsageReport | null }):
     throw ApiError.fromWire(frame);
   }
   throw ApiError.internal();
+}
+
+const NATS_DEFAULT_MAX_PAYLOAD = 1024 * 1024;
+
+/** 413 for a request that cannot travel to its service in one NATS message (`size` bytes, `max` allowed). */
+export function envelopeTooLarge(size: number, max: number): ApiError {
+  return new ApiError(
+    413,
+    `The request is too large for the model service (${size} bytes; at most ${max}). Send fewer or shorter inputs per request.`,
+    { type: ErrorType.invalidRequest, code: 'request_too_large' },
+  );
 }
 
 function noService(): ApiError {

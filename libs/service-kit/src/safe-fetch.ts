@@ -1,7 +1,7 @@
 import { lookup as dnsLookup } from 'node:dns';
 import { isIP, type LookupFunction } from 'node:net';
 import ipaddr from 'ipaddr.js';
-import { Agent, fetch as undiciFetch } from 'undici';
+import type { Agent, fetch as UndiciFetch } from 'undici';
 
 /**
  * Fetching URLs that a client (or a search result) names, without letting it reach inside our network:
@@ -105,14 +105,24 @@ const guardedLookup: LookupFunction = (hostname, options, callback) => {
   });
 };
 
-const guardedAgent = new Agent({ connect: { lookup: guardedLookup }, keepAliveTimeout: 10_000 });
-const openAgent = new Agent({ keepAliveTimeout: 10_000 });
+/**
+ * undici (about 27 MiB of RSS with its WASM HTTP parser) and the two agents, made on the first fetch:
+ * every app imports this kit, few of them fetch URLs (the gateway never does).
+ */
+let http: Promise<{ fetch: typeof UndiciFetch; guarded: Agent; open: Agent }> | null = null;
+const undici = () =>
+  (http ??= import('undici').then((u) => ({
+    fetch: u.fetch,
+    guarded: new u.Agent({ connect: { lookup: guardedLookup }, keepAliveTimeout: 10_000 }),
+    open: new u.Agent({ keepAliveTimeout: 10_000 }),
+  })));
 
 export async function safeFetch(url: string, opts: SafeFetchOptions): Promise<SafeFetchResult> {
   const maxRedirects = opts.maxRedirects ?? 3;
   const timeout = AbortSignal.timeout(opts.timeoutMs);
   const signal = opts.signal ? AbortSignal.any([opts.signal, timeout]) : timeout;
   let current = url;
+  const { fetch: undiciFetch, guarded: guardedAgent, open: openAgent } = await undici();
   for (let hop = 0; ; hop++) {
     let u: URL;
     try {
@@ -131,7 +141,7 @@ export async function safeFetch(url: string, opts: SafeFetchOptions): Promise<Sa
     if (!exempt && isIP(literal) && !isPublicAddress(literal)) {
       throw new SafeFetchError('blocked_address', 'the URL points to a non-public address');
     }
-    let res: Awaited<ReturnType<typeof undiciFetch>>;
+    let res: Awaited<ReturnType<typeof UndiciFetch>>;
     try {
       res = await undiciFetch(u, {
         redirect: 'manual',

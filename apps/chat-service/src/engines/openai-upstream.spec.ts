@@ -110,6 +110,17 @@ describe('openai upstream engine (against a local fake OpenAI-compatible server)
     await e.close();
   });
 
+  it('complete answers keep their connection (reused, not aborted)', async () => {
+    const e = engine(up.url, 'plain');
+    const conns = up.connections;
+    const closed = up.closed;
+    for (let i = 0; i < 4; i++) assert.equal((await collect(e, input())).content, 'Hello from the upstream.');
+    // undici may open a second connection while the first is being returned to its pool, not more.
+    assert.ok(up.connections - conns <= 2, `4 answers over ${up.connections - conns} connections`);
+    assert.equal(up.closed, closed, 'no answer was aborted');
+    await e.close();
+  });
+
   it('parses <think> out of the content, even with the tags split across chunks', async () => {
     const e = engine(up.url, 'think-inline');
     const r = await collect(e, input());

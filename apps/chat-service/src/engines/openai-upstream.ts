@@ -1,6 +1,6 @@
 import { ApiError, type ContentPart, OpenAIUpstreamEngineSchema, type ReasoningMode } from '@infer/contracts';
 import { type Logger, parseEngineSettings } from '@infer/service-kit';
-import { Agent, fetch } from 'undici';
+import { Agent, type Dispatcher } from 'undici';
 import type { z } from 'zod';
 import { countPromptTokens, countTokens } from '../tokens.js';
 import type {
@@ -48,7 +48,9 @@ export class OpenAIUpstreamEngine implements ChatEngine {
   readonly type = 'openai';
   readonly media = { images: true, audio: true };
   private readonly agent: Agent;
-  private readonly base: string;
+  /** `base_url` split for undici's request(): scheme://host:port, and the path without a trailing slash. */
+  private readonly origin: string;
+  private readonly path: string;
 
   constructor(
     readonly settings: OpenAIUpstreamSettings,
@@ -57,7 +59,9 @@ export class OpenAIUpstreamEngine implements ChatEngine {
     private readonly apiKey: string | undefined,
     private readonly log: Logger,
   ) {
-    this.base = settings.base_url.replace(/\/+$/, '');
+    const base = new URL(settings.base_url);
+    this.origin = base.origin;
+    this.path = base.pathname.replace(/\/+$/, '');
     this.agent = new Agent({
       connect: { timeout: Math.min(settings.timeout_ms, 10_000) },
       headersTimeout: 0,
@@ -72,7 +76,6 @@ export class OpenAIUpstreamEngine implements ChatEngine {
 
   async *generate(input: EngineInput, signal: AbortSignal): AsyncGenerator<EngineDelta> {
     const raw = input.prompt !== undefined;
-    const url = `${this.base}/${raw ? 'completions' : 'chat/completions'}`;
     const body = raw ? this.completionBody(input) : this.chatBody(input);
     const run = new Run(input, this.settings, raw);
     if (signal.aborted) {
@@ -83,39 +86,51 @@ export class OpenAIUpstreamEngine implements ChatEngine {
     const onAbort = () => ac.abort(signal.reason);
     signal.addEventListener('abort', onAbort, { once: true });
     let timedOut = false;
-    let timer: NodeJS.Timeout | undefined;
-    const arm = () => {
-      clearTimeout(timer);
-      timer = setTimeout(() => {
-        timedOut = true;
-        ac.abort(new Error('upstream timeout'));
-      }, this.settings.timeout_ms);
-    };
+    // One timer per generation, re-armed (refresh) at each chunk: `timeout_ms` of silence ends it.
+    const timer = setTimeout(() => {
+      timedOut = true;
+      ac.abort(new Error('upstream timeout'));
+    }, this.settings.timeout_ms);
     const headers: Record<string, string> = {
       'content-type': 'application/json',
       accept: 'text/event-stream, application/json',
     };
     if (this.apiKey) headers.authorization = `Bearer ${this.apiKey}`;
+    // The answer's body, until it has been read to its end (then nothing is left to release).
+    let open: Dispatcher.ResponseData['body'] | null = null;
+    // The body's iterator (an SSE answer), to read its end after [DONE].
+    let rest: AsyncIterator<Uint8Array> | null = null;
     try {
-      arm();
-      let res: Awaited<ReturnType<typeof fetch>>;
+      let res: Dispatcher.ResponseData;
       try {
-        res = await fetch(url, {
+        // undici's request() on the engine's pooled Agent: no WHATWG fetch machinery (Request/Response
+        // objects, a web stream per body) per call; redirects are not followed (an upstream that
+        // redirects a POST is misconfigured: its 3xx is answered like any other refusal).
+        res = await this.agent.request({
+          origin: this.origin,
+          path: `${this.path}/${raw ? 'completions' : 'chat/completions'}`,
           method: 'POST',
           headers,
           body: JSON.stringify(body),
           signal: ac.signal,
-          dispatcher: this.agent,
         });
       } catch (e) {
         throw this.networkError(e, timedOut, signal);
       }
-      if (!res.ok) throw await this.httpError(res);
-      const type = res.headers.get('content-type') ?? '';
+      open = res.body;
+      if (res.statusCode < 200 || res.statusCode > 299) throw await this.httpError(res.statusCode, res.body);
+      const ct = res.headers['content-type'];
+      const type = (Array.isArray(ct) ? ct[0] : ct) ?? '';
       try {
-        if (type.includes('text/event-stream') && res.body) {
-          for await (const data of sseData(res.body)) {
-            arm();
+        if (type.includes('text/event-stream')) {
+          // Read through an iterable without return(): leaving the loop at [DONE] does not destroy the
+          // body, whose end (normally right behind [DONE]) is then drained so the connection is reused.
+          const chunks = res.body[Symbol.asyncIterator]();
+          rest = chunks;
+          for await (const data of sseData({
+            [Symbol.asyncIterator]: () => ({ next: () => chunks.next() }),
+          })) {
+            timer.refresh();
             if (data === '[DONE]') {
               run.done = true;
               break;
@@ -126,11 +141,15 @@ export class OpenAIUpstreamEngine implements ChatEngine {
             yield* run.chunk(chunk);
           }
         } else {
-          const whole = parseJson(await res.text());
+          const whole = parseJson(await res.body.text());
           if (!whole) throw ApiError.internal("The model's upstream server sent an answer we cannot read.");
           if (whole.error) throw this.streamError(whole.error);
           yield* run.whole(whole);
         }
+        // After [DONE] the body's end is normally already here: read it (at most 200 ms) so the
+        // connection goes back to the pool before the next request wants one.
+        if (run.done && rest && !res.body.readableEnded) await drainRest(rest, res.body, 200);
+        if (res.body.readableEnded) open = null;
       } catch (e) {
         throw this.networkError(e, timedOut, signal);
       }
@@ -149,7 +168,10 @@ export class OpenAIUpstreamEngine implements ChatEngine {
     } finally {
       clearTimeout(timer);
       signal.removeEventListener('abort', onAbort);
-      if (!ac.signal.aborted) ac.abort(); // releases the connection if the consumer stopped early
+      // A body that ended needs nothing: a complete answer builds no abort reason (no DOMException). A
+      // body left before its end (the consumer stopped early, an error, a server that kept it open after
+      // [DONE]) is destroyed, which closes its connection.
+      if (open && !open.destroyed && !open.readableEnded) open.destroy();
     }
   }
 
@@ -196,17 +218,18 @@ export class OpenAIUpstreamEngine implements ChatEngine {
       this.log.warn({ timeout_ms: this.settings.timeout_ms }, 'upstream timed out');
       return ApiError.internal("The model's upstream server did not answer in time.");
     }
-    const cause = (e as { cause?: { code?: string; message?: string } })?.cause;
-    this.log.warn({ err: e, code: cause?.code }, 'upstream unreachable');
-    if (cause?.code === 'ECONNREFUSED' || cause?.code === 'ENOTFOUND' || cause?.code === 'EAI_AGAIN') {
+    // undici's request() puts the system error's code on the error itself (fetch: on its cause).
+    const err = e as { code?: string; cause?: { code?: string } };
+    const code = err?.code ?? err?.cause?.code;
+    this.log.warn({ err: e, code }, 'upstream unreachable');
+    if (code === 'ECONNREFUSED' || code === 'ENOTFOUND' || code === 'EAI_AGAIN') {
       return ApiError.internal("The model's upstream server could not be reached.");
     }
     return ApiError.internal("The connection to the model's upstream server failed.");
   }
 
-  private async httpError(res: Awaited<ReturnType<typeof fetch>>): Promise<ApiError> {
-    const text = await res.text().catch(() => '');
-    const status = res.status;
+  private async httpError(status: number, body: Dispatcher.ResponseData['body']): Promise<ApiError> {
+    const text = await body.text().catch(() => '');
     const { message, param } = upstreamMessage(text);
     if (status === 408 || status === 429) {
       this.log.warn({ status }, 'upstream busy');
@@ -233,6 +256,24 @@ export class OpenAIUpstreamEngine implements ChatEngine {
     const { message } = upstreamMessage(JSON.stringify({ error: err }));
     this.log.error({ upstream: message?.slice(0, 300) }, 'upstream failed mid-answer');
     return ApiError.internal("The model's upstream server failed while answering.");
+  }
+}
+
+/** Reads what is left of a body after [DONE] (normally only its end); destroys it after `ms`. */
+async function drainRest(
+  rest: AsyncIterator<Uint8Array>,
+  body: { destroy(): void },
+  ms: number,
+): Promise<void> {
+  const guard = setTimeout(() => body.destroy(), ms);
+  try {
+    while (!(await rest.next()).done) {
+      // bytes after [DONE] are ignored
+    }
+  } catch {
+    // destroyed by the guard, or the server reset the connection: nothing to do
+  } finally {
+    clearTimeout(guard);
   }
 }
 

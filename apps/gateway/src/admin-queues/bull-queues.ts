@@ -1,5 +1,5 @@
 import { Inject, Injectable, type OnModuleDestroy } from '@nestjs/common';
-import { Queue } from 'bullmq';
+import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { GATEWAY_CONFIG, type GatewayConfig } from '../config.js';
 import { REDIS } from '../infra/tokens.js';
@@ -7,7 +7,8 @@ import { REDIS } from '../infra/tokens.js';
 /**
  * The services' BullMQ queues as the gateway's admin routes see them (counts, timings, jobs to retry or
  * remove): one Queue object per name, made on first use on the gateway's own Redis connection (shared:
- * closing the app closes the Queue objects, not the connection), metadata never written.
+ * closing the app closes the Queue objects, not the connection), metadata never written. BullMQ itself
+ * (about 220 modules) is loaded on the first admin request that needs it, not at start-up.
  */
 @Injectable()
 export class BullQueues implements OnModuleDestroy {
@@ -18,9 +19,12 @@ export class BullQueues implements OnModuleDestroy {
     @Inject(REDIS) private readonly redis: Redis,
   ) {}
 
-  get(name: string): Queue {
+  async get(name: string): Promise<Queue> {
     let q = this.queues.get(name);
     if (!q) {
+      const { Queue } = await import('bullmq');
+      q = this.queues.get(name); // made by a concurrent call meanwhile
+      if (q) return q;
       q = new Queue(name, {
         connection: this.redis,
         prefix: this.config.BULLMQ_PREFIX,

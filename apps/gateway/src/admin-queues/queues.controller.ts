@@ -1,6 +1,6 @@
 import { Queues } from '@infer/contracts';
 import { Controller, Get, Inject, Req } from '@nestjs/common';
-import { type Job, Queue } from 'bullmq';
+import type { Job, Queue } from 'bullmq';
 import type { FastifyRequest } from 'fastify';
 import { Public } from '../auth/public.decorator.js';
 import { GATEWAY_CONFIG, type GatewayConfig } from '../config.js';
@@ -78,7 +78,7 @@ export class QueuesAdminController {
     @Inject(AdminAccess) private readonly access: AdminAccess,
   ) {}
 
-  private queue(name: string): Queue {
+  private queue(name: string): Promise<Queue> {
     return this.bull.get(name);
   }
 
@@ -90,7 +90,7 @@ export class QueuesAdminController {
   }
 
   private async report(name: string): Promise<QueueReport> {
-    const q = this.queue(name);
+    const q = await this.queue(name);
     const [counts, workers, done, paused] = await Promise.all([
       q.getJobCounts(),
       q.getWorkersCount().catch(() => 0),

@@ -11,7 +11,10 @@ export function errorCodeOf(req: FastifyRequest): string | undefined {
 export function sendError(req: FastifyRequest, reply: FastifyReply, exception: unknown): void {
   const err = toApiError(exception);
   if (err.code) errorCodes.set(req.raw, err.code);
-  if (err.status >= 500) req.log.error({ err: exception }, 'request failed');
+  // A 500 is a fault to look into: logged with its stack. A 503/504/524 is an expected condition (no
+  // replica up, a restart, a deadline): the access line (status and code) and the metrics count it,
+  // without a stack, so that a burst of them costs little.
+  if (err.status === 500) req.log.error({ err: exception }, 'request failed');
   if (reply.sent || reply.raw.headersSent) {
     // Too late for a status: a stream already started. Close it; the stream relay reports errors itself.
     if (!reply.raw.writableEnded) reply.raw.end();

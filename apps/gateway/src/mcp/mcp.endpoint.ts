@@ -1,6 +1,5 @@
 import { ApiError, JsonRpcErrorCode, type JsonRpcErrorResponse, jsonRpcError } from '@infer/contracts';
 import type { Logger } from '@infer/service-kit';
-import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import { Inject, Injectable, type OnModuleInit } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -11,7 +10,24 @@ import { sendError } from '../common/send-error.js';
 import { LOGGER } from '../infra/tokens.js';
 import { SearchGateway } from '../search/search.service.js';
 import { checkJsonRpcBody } from './jsonrpc.js';
-import { buildMcpServer, type McpRequestContext } from './mcp.server.js';
+import type { McpRequestContext } from './mcp.server.js';
+
+/**
+ * The MCP SDK (with ajv and zod-to-json-schema, about 150 modules) and our server on it, loaded on the
+ * first POST /mcp: a gateway that never serves MCP does not hold them in memory.
+ */
+let mcpModules: Promise<{
+  buildMcpServer: typeof import('./mcp.server.js').buildMcpServer;
+  Transport: typeof import('@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js').WebStandardStreamableHTTPServerTransport;
+}> | null = null;
+const loadMcp = () =>
+  (mcpModules ??= Promise.all([
+    import('./mcp.server.js'),
+    import('@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js'),
+  ]).then(([server, http]) => ({
+    buildMcpServer: server.buildMcpServer,
+    Transport: http.WebStandardStreamableHTTPServerTransport,
+  })));
 
 /** Largest POST /mcp body: JSON-RPC messages are small. */
 export const MCP_BODY_LIMIT = 1024 * 1024;
@@ -95,8 +111,9 @@ export class McpEndpoint implements OnModuleInit {
     if (!checked.ok) return this.sendRpcError(reply, checked.error);
 
     const ctx: McpRequestContext = { auth, requestId: workIdOf(req), httpError: null, calls: 0 };
+    const { buildMcpServer, Transport } = await loadMcp();
     const server = buildMcpServer(ctx, this.search, this.log);
-    const transport = new WebStandardStreamableHTTPServerTransport({
+    const transport = new Transport({
       sessionIdGenerator: undefined,
       enableJsonResponse: true,
     });

@@ -1,5 +1,5 @@
-import { ApiError, type EndFrame, ErrorType, type ServiceRequest } from '@infer/contracts';
-import type { NatsRpcClientProxy } from '@infer/service-kit';
+import { ApiError, type EndFrame, type ServiceRequest } from '@infer/contracts';
+import { envelopeTooLarge, type NatsRpcClientProxy } from '@infer/service-kit';
 import type { NatsConnection } from '@nats-io/transport-node';
 
 /**
@@ -24,17 +24,15 @@ const OPEN = 0x5b; // [
 const CLOSE = 0x5d; // ]
 const NATS_DEFAULT_MAX_PAYLOAD = 1024 * 1024;
 
-/** 413 when the request itself cannot travel to the service in one NATS message. */
+/**
+ * 413 when the request itself cannot travel to the service in one NATS message. The model routes rely
+ * on RpcClient, which checks the bytes it publishes (no second serialisation); this stays for callers
+ * that want the answer before dispatching.
+ */
 export function checkEnvelopeSize(nc: NatsConnection, envelope: ServiceRequest): void {
   const max = nc.info?.max_payload ?? NATS_DEFAULT_MAX_PAYLOAD;
   const size = Buffer.byteLength(JSON.stringify(envelope));
-  if (size > max) {
-    throw new ApiError(
-      413,
-      `The request is too large for the model service (${size} bytes; at most ${max}). Send fewer or shorter inputs per request.`,
-      { type: ErrorType.invalidRequest, code: 'request_too_large' },
-    );
-  }
+  if (size > max) throw envelopeTooLarge(size, max);
 }
 
 /**

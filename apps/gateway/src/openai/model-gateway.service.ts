@@ -6,21 +6,20 @@ import {
   type UsageReport,
 } from '@infer/contracts';
 import { type Logger, NatsRpcClientProxy } from '@infer/service-kit';
-import type { NatsConnection } from '@nats-io/transport-node';
 import { Inject, Injectable } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Redis } from 'ioredis';
 import { CatalogService } from '../catalog/catalog.service.js';
 import { workIdOf } from '../common/request-id.js';
 import { GATEWAY_CONFIG, type GatewayConfig } from '../config.js';
-import { LOGGER, NATS, REDIS } from '../infra/tokens.js';
+import { LOGGER, REDIS } from '../infra/tokens.js';
 import { estimatePromptTokens } from '../limits/estimate.js';
 import type { Admission } from '../limits/limits.engine.js';
 import { LimitsService } from '../limits/limits.service.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { TrafficRecorder } from '../overview/traffic.js';
 import { UsagePublisher } from '../usage/usage-publisher.js';
-import { checkEnvelopeSize, collectList } from './collect.js';
+import { collectList } from './collect.js';
 import { type ModelRoute, routeCaller } from './routes.js';
 
 const SSE_HEAD = Buffer.from('data: ');
@@ -42,7 +41,6 @@ export class ModelGateway {
     @Inject(LOGGER) private readonly log: Logger,
     @Inject(LimitsService) private readonly limits: LimitsService,
     @Inject(REDIS) private readonly redis: Redis,
-    @Inject(NATS) private readonly nc: NatsConnection,
     @Inject(TrafficRecorder) private readonly traffic: TrafficRecorder,
   ) {}
 
@@ -93,13 +91,8 @@ export class ModelGateway {
     this.admissions.set(envelope, admission);
     this.tiers.set(envelope, auth.tier);
     const started = performance.now();
-    // A body larger than one NATS message (chat with big data: URIs ...) is a 413, not a failed publish.
-    try {
-      checkEnvelopeSize(this.nc, envelope);
-    } catch (e) {
-      this.settle(envelope, route, 413, started, null);
-      throw e;
-    }
+    // A body larger than one NATS message (chat with big data: URIs ...) is a 413, not a failed publish:
+    // RpcClient checks the bytes it would publish and fails the call with it (settled as a 413 below).
     if (route.collect && !stream) {
       await this.relayCollected(route, envelope, reply, started);
       return;
@@ -171,7 +164,6 @@ export class ModelGateway {
     let collected: Awaited<ReturnType<typeof collectList>>;
     let clientGone = false;
     try {
-      checkEnvelopeSize(this.nc, envelope);
       const subject = this.subjectOf(route);
       collected = await collectList(this.rpc, subject, envelope, route.collect as { field: string }, {
         // A little past the deadline, so the service's own 524 wins the race.

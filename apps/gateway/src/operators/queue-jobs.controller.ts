@@ -7,7 +7,7 @@ import {
   Queues,
 } from '@infer/contracts';
 import { Controller, Delete, Get, HttpCode, Inject, Param, Post, Query, Req } from '@nestjs/common';
-import { type Job, Queue } from 'bullmq';
+import type { Job, Queue } from 'bullmq';
 import type { FastifyRequest } from 'fastify';
 import { BullQueues } from '../admin-queues/bull-queues.js';
 import { Public } from '../auth/public.decorator.js';
@@ -35,7 +35,7 @@ export class QueueJobsController {
     @Inject(AdminAccess) private readonly access: AdminAccess,
   ) {}
 
-  private queue(name: string): Queue {
+  private queue(name: string): Promise<Queue> {
     if (!NAMES.has(name)) {
       throw new ApiError(404, `No queue '${name}' (queues: ${[...NAMES].join(', ')}).`, {
         type: 'invalid_request_error',
@@ -47,7 +47,7 @@ export class QueueJobsController {
   }
 
   private async job(name: string, id: string): Promise<Job> {
-    const q = this.queue(name);
+    const q = await this.queue(name);
     const job = JOB_ID.test(id) ? await q.getJob(id) : undefined;
     if (!job) {
       throw new ApiError(404, `No job '${id}' in queue '${name}'.`, {
@@ -63,7 +63,7 @@ export class QueueJobsController {
   async list(@Req() req: FastifyRequest, @Param('queue') name: string, @Query() query: unknown) {
     await this.access.require(req, 'read');
     const q = parseOrThrow(QueueJobsQuerySchema, query ?? {});
-    const queue = this.queue(name);
+    const queue = await this.queue(name);
     const jobs = await queue.getJobs([q.state], q.start, q.start + q.limit - 1);
     const total = (await queue.getJobCounts(q.state))[q.state] ?? 0;
     return {
@@ -108,7 +108,7 @@ export class QueueJobsController {
   /** Pauses or resumes a queue for every worker (BullMQ's global pause, kept in Redis); audited. */
   private async setPaused(req: FastifyRequest, name: string, paused: boolean) {
     const actor = await this.access.require(req, 'write');
-    const q = this.queue(name);
+    const q = await this.queue(name);
     const before = await q.isPaused();
     if (before !== paused) {
       // The queue's state lives in Redis: its audit row commits only once the change succeeded.

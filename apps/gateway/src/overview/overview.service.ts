@@ -143,7 +143,7 @@ export class OverviewService implements OnModuleInit, OnApplicationShutdown {
   private queues(): Promise<Overview['queues']> {
     return Promise.all(
       Object.values(Queues).map(async (name) => {
-        const q = this.bull.get(name);
+        const q = await this.bull.get(name);
         const [counts, paused] = await Promise.all([
           q.getJobCounts('waiting', 'active', 'delayed', 'failed'),
           q.isPaused(),

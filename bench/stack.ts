@@ -1,0 +1,415 @@
+// The gateway side by side with a raw proxy, in one run, on the production build (issue 13).
+//
+//   node --conditions=source --import ./tools/ts-register.js bench/stack.ts
+//   node ... bench/stack.ts --duration 5 --rounds 3 --connections 32 --streams 200 \
+//        --concurrent-streams 1000 --error-seconds 15 [--soak 600 --rate 1000] [--pin] [--no-build] [--quick]
+//        [--cpu-rate 300]
+//
+// Starts (bench/stack/lib.ts) a fake upstream (a test double answering at once), a raw node:http proxy
+// in front of it (the baseline), and the production build of the stack (NODE_ENV=production, dist/):
+// chat-service, ledger-writer, a gateway with limits on and one with limits off, on private ports,
+// NATS subjects, usage stream and Redis prefix. Then, with autocannon (bounded in time, keep-alive,
+// `--connections` in flight), alternating targets each round:
+//
+//   raw proxy          POST /v1/chat/completions through the raw proxy to the upstream
+//   gw off, upstream   the gateway, limits off, model chat-up (chat-service's openai engine -> upstream)
+//   gw on, upstream    the same, limits on (auth, every limit in Redis, NATS hop, usage event)
+//   gw on, simulator   limits on, model chat-A (the simulator engine, max_tokens 1)
+//   gw on, 429         a key allowed 1 request a minute: refused by the limits
+//
+// For each: req/s, p50/p99 latency, and the CPU time per request of every process (user + system from
+// /proc/<pid>/stat over the round), the median over the rounds; the gateway/raw-proxy CPU ratio. Then
+// p50/p99 at a fixed 1,000 req/s, the time to the first byte of streams one at a time (upstream
+// direct, raw proxy, gateway), and the gateway's RSS: idle, after the load, during and after
+// `--concurrent-streams` long streams at once (chat-slow, 20 ms per token), and after
+// `--error-seconds` of 503s (embeddings: no embedding-service runs). `--soak N` adds N seconds at
+// `--rate` req/s with the gateway's RSS sampled every 10 s. Numbers, not pass/fail; everything stops
+// by itself. The machine is shared: rely on the same-run ratios and CPU per request, and repeat runs.
+import { parseArgs } from 'node:util';
+import autocannon from 'autocannon';
+import { Pool } from 'undici';
+import { buildProduction, rssKiB, type Stack, startStack } from './stack/lib.js';
+import { cpuMs, pct } from './support.js';
+
+const { values: opt } = parseArgs({
+  options: {
+    duration: { type: 'string', default: '5' },
+    rounds: { type: 'string', default: '2' },
+    connections: { type: 'string', default: '32' },
+    streams: { type: 'string', default: '200' },
+    'concurrent-streams': { type: 'string', default: '1000' },
+    'error-seconds': { type: 'string', default: '15' },
+    soak: { type: 'string', default: '0' },
+    rate: { type: 'string', default: '1000' },
+    pin: { type: 'boolean', default: false },
+    'no-build': { type: 'boolean', default: false },
+    /** Only the throughput rounds and the ratios (for re-measuring one change quickly). */
+    quick: { type: 'boolean', default: false },
+    /**
+     * Drive the throughput rounds at this fixed total rate (req/s) instead of a closed loop: on a busy
+     * shared machine the CPU per request is then compared at the same load from run to run.
+     */
+    'cpu-rate': { type: 'string', default: '0' },
+  },
+});
+const DURATION = Number(opt.duration);
+const ROUNDS = Number(opt.rounds);
+const CONNECTIONS = Number(opt.connections);
+const STREAMS = Number(opt.streams);
+const CONCURRENT_STREAMS = Number(opt['concurrent-streams']);
+const ERROR_SECONDS = Number(opt['error-seconds']);
+const SOAK = Number(opt.soak);
+const RATE = Number(opt.rate);
+
+const chatBody = (model: string, stream = false, maxTokens = 1) =>
+  JSON.stringify({
+    model,
+    messages: [{ role: 'user', content: 'Hello there, how are you today?' }],
+    max_tokens: maxTokens,
+    ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}),
+  });
+
+interface Target {
+  name: string;
+  url: string;
+  path: string;
+  key?: string;
+  body: string;
+}
+
+interface Sample {
+  target: string;
+  reqPerS: number;
+  p50: number;
+  p99: number;
+  responses: number;
+  non2xx: number;
+  errors: number;
+  /** CPU microseconds per response, by process name. */
+  cpu: Record<string, number>;
+}
+
+const median = (xs: number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length ? (s[(s.length - 1) >> 1]! + s[s.length >> 1]!) / 2 : 0;
+};
+
+function processes(stack: Stack): Array<{ name: string; pid: number }> {
+  const list: Array<{ name: string; pid: number }> = [
+    { name: 'gw on', pid: stack.gatewayOn.pid },
+    { name: 'gw off', pid: stack.gatewayOff.pid },
+    { name: 'chat-svc', pid: stack.chat.pid },
+    { name: 'ledger', pid: stack.ledger.pid },
+    { name: 'raw proxy', pid: stack.rawProxy.pid },
+    { name: 'upstream', pid: stack.upstream.pid },
+  ];
+  if (stack.natsPid) list.push({ name: 'nats*', pid: stack.natsPid });
+  return list;
+}
+
+async function load(
+  stack: Stack,
+  t: Target,
+  seconds: number,
+  extra: { connections?: number; overallRate?: number } = {},
+): Promise<Sample> {
+  const procs = processes(stack);
+  const before = procs.map((p) => cpuMs(p.pid));
+  const r = await autocannon({
+    url: `${t.url}${t.path}`,
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      ...(t.key ? { authorization: `Bearer ${t.key}` } : {}),
+    },
+    body: t.body,
+    connections: extra.connections ?? CONNECTIONS,
+    duration: seconds,
+    timeout: 30,
+    ...(extra.overallRate ? { overallRate: extra.overallRate } : {}),
+  });
+  const after = procs.map((p) => cpuMs(p.pid));
+  const responses = Object.values(r.statusCodeStats).reduce((s, c) => s + Number(c.count), 0);
+  const cpu: Record<string, number> = {};
+  procs.forEach((p, i) => {
+    cpu[p.name] = responses ? ((after[i]! - before[i]!) * 1000) / responses : 0;
+  });
+  return {
+    target: t.name,
+    reqPerS: responses / r.duration,
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+    responses,
+    non2xx: r.non2xx,
+    errors: r.errors,
+    cpu,
+  };
+}
+
+function summarize(samples: Sample[], procNames: string[]): Record<string, string | number>[] {
+  const byTarget = new Map<string, Sample[]>();
+  for (const s of samples) byTarget.set(s.target, [...(byTarget.get(s.target) ?? []), s]);
+  return [...byTarget.entries()].map(([target, ss]) => {
+    const row: Record<string, string | number> = {
+      target,
+      'req/s': median(ss.map((s) => s.reqPerS)).toFixed(0),
+      'p50 ms': median(ss.map((s) => s.p50)).toFixed(1),
+      'p99 ms': median(ss.map((s) => s.p99)).toFixed(1),
+      'non-2xx': ss.reduce((a, s) => a + s.non2xx + s.errors, 0),
+    };
+    for (const p of procNames) row[`${p} us`] = median(ss.map((s) => s.cpu[p] ?? 0)).toFixed(0);
+    return row;
+  });
+}
+
+/** Time to the first body byte and to the end of `n` streamed requests, one at a time. */
+async function firstBytes(
+  url: string,
+  path: string,
+  body: string,
+  key: string | undefined,
+  n: number,
+): Promise<{ first: number[]; total: number[] }> {
+  const pool = new Pool(url, { connections: 1 });
+  const first: number[] = [];
+  const total: number[] = [];
+  try {
+    for (let i = 0; i < n + 10; i++) {
+      const t0 = performance.now();
+      const res = await pool.request({
+        path,
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}) },
+        body,
+      });
+      let t1 = 0;
+      for await (const _ of res.body) {
+        if (!t1) t1 = performance.now();
+      }
+      if (res.statusCode !== 200) throw new Error(`stream answered ${res.statusCode}`);
+      if (i >= 10) {
+        // the first ten warm up
+        first.push(t1 - t0);
+        total.push(performance.now() - t0);
+      }
+    }
+  } finally {
+    await pool.close();
+  }
+  return { first, total };
+}
+
+/** `n` long streams at once through the gateway: its RSS before, at the peak and after. */
+async function concurrentStreams(stack: Stack, n: number): Promise<Record<string, number>> {
+  const gw = stack.gatewayOn;
+  const pool = new Pool(gw.url, { connections: n, pipelining: 1 });
+  const before = rssKiB(gw.pid);
+  let peak = before;
+  const sampler = setInterval(() => {
+    peak = Math.max(peak, rssKiB(gw.pid));
+  }, 50);
+  let ok = 0;
+  let open = 0;
+  let maxOpen = 0;
+  try {
+    await Promise.all(
+      Array.from({ length: n }, async () => {
+        const res = await pool.request({
+          path: '/v1/chat/completions',
+          method: 'POST',
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${stack.key}` },
+          body: chatBody('chat-slow', true, 100),
+        });
+        open++;
+        maxOpen = Math.max(maxOpen, open);
+        for await (const _ of res.body) {
+          // drain
+        }
+        open--;
+        if (res.statusCode === 200) ok++;
+      }),
+    );
+  } finally {
+    clearInterval(sampler);
+    await pool.close();
+  }
+  await new Promise((r) => setTimeout(r, 3_000));
+  return { before, peak, after: rssKiB(gw.pid), ok, maxOpen };
+}
+
+const mib = (kib: number) => (kib / 1024).toFixed(1);
+
+async function main(): Promise<void> {
+  if (!opt['no-build']) {
+    console.log('building the production output (tools/build.js) ...');
+    buildProduction();
+  }
+  const stack = await startStack({ pin: opt.pin });
+  try {
+    const procs = processes(stack);
+    const procNames = procs.map((p) => p.name);
+    await new Promise((r) => setTimeout(r, 3_000));
+    const idle = Object.fromEntries(
+      procs.filter((p) => p.name !== 'nats*').map((p) => [p.name, rssKiB(p.pid)]),
+    );
+
+    const targets: Target[] = [
+      { name: 'raw proxy', url: stack.rawProxy.url, path: '/v1/chat/completions', body: chatBody('bench') },
+      {
+        name: 'gw off, upstream',
+        url: stack.gatewayOff.url,
+        path: '/v1/chat/completions',
+        key: stack.key,
+        body: chatBody('chat-up'),
+      },
+      {
+        name: 'gw on, upstream',
+        url: stack.gatewayOn.url,
+        path: '/v1/chat/completions',
+        key: stack.key,
+        body: chatBody('chat-up'),
+      },
+      {
+        name: 'gw on, simulator',
+        url: stack.gatewayOn.url,
+        path: '/v1/chat/completions',
+        key: stack.key,
+        body: chatBody('chat-A'),
+      },
+      {
+        name: 'gw on, 429',
+        url: stack.gatewayOn.url,
+        path: '/v1/chat/completions',
+        key: stack.limitedKey,
+        body: chatBody('chat-A'),
+      },
+    ];
+    console.log(
+      `warm-up (2 s per target), then ${ROUNDS} rounds of ${DURATION} s, ${CONNECTIONS} connections`,
+    );
+    for (const t of targets) await load(stack, t, 2);
+    const samples: Sample[] = [];
+    const cpuRate = Number(opt['cpu-rate']);
+    for (let r = 0; r < ROUNDS; r++) {
+      for (const t of targets)
+        samples.push(await load(stack, t, DURATION, cpuRate ? { overallRate: cpuRate } : {}));
+    }
+    const rows = summarize(samples, procNames);
+    console.log(
+      '\nThroughput (closed loop) and CPU per request per process (median of rounds; nats* is shared):',
+    );
+    console.table(rows);
+    const raw = samples.filter((s) => s.target === 'raw proxy').map((s) => s.cpu['raw proxy'] ?? 0);
+    const rawUs = median(raw);
+    for (const [target, proc] of [
+      ['gw off, upstream', 'gw off'],
+      ['gw on, upstream', 'gw on'],
+      ['gw on, simulator', 'gw on'],
+      ['gw on, 429', 'gw on'],
+    ] as const) {
+      const us = median(samples.filter((s) => s.target === target).map((s) => s.cpu[proc] ?? 0));
+      console.log(
+        `${target}: gateway ${us.toFixed(0)} us/req = ${(us / rawUs).toFixed(2)}x the raw proxy (${rawUs.toFixed(0)} us/req)`,
+      );
+    }
+    const simOn = samples.filter((s) => s.target === 'gw on, simulator');
+    const stackUs = median(
+      simOn.map(
+        (s) => (s.cpu['gw on'] ?? 0) + (s.cpu['chat-svc'] ?? 0) + (s.cpu.ledger ?? 0) + (s.cpu['nats*'] ?? 0),
+      ),
+    );
+    console.log(
+      `whole stack CPU per simulator request (gateway + chat-service + ledger + nats): ${stackUs.toFixed(0)} us`,
+    );
+
+    if (opt.quick) return;
+    console.log(`\nFixed rate: ${RATE} req/s for ${DURATION} s (gw on, simulator):`);
+    const fixed = await load(stack, targets[3]!, DURATION, { overallRate: RATE, connections: 64 });
+    console.log(
+      `  ${fixed.reqPerS.toFixed(0)} req/s, p50 ${fixed.p50.toFixed(1)} ms, p99 ${fixed.p99.toFixed(1)} ms, non-2xx ${fixed.non2xx}, errors ${fixed.errors}`,
+    );
+
+    console.log(`\nStreams one at a time (${STREAMS} each): time to first byte / to end, ms`);
+    const streamRows: Record<string, string>[] = [];
+    let upstreamFirst = 0;
+    for (const [name, url, key, model] of [
+      ['upstream direct', stack.upstream.url, undefined, 'bench'],
+      ['raw proxy', stack.rawProxy.url, undefined, 'bench'],
+      ['gw on, upstream', stack.gatewayOn.url, stack.key, 'chat-up'],
+      ['gw off, upstream', stack.gatewayOff.url, stack.key, 'chat-up'],
+    ] as const) {
+      const r = await firstBytes(url, '/v1/chat/completions', chatBody(model, true, 2), key, STREAMS);
+      const p50 = pct(r.first, 50);
+      if (!upstreamFirst) upstreamFirst = p50;
+      streamRows.push({
+        path: name,
+        'first byte p50': p50.toFixed(2),
+        'first byte p99': pct(r.first, 99).toFixed(2),
+        'added p50': (p50 - upstreamFirst).toFixed(2),
+        'end p50': pct(r.total, 50).toFixed(2),
+      });
+    }
+    console.table(streamRows);
+
+    const afterLoad = rssKiB(stack.gatewayOn.pid);
+    console.log(`\n${CONCURRENT_STREAMS} streams at once (chat-slow, 100 tokens at 20 ms) through gw on:`);
+    const cs = await concurrentStreams(stack, CONCURRENT_STREAMS);
+    console.log(
+      `  ${cs.ok} ok, ${cs.maxOpen} open at once; RSS ${mib(cs.before!)} -> peak ${mib(cs.peak!)} MiB ` +
+        `(${((cs.peak! - cs.before!) / Math.max(1, cs.maxOpen!)).toFixed(1)} KiB per stream) -> ${mib(cs.after!)} MiB 3 s later`,
+    );
+
+    console.log(`\n${ERROR_SECONDS} s of 503s (embeddings; no embedding-service runs) through gw on:`);
+    const errBefore = rssKiB(stack.gatewayOn.pid);
+    const burst = await load(
+      stack,
+      {
+        name: '503 burst',
+        url: stack.gatewayOn.url,
+        path: '/v1/embeddings',
+        key: stack.key,
+        body: JSON.stringify({ model: 'embed-model', input: 'hello' }),
+      },
+      ERROR_SECONDS,
+    );
+    const errAfter = rssKiB(stack.gatewayOn.pid);
+    await new Promise((r) => setTimeout(r, 5_000));
+    const errSettled = rssKiB(stack.gatewayOn.pid);
+    await new Promise((r) => setTimeout(r, 25_000));
+    const errLater = rssKiB(stack.gatewayOn.pid);
+    console.log(
+      `  ${burst.responses} answers (${burst.non2xx} non-2xx) at ${burst.reqPerS.toFixed(0)} req/s, gateway ${(burst.cpu['gw on'] ?? 0).toFixed(0)} us/req; ` +
+        `RSS ${mib(errBefore)} -> ${mib(errAfter)} MiB, ${mib(errSettled)} MiB 5 s later, ${mib(errLater)} MiB 30 s later`,
+    );
+
+    if (SOAK > 0) {
+      console.log(`\nSoak: ${SOAK} s at ${RATE} req/s (gw on, simulator), gateway RSS every 10 s:`);
+      const rss: number[] = [];
+      const sampler = setInterval(() => rss.push(rssKiB(stack.gatewayOn.pid)), 10_000);
+      const soak = await load(stack, targets[3]!, SOAK, { overallRate: RATE, connections: 64 });
+      clearInterval(sampler);
+      console.log(
+        `  ${soak.reqPerS.toFixed(0)} req/s, p50 ${soak.p50.toFixed(1)} ms, p99 ${soak.p99.toFixed(1)} ms, non-2xx ${soak.non2xx}; ` +
+          `RSS MiB: ${rss.map(mib).join(' ')}`,
+      );
+      if (rss.length > 2) {
+        const settled = rss.slice(Math.floor(rss.length / 6));
+        console.log(
+          `  after the first sixth: min ${mib(Math.min(...settled))}, max ${mib(Math.max(...settled))} MiB (${(((Math.max(...settled) - Math.min(...settled)) / Math.min(...settled)) * 100).toFixed(1)} % spread)`,
+        );
+      }
+    }
+
+    console.log('\nRSS MiB (idle = 3 s after start, before any load):');
+    console.table(
+      procs
+        .filter((p) => p.name !== 'nats*')
+        .map((p) => ({ process: p.name, idle: mib(idle[p.name] ?? 0), now: mib(rssKiB(p.pid)) })),
+    );
+    console.log(`gw on after the throughput rounds: ${mib(afterLoad)} MiB`);
+  } finally {
+    await stack.close();
+  }
+}
+
+await main();

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Before/after figures of bench/stack.ts, back to back on the same machine: builds the production output
+# of BEFORE (a commit) from `git archive`, runs the bench, builds AFTER (default HEAD), runs it again.
+#   bash bench/stack/compare.sh <before-commit> [after-commit] [-- bench/stack.ts arguments]
+# Results: var/bench/compare-<commit>.txt. Leaves the dist/ folders of AFTER in place.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+BEFORE="${1:?usage: compare.sh <before-commit> [after-commit] [-- args]}"
+AFTER="${2:-HEAD}"
+shift $(($# >= 2 ? 2 : 1))
+[[ "${1:-}" == "--" ]] && shift
+mkdir -p var/bench var/tmp
+build_at() {
+  local src="var/tmp/src-$1"
+  rm -rf "$src" && mkdir -p "$src"
+  git archive "$1" apps libs | tar -x -C "$src"
+  # The generated Prisma client is not in git (npm run db:generate makes it).
+  cp -a libs/persistence/src/generated "$src/libs/persistence/src/"
+  for p in libs/contracts libs/persistence libs/service-kit libs/image-store libs/search-index \
+    apps/gateway apps/chat-service apps/ledger-writer; do
+    [[ -d "$src/$p" ]] || continue
+    rm -rf "$p/dist"
+    node tools/build.js "$src/$p" >/dev/null
+    mv "$src/$p/dist" "$p/dist"
+  done
+}
+for c in "$BEFORE" "$AFTER"; do
+  build_at "$c"
+  node --conditions=source --import ./tools/ts-register.js bench/stack.ts --no-build "$@" \
+    >"var/bench/compare-$(git rev-parse --short "$c").txt" 2>&1
+  echo "var/bench/compare-$(git rev-parse --short "$c").txt"
+done

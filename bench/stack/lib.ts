@@ -1,0 +1,285 @@
+/**
+ * The stack that bench/stack.ts and bench/profile-gateway.ts measure, started from the PRODUCTION build
+ * (apps/<app>/dist, NODE_ENV=production, the way docker/<app>.Dockerfile runs it) on private ports and
+ * private NATS subjects / stream / Redis prefix:
+ *
+ *   fake upstream (bench/stack/upstream.mjs, a test double answering at once)
+ *   raw node:http proxy to it (bench/stack/raw-proxy.mjs): the baseline
+ *   chat-service (dist, its subjects under a prefix of this run), ledger-writer (dist, its own stream)
+ *   gateway with limits on and gateway with limits off (dist/main.js), same database, Redis, NATS
+ *
+ * The catalog is config/models.yaml plus `chat-up` (chat-A's settings on the `openai` engine pointed at
+ * the fake upstream) and `chat-slow` (the simulator at 20 ms per token, for long-lived streams). Two
+ * keys: one whose limits are out of reach (every check still runs) and one allowed 1 request a minute
+ * (its requests are refused with 429 after the first).
+ */
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
+import { type CatalogEntry, CatalogEntrySchema } from '@infer/contracts';
+import { CatalogRepository, loadCatalogFile } from '@infer/persistence';
+import { connectNats } from '@infer/service-kit';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { Redis } from 'ioredis';
+import { type BenchDatabase, createBenchDatabase, freePort } from '../support.js';
+
+export const NATS_URL = process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
+const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+
+export interface Proc {
+  name: string;
+  child: ChildProcess;
+  pid: number;
+  url?: string;
+  /** What it printed on stdout so far (the first 10,000 characters). */
+  output(): string;
+}
+
+export interface Stack {
+  upstream: Proc & { url: string };
+  rawProxy: Proc & { url: string };
+  chat: Proc;
+  ledger: Proc;
+  gatewayOn: Proc & { url: string };
+  gatewayOff: Proc & { url: string };
+  /** The NATS server's pid when it runs on this machine (shared with everything else on it). */
+  natsPid: number | null;
+  db: BenchDatabase;
+  /** Limits out of reach / 1 request a minute. */
+  key: string;
+  limitedKey: string;
+  close(): Promise<void>;
+}
+
+export interface StackOptions {
+  /** Extra node flags for the limits-on gateway (e.g. --cpu-prof). */
+  gatewayOnNodeArgs?: string[];
+  /** Start the limits-off gateway too (default true). */
+  withGatewayOff?: boolean;
+  /** Pin each gateway to one core with taskset (cpu 0 / cpu 1). */
+  pin?: boolean;
+}
+
+/** Builds the libs and the three apps with tools/build.js (swc, as the Dockerfiles do). */
+export function buildProduction(): void {
+  const projects = [
+    'libs/contracts',
+    'libs/persistence',
+    'libs/service-kit',
+    'libs/image-store',
+    'libs/search-index',
+  ];
+  for (const p of [...projects, 'apps/gateway', 'apps/chat-service', 'apps/ledger-writer']) {
+    if (!existsSync(p)) continue;
+    execFileSync(process.execPath, ['tools/build.js', p], { stdio: 'ignore' });
+  }
+}
+
+/** Spawns a production process; resolves once `ready(stdout so far)` says so (or the probe answers). */
+async function spawnProc(
+  name: string,
+  args: string[],
+  env: Record<string, string>,
+  ready: (out: string) => boolean | Promise<boolean>,
+  pinCpu?: number,
+): Promise<Proc> {
+  const cmd = pinCpu === undefined ? process.execPath : 'taskset';
+  const argv = pinCpu === undefined ? args : ['-c', String(pinCpu), process.execPath, ...args];
+  const child = spawn(cmd, argv, {
+    env: { ...process.env, NODE_ENV: 'production', NODE_OPTIONS: '', ...env },
+    // stdin a pipe: the helpers exit when it closes (this process gone); stderr shown.
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
+  let out = '';
+  child.stdout?.on('data', (d) => {
+    if (out.length < 10_000) out += d;
+  });
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`${name} exited with ${child.exitCode}`);
+    if (await Promise.resolve(ready(out)).catch(() => false)) break;
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(`${name} not ready within 60 s`);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return { name, child, pid: child.pid ?? 0, output: () => out };
+}
+
+const listeningPort = (out: string): number | null => {
+  const m = /listening (\d+)/.exec(out);
+  return m ? Number(m[1]) : null;
+};
+
+function natsServerPid(): number | null {
+  try {
+    const pids = execFileSync('pgrep', ['-x', 'nats-server'], { encoding: 'utf8' }).trim().split('\n');
+    return pids[0] ? Number(pids[0]) : null;
+  } catch {
+    return null;
+  }
+}
+
+async function stopProc(p: Proc | undefined): Promise<void> {
+  if (!p || p.child.exitCode !== null) return;
+  const exited = new Promise<void>((r) => p.child.once('exit', () => r()));
+  p.child.kill('SIGTERM');
+  const t = setTimeout(() => p.child.kill('SIGKILL'), 10_000);
+  await exited;
+  clearTimeout(t);
+}
+
+export async function startStack(opts: StackOptions = {}): Promise<Stack> {
+  const run = randomBytes(4).toString('hex');
+  const subjectPrefix = `bench.${run}.`;
+  const usageStream = `BENCH_USAGE_${run}`;
+  const usageRoot = `bench_${run}.usage`;
+  const limitsPrefix = `benchlim:${run}:`;
+  const procs: Proc[] = [];
+  const db = await createBenchDatabase();
+  const cleanup = async () => {
+    for (const p of [...procs].reverse()) await stopProc(p);
+    const nc = await connectNats(NATS_URL, 'stack-bench-cleanup');
+    await (await jetstreamManager(nc)).streams.delete(usageStream).catch(() => undefined);
+    await nc.close();
+    const redis = new Redis(REDIS_URL);
+    const keys = await redis.keys(`${limitsPrefix}*`);
+    if (keys.length) await redis.del(...keys);
+    redis.disconnect();
+    await db.drop();
+  };
+  try {
+    const upstream = await spawnProc(
+      'upstream',
+      ['bench/stack/upstream.mjs'],
+      {},
+      (o) => listeningPort(o) !== null,
+    );
+    procs.push(upstream);
+    const upstreamPort = listeningPort(upstream.output());
+    const upstreamUrl = `http://127.0.0.1:${upstreamPort}`;
+    const rawProxy = await spawnProc(
+      'raw-proxy',
+      ['bench/stack/raw-proxy.mjs'],
+      { UPSTREAM_PORT: String(upstreamPort) },
+      (o) => listeningPort(o) !== null,
+    );
+    procs.push(rawProxy);
+    const rawUrl = `http://127.0.0.1:${listeningPort(rawProxy.output())}`;
+
+    // The catalog: the default models plus the two of this bench.
+    const file = await loadCatalogFile('config/models.yaml');
+    const entries = file.models.map((m) => CatalogEntrySchema.parse(m));
+    const chatA = entries.find((m) => m.id === 'chat-A');
+    if (!chatA) throw new Error('chat-A is not in config/models.yaml');
+    const up: CatalogEntry = {
+      ...chatA,
+      id: 'chat-up',
+      rank: 1,
+      engine: { type: 'openai', base_url: `${upstreamUrl}/v1`, model: 'bench' } as CatalogEntry['engine'],
+    };
+    const slow: CatalogEntry = {
+      ...chatA,
+      id: 'chat-slow',
+      rank: 2,
+      engine: { type: 'simulator', ttft_ms: 0, itl_ms: 20 } as CatalogEntry['engine'],
+    };
+    await new CatalogRepository(db.prisma).syncEntries([
+      ...entries,
+      CatalogEntrySchema.parse(up),
+      CatalogEntrySchema.parse(slow),
+    ]);
+    const huge = 1_000_000_000;
+    const models = Object.fromEntries(
+      ['chat-A', 'chat-up', 'chat-slow'].map((m) => [m, { tokens_per_minute: huge, allowance_tokens: huge }]),
+    );
+    await db.keys.setLimits(db.keyId, { key: { requests_per_minute: huge, concurrent: huge }, models });
+    const limited = await db.keys.mint(db.memberId, 'bench-limited');
+    await db.keys.setLimits(limited.record.id, { key: { requests_per_minute: 1 } });
+
+    const common = {
+      NATS_URL,
+      REDIS_URL,
+      DATABASE_URL: db.databaseUrl,
+      LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'info',
+    };
+    const chat = await spawnProc(
+      'chat-service',
+      ['bench/stack/chat-service.mjs'],
+      { ...common, BENCH_SUBJECT_PREFIX: subjectPrefix },
+      (o) => o.includes('ready'),
+    );
+    procs.push(chat);
+    const gwEnv = {
+      ...common,
+      HOST: '127.0.0.1',
+      ALLOW_INSECURE_HTTP: '1',
+      MODEL_SUBJECT_PREFIX: subjectPrefix,
+      USAGE_STREAM: usageStream,
+      USAGE_SUBJECT_ROOT: usageRoot,
+      LIMITS_REDIS_PREFIX: limitsPrefix,
+    };
+    const startGateway = async (name: string, limits: boolean, nodeArgs: string[], pin?: number) => {
+      const port = await freePort();
+      const url = `http://127.0.0.1:${port}`;
+      const p = await spawnProc(
+        name,
+        [...nodeArgs, 'apps/gateway/dist/main.js'],
+        { ...gwEnv, PORT: String(port), LIMITS_ENABLED: limits ? '1' : '0' },
+        async () => (await fetch(`${url}/readyz`)).status === 200,
+        pin,
+      );
+      procs.push(p);
+      return { ...p, url };
+    };
+    const gatewayOn = await startGateway(
+      'gateway (limits on)',
+      true,
+      opts.gatewayOnNodeArgs ?? [],
+      opts.pin ? 0 : undefined,
+    );
+    const gatewayOff =
+      opts.withGatewayOff === false
+        ? { ...gatewayOn }
+        : await startGateway('gateway (limits off)', false, [], opts.pin ? 1 : undefined);
+    // The ledger writer after the gateway, which creates the usage stream.
+    const ledger = await spawnProc(
+      'ledger-writer',
+      ['apps/ledger-writer/dist/main.js'],
+      {
+        ...common,
+        LEDGER_STREAM: usageStream,
+        LEDGER_SUBJECTS: `${usageRoot}.>`,
+        LEDGER_CONSUMER: `bench_${run}`,
+      },
+      async () => {
+        await new Promise((r) => setTimeout(r, 500));
+        return true;
+      },
+    );
+    procs.push(ledger);
+    return {
+      upstream: { ...upstream, url: upstreamUrl },
+      rawProxy: { ...rawProxy, url: rawUrl },
+      chat,
+      ledger,
+      gatewayOn,
+      gatewayOff,
+      natsPid: natsServerPid(),
+      db,
+      key: db.key,
+      limitedKey: limited.key,
+      close: cleanup,
+    };
+  } catch (e) {
+    await cleanup().catch(() => undefined);
+    throw e;
+  }
+}
+
+/** Resident set size of a process (KiB), from /proc/<pid>/status. */
+export function rssKiB(pid: number): number {
+  const m = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Number(m[1]) : 0;
+}
