@@ -1,20 +1,24 @@
 import { randomFillSync } from 'node:crypto';
+import { createRequire } from 'node:module';
 import { context, propagation, type Tracer, trace } from '@opentelemetry/api';
-import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
-import { W3CTraceContextPropagator } from '@opentelemetry/core';
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
-import { UndiciInstrumentation } from '@opentelemetry/instrumentation-undici';
-import { resourceFromAttributes } from '@opentelemetry/resources';
-import {
-  AlwaysOffSampler,
-  AlwaysOnSampler,
-  BatchSpanProcessor,
-  type IdGenerator,
-  ParentBasedSampler,
-  type Sampler,
-  TraceIdRatioBasedSampler,
-  TracerProvider,
-} from '@opentelemetry/sdk-trace';
+import type * as ContextAsyncHooks from '@opentelemetry/context-async-hooks';
+import type * as Core from '@opentelemetry/core';
+import type * as OtlpHttp from '@opentelemetry/exporter-trace-otlp-http';
+import type * as InstrumentationUndici from '@opentelemetry/instrumentation-undici';
+import type * as Resources from '@opentelemetry/resources';
+import type * as SdkTrace from '@opentelemetry/sdk-trace';
+import type { IdGenerator, Sampler, TracerProvider } from '@opentelemetry/sdk-trace';
+
+// The SDK (about 300 modules, ~23 MiB of RSS) is loaded only when tracing is on: a process with tracing
+// off keeps just the API's no-op. `require` (the packages' CommonJS builds) keeps startTelemetry
+// synchronous; the API shares its global state across copies (Symbol.for keys), so the SDK's CommonJS
+// copy of @opentelemetry/api and our ESM one see the same context manager, propagator and spans.
+const require = createRequire(import.meta.url);
+let sdkTrace: typeof SdkTrace | undefined;
+function sdk(): typeof SdkTrace {
+  sdkTrace ??= require('@opentelemetry/sdk-trace') as typeof SdkTrace;
+  return sdkTrace;
+}
 
 /** What the standard OTEL_* variables ask for; null = tracing off. */
 export interface TelemetryConfig {
@@ -99,6 +103,7 @@ export function telemetryConfig(env: NodeJS.ProcessEnv, defaultName: string): Te
       throw new Error(`OTEL_TRACES_SAMPLER_ARG=${arg}: a ratio between 0 and 1`);
     }
   }
+  const { AlwaysOnSampler, AlwaysOffSampler, TraceIdRatioBasedSampler, ParentBasedSampler } = sdk();
   const root: Sampler = samplerName.endsWith('always_on')
     ? new AlwaysOnSampler()
     : samplerName.endsWith('always_off')
@@ -166,7 +171,7 @@ export class PooledIdGenerator implements IdGenerator {
 }
 
 let provider: TracerProvider | null = null;
-let undici: UndiciInstrumentation | null = null;
+let undici: InstrumentationUndici.UndiciInstrumentation | null = null;
 /** The process's tracer while tracing is on; null when off (the hot paths test this and do nothing). */
 export let activeTracer: Tracer | null = null;
 
@@ -197,6 +202,14 @@ export function startTelemetry(name: string, env: NodeJS.ProcessEnv = process.en
   if (provider) return handle(provider);
   const cfg = telemetryConfig(env, name);
   if (!cfg) return OFF;
+  const { TracerProvider, BatchSpanProcessor } = sdk();
+  const { OTLPTraceExporter } = require('@opentelemetry/exporter-trace-otlp-http') as typeof OtlpHttp;
+  const { UndiciInstrumentation } =
+    require('@opentelemetry/instrumentation-undici') as typeof InstrumentationUndici;
+  const { resourceFromAttributes } = require('@opentelemetry/resources') as typeof Resources;
+  const { AsyncLocalStorageContextManager } =
+    require('@opentelemetry/context-async-hooks') as typeof ContextAsyncHooks;
+  const { W3CTraceContextPropagator } = require('@opentelemetry/core') as typeof Core;
   provider = new TracerProvider({
     resource: resourceFromAttributes({ ...cfg.resource, 'service.name': cfg.serviceName }),
     sampler: cfg.sampler,
