@@ -1,6 +1,5 @@
 import { type BatchJobData, DEFAULT_QUEUE_PREFIX, Queues, UsageStream } from '@infer/contracts';
 import { checkFileStoreEnv, createFileStore, FileStoreEnvShape } from '@infer/image-store';
-import { createPrisma } from '@infer/persistence';
 import {
   AppLifetime,
   closeWorkerRequeueing,
