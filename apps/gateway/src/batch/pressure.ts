@@ -7,14 +7,17 @@ export const PRESSURE_KEY_SUFFIX = 'lane:interactive';
 export const PRESSURE_STALE_MS = 2_000;
 
 /**
- * Interactive pressure, as the batch lane measures it: the number of interactive model requests in
- * flight on every gateway replica. Each replica counts its own in memory (an increment when a model
- * request is dispatched, a decrement when it settles: no Redis work on the request path) and writes
- * the count to one Redis hash every `everyMs` (and at once when it leaves zero), so the batch runners
- * see the cluster's interactive load within ~100 ms.
+ * Interactive pressure, as the batch lane measures it: the interactive model requests in flight on
+ * every gateway replica, as the peak of each `everyMs` window (a request of 2 ms that came and went
+ * between two reports still counts). Each replica counts its own in memory (an increment when a model
+ * request is admitted, a decrement when it settles: no Redis work on the request path) and writes
+ * the window's peak to one Redis hash every `everyMs` (and at once when it leaves zero), so the batch
+ * runners see the cluster's interactive load within ~100 ms.
  */
 export class InteractivePressure {
   private inFlight = 0;
+  /** Highest in-flight count since the last report. */
+  private peak = 0;
   private timer: NodeJS.Timeout | undefined;
   private writing = false;
   readonly replica = randomBytes(6).toString('hex');
@@ -31,7 +34,9 @@ export class InteractivePressure {
   }
 
   begin(): void {
-    if (this.inFlight++ === 0 && this.timer) void this.report();
+    const was = this.inFlight++;
+    if (this.inFlight > this.peak) this.peak = this.inFlight;
+    if (was === 0 && this.timer) void this.report();
   }
 
   end(): void {
@@ -46,7 +51,9 @@ export class InteractivePressure {
     if (this.writing) return;
     this.writing = true;
     try {
-      await this.redis.hset(this.key, this.replica, `${this.inFlight}:${Date.now()}`);
+      const peak = this.peak;
+      this.peak = this.inFlight;
+      await this.redis.hset(this.key, this.replica, `${peak}:${Date.now()}`);
     } catch {
       // Redis down: the lane sees a stale report and treats it as zero; nothing to do here.
     } finally {
