@@ -79,7 +79,7 @@ describe('batch lines and limits', () => {
     // More than one line ran although the key allows one request a minute, one at a time.
     assert.ok(ok.length >= 2, `lines that ran: ${ok.length}`);
     const spent = ok.reduce(
-      (s, l) => s + (l.response?.body as { usage: { total_tokens: number } }).usage.total_tokens,
+      (s, l) => s + (l.response!.body as { usage: { total_tokens: number } }).usage.total_tokens,
       0,
     );
     assert.ok(spent >= 100, `tokens spent: ${spent}`);
@@ -87,7 +87,7 @@ describe('batch lines and limits', () => {
     assert.ok(refused.length >= 1, 'some lines were refused');
     for (const l of refused) {
       assert.equal(l.response?.status_code, 402);
-      assert.equal((l.response?.body as { error: { code: string } }).error.code, 'monthly_cap_reached');
+      assert.equal((l.response!.body as { error: { code: string } }).error.code, 'monthly_cap_reached');
     }
     // The key's per-minute budget is untouched by the batch: its first interactive request passes
     // (another model: chat-C's allowance is spent), the second within the minute is refused.
