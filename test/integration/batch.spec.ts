@@ -221,6 +221,13 @@ describe('Files and Batch APIs', () => {
     );
     assert.equal(e4.status, 400);
     assert.equal((e4.error as { param?: string }).param, 'file');
+    // Over 50,000 lines: refused (the whole body is read, nothing is kept); exactly 50,000 is taken.
+    const e5 = await apiError(upload(community, '{}\n'.repeat(50_001)));
+    assert.equal(e5.status, 400);
+    assert.equal((e5.error as { param?: string }).param, 'file');
+    assert.match(e5.message, /50,000 lines/);
+    const max = await upload(community, '{}\n'.repeat(50_000));
+    assert.equal(max.bytes, 150_000);
   });
 
   it('cancels a running batch within seconds and finalizes with what completed', async () => {
@@ -324,7 +331,7 @@ describe('Files and Batch APIs', () => {
     assert.ok(!theirBatches.data.some((x) => x.id === b.id));
 
     // Pagination: newest first, `after` cursor, has_more.
-    const page1 = await community.files.list({ limit: 2 });
+    const page1 = await community.files.list({ limit: 2, purpose: 'batch' });
     assert.equal(page1.data.length, 2);
     assert.equal(page1.data[0]?.id, file.id);
     assert.ok(page1.hasNextPage());

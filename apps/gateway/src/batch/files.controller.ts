@@ -109,24 +109,30 @@ export class FilesController {
         }
         filename = (part.filename || 'upload.jsonl').slice(0, 255);
         const counter = new LineCounter();
-        const tooMany = ApiError.invalid(
-          `The file has more than ${BATCH_FILE_MAX_LINES.toLocaleString('en-US')} lines, the most a batch takes. Split it into several batches.`,
-          'file',
-        );
+        // Over the line limit, the rest of the part is read and dropped (never stored), so that the
+        // client sends its whole body and gets the 400 instead of a reset connection.
+        let tooManyLines = false;
         const source = (async function* () {
           for await (const chunk of part.file as AsyncIterable<Buffer>) {
+            if (tooManyLines) continue;
             counter.push(chunk);
-            if (counter.total > BATCH_FILE_MAX_LINES) throw tooMany;
+            if (counter.total > BATCH_FILE_MAX_LINES) {
+              tooManyLines = true;
+              continue;
+            }
             yield chunk;
           }
         })();
         try {
           await this.store.put(id, source);
         } catch (e) {
-          if (e !== tooMany) throw isStoreFailure(e) ? new StoreFailure(e) : e;
-          failure ??= tooMany;
-          await drain(part.file);
-          continue;
+          throw isStoreFailure(e) ? new StoreFailure(e) : e;
+        }
+        if (tooManyLines) {
+          failure ??= ApiError.invalid(
+            `The file has more than ${BATCH_FILE_MAX_LINES.toLocaleString('en-US')} lines, the most a batch takes. Split it into several batches.`,
+            'file',
+          );
         }
         stored = counter;
         if (part.file.truncated) {
@@ -262,6 +268,8 @@ function isStoreFailure(e: unknown): boolean {
 }
 
 async function drain(stream: NodeJS.ReadableStream): Promise<void> {
+  const s = stream as NodeJS.ReadableStream & { readableEnded?: boolean; destroyed?: boolean };
+  if (s.readableEnded || s.destroyed) return;
   stream.resume();
   await new Promise<void>((resolve) => {
     stream.once('end', () => resolve());
