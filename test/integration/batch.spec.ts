@@ -16,6 +16,7 @@ import { type RunningBatchRunner, startBatchRunner } from '../../apps/gateway/sr
 import { waitFor } from '../support/wait-for.js';
 import { batchCatalog, batchDirs, chatLine, jsonl, runnerEnv } from './batch-support.js';
 import { apiError, type Stack, startStack } from './harness.js';
+import { ADMIN_TOKEN } from './limits-support.js';
 
 const FINAL = new Set(['completed', 'failed', 'expired', 'cancelled']);
 
@@ -35,10 +36,13 @@ describe('Files and Batch APIs', () => {
         BULLMQ_PREFIX: `tbatch${randomBytes(4).toString('hex')}`,
         FILE_STORE: 'fs',
         FILE_STORE_DIR: dirs.files,
+        ADMIN_TOKEN,
       },
       services: [(env) => startEmbeddingService({ env, subjectPrefix: env.MODEL_SUBJECT_PREFIX })],
     });
-    runner = await startBatchRunner({ env: runnerEnv(stack, { BATCH_MODEL_CONCURRENCY: '2' }) });
+    runner = await startBatchRunner({
+      env: runnerEnv(stack, { BATCH_MODEL_CONCURRENCY: '2', OPS_PORT: '0', OPS_HOST: '127.0.0.1' }),
+    });
     nc = await connectNats(process.env.NATS_URL ?? 'nats://127.0.0.1:4222', 'batch-it');
     const sub = nc.subscribe(`${stack.usageRoot}.>`);
     void (async () => {
@@ -349,6 +353,21 @@ describe('Files and Batch APIs', () => {
     assert.ok(ids.length >= 6 && new Set(ids).size === ids.length);
 
     await settle(community, b.id);
+    // Operators: the member's batches with their progress; the runner's line metrics.
+    const member = await stack.prisma.member.findFirstOrThrow({ where: { name: 'it-community' } });
+    const admin = (await (
+      await fetch(`${stack.url}/admin/members/${member.id}/batches?limit=100`, {
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+      })
+    ).json()) as { data: { id: string; member_id: string; status: string; progress: number }[] };
+    const mine = admin.data.find((x) => x.id === b.id);
+    assert.equal(mine?.member_id, member.id);
+    assert.equal(mine?.progress, 1);
+    assert.ok(admin.data.some((x) => x.status === 'cancelled' && x.progress > 0 && x.progress <= 1));
+    const metrics = await (await fetch(`${runner.opsUrl}/metrics`)).text();
+    assert.match(metrics, /batch_lines_done_total\{outcome="ok"\} [1-9]/);
+    assert.match(metrics, /batch_lines_queued 0/);
+    assert.match(metrics, /batch_lines_running 0/);
     const deleted = await community.files.delete(file.id);
     assert.deepEqual(deleted, { id: file.id, object: 'file', deleted: true });
     assert.equal((await apiError(community.files.retrieve(file.id))).status, 404);
