@@ -43,10 +43,13 @@ WORKDIR /app
 ENV NODE_ENV=production
 # Files stay owned by root (read-only for the app); the process runs as `node` (uid 1000).
 COPY --from=build /out /app
+# /v1/files bytes (FILE_STORE_DIR): a volume shared with the batch runner role mounts here.
+RUN mkdir -p /var/infer/files && chown node:node /var/infer/files
 USER node
 
 ENV HOST=0.0.0.0 PORT=8080
 EXPOSE 8080
 # /healthz answers over plain HTTP or TLS (when TLS_CERT_FILE is set) without a key.
 HEALTHCHECK --interval=15s --timeout=3s --start-period=30s --retries=3 CMD ["node", "-e", "const h = require(process.env.TLS_CERT_FILE ? 'node:https' : 'node:http'); h.get({ host: '127.0.0.1', port: process.env.PORT || 8080, path: '/healthz', rejectUnauthorized: false }, (r) => process.exit(r.statusCode === 200 ? 0 : 1)).on('error', () => process.exit(1))"]
+# The batch runner role runs this image with: node apps/gateway/dist/batch-runner.js
 CMD ["node", "apps/gateway/dist/main.js"]

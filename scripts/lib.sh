@@ -32,7 +32,16 @@ stack_env_defaults() {
 export ONNXRUNTIME_NODE_INSTALL
 
 # The apps that scripts/start.sh runs, in start order.
-STACK_APPS=(chat-service embedding-service ledger-writer search-service audio-service image-service gateway)
+# batch-runner is the gateway's batch runner role (its own process: app_main below).
+STACK_APPS=(chat-service embedding-service ledger-writer search-service audio-service image-service batch-runner gateway)
+
+# app_main APP: the entry file of a STACK_APPS entry.
+app_main() {
+  case "$1" in
+    batch-runner) printf '%s\n' apps/gateway/src/batch-runner.ts ;;
+    *) printf '%s\n' "apps/$1/src/main.ts" ;;
+  esac
+}
 RUN_DIR="$REPO_ROOT/var/run"
 LOG_DIR="$REPO_ROOT/var/log"
 

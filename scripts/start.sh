@@ -43,7 +43,7 @@ fi
 mkdir -p "$RUN_DIR" "$LOG_DIR"
 started=()
 for app in "${STACK_APPS[@]}"; do
-  main="apps/$app/src/main.ts"
+  main="$(app_main "$app")"
   if [[ ! -f "$main" ]]; then
     [[ "$app" == gateway ]] && die "$main not found"
     warn "$main not found yet: $app not started"

@@ -14,7 +14,7 @@ TIMEOUT="${STOP_TIMEOUT:-15}"
 is_our_app() {
   local cmd
   cmd="$(tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null || true)"
-  [[ -z "$cmd" || "$cmd" == *"apps/$2/"* ]]
+  [[ -z "$cmd" || "$cmd" == *"$(app_main "$2")"* ]]
 }
 
 stopped_any=0

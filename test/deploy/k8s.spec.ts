@@ -38,7 +38,7 @@ import {
 
 /** Every app of apps/ that runs as a server, by Deployment (two roles of one image where it has two). */
 const SERVER_DEPLOYMENTS: Record<string, string[]> = {
-  gateway: ['gateway'],
+  gateway: ['gateway', 'batch-runner'],
   'chat-service': ['chat-service'],
   'embedding-service': ['embedding-service'],
   'search-service': ['search-service'],

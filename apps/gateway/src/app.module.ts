@@ -1,3 +1,4 @@
+import { createFileStore } from '@infer/image-store';
 import { type Logger, NatsRpcClientProxy } from '@infer/service-kit';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { type DynamicModule, Module } from '@nestjs/common';
@@ -9,6 +10,10 @@ import { BullQueues } from './admin-queues/bull-queues.js';
 import { QueuesAdminController } from './admin-queues/queues.controller.js';
 import { AuthGuard } from './auth/auth.guard.js';
 import { KeyCache, type KeyStore } from './auth/key-cache.js';
+import { BatchesAdminController } from './batch/admin-batches.controller.js';
+import { BatchesController } from './batch/batches.controller.js';
+import { FilesController } from './batch/files.controller.js';
+import { InteractivePressure, PRESSURE_KEY_SUFFIX } from './batch/pressure.js';
 import type { CatalogSource } from './catalog/catalog.js';
 import { CatalogService } from './catalog/catalog.service.js';
 import { ErrorsFilter } from './common/errors.filter.js';
@@ -16,7 +21,7 @@ import { GATEWAY_CONFIG, type GatewayConfig } from './config.js';
 import { HealthController } from './health/health.controller.js';
 import { CLOCK, systemClock } from './images/clock.js';
 import { ImageDelivery } from './images/image-delivery.service.js';
-import { CATALOG_SOURCE, LOGGER, NATS, PRISMA, REDIS } from './infra/tokens.js';
+import { CATALOG_SOURCE, FILE_STORE, LOGGER, NATS, PRISMA, REDIS } from './infra/tokens.js';
 import { LimitsService } from './limits/limits.service.js';
 import { McpEndpoint } from './mcp/mcp.endpoint.js';
 import { MetricsController } from './metrics/metrics.controller.js';
@@ -92,9 +97,26 @@ export class AppModule {
         SearchIndexAdminController,
         OverviewController,
         QuotasController,
+        FilesController,
+        BatchesController,
+        BatchesAdminController,
       ],
       providers: [
         BullQueues,
+        // Files API bytes (FILE_STORE=fs|s3), shared with the batch runner.
+        { provide: FILE_STORE, useFactory: () => createFileStore(deps.config) },
+        // Interactive requests in flight, reported to Redis for the batch lane (batch/pressure.ts).
+        {
+          provide: InteractivePressure,
+          useFactory: () => {
+            const p = new InteractivePressure(
+              deps.redis,
+              `${deps.config.BULLMQ_PREFIX}:${PRESSURE_KEY_SUFFIX}`,
+            );
+            p.start();
+            return p;
+          },
+        },
         { provide: GATEWAY_CONFIG, useValue: deps.config },
         { provide: LOGGER, useValue: deps.log },
         { provide: PRISMA, useValue: deps.prisma },

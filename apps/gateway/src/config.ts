@@ -1,5 +1,10 @@
 import { DEFAULT_QUEUE_PREFIX, UsageStream } from '@infer/contracts';
-import { checkImageStoreEnv, ImageStoreEnvShape } from '@infer/image-store';
+import {
+  checkFileStoreEnv,
+  checkImageStoreEnv,
+  FileStoreEnvShape,
+  ImageStoreEnvShape,
+} from '@infer/image-store';
 import {
   envBool,
   envInt,
@@ -124,12 +129,22 @@ export const GatewayEnvSchema = z
     IMAGE_URL_SECRET: z.string().min(32).optional(),
     /** Where generated images are kept (IMAGE_STORE=redis|fs|s3 ...): the same store as the image-service. */
     ...ImageStoreEnvShape,
+    /** Where /v1/files keeps its bytes (FILE_STORE=fs|s3 ...): the same store as the batch runner. */
+    ...FileStoreEnvShape,
+    /** Retention of uploaded files and of batch output/error files, in days (docs/api-decisions.md). */
+    FILE_RETENTION_DAYS: envInt(30, 1),
+    /**
+     * A batch's completion window (`24h` on the wire): a batch not done by then is `expired`. Shorter
+     * values are for tests.
+     */
+    BATCH_COMPLETION_WINDOW_MS: envInt(24 * 3_600_000, 1_000),
   })
   .refine((e) => e.ALLOW_INSECURE_HTTP || Boolean(e.IMAGE_URL_SECRET), {
     message: 'required (at least 32 characters) unless ALLOW_INSECURE_HTTP (development mode) is on',
     path: ['IMAGE_URL_SECRET'],
   })
   .superRefine(checkImageStoreEnv)
+  .superRefine(checkFileStoreEnv)
   .refine((e) => Boolean(e.TLS_CERT_FILE) === Boolean(e.TLS_KEY_FILE), {
     message: 'TLS_CERT_FILE and TLS_KEY_FILE go together',
     path: ['TLS_CERT_FILE'],

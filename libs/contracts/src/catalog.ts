@@ -140,6 +140,8 @@ export const CatalogEntrySchema = z.object({
   dimensions: z.number().int().positive().optional(),
   /** Default `max_output_tokens` on /responses. */
   default_max_output_tokens: z.number().int().positive().optional(),
+  /** Price of a batch line's tokens relative to interactive ones (usage reports apply it). */
+  batch_price_factor: z.number().min(0).max(1).default(0.5),
   engine: EngineConfigSchema,
 });
 export type CatalogEntry = z.infer<typeof CatalogEntrySchema>;

@@ -1,4 +1,5 @@
 export * from './audio.js';
+export * from './batch.js';
 export * from './catalog.js';
 export * from './chat.js';
 export * from './common.js';

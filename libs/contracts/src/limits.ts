@@ -206,6 +206,10 @@ export const AdminUsageRowSchema = z.object({
   prompt_tokens: z.number().int(),
   completion_tokens: z.number().int(),
   total_tokens: z.number().int(),
+  /** Requests that were batch lines. */
+  batch_requests: z.number().int(),
+  /** Tokens to bill: batch lines' tokens at their model's `batch_price_factor`, the rest in full. */
+  billable_tokens: z.number().int(),
 });
 
 /** GET /admin/usage: ledger totals for a period, grouped by member, key and/or model. */
@@ -223,6 +227,8 @@ export const AdminUsageReportSchema = z
       prompt_tokens: true,
       completion_tokens: true,
       total_tokens: true,
+      batch_requests: true,
+      billable_tokens: true,
     }),
   })
   .meta({ id: 'AdminUsageReport' });

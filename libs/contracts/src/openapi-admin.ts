@@ -1,4 +1,5 @@
 import type { z } from 'zod';
+import { AdminBatchListSchema } from './batch.js';
 import {
   AdminKeyListSchema,
   AdminKeySchema,
@@ -322,6 +323,15 @@ const ADMIN_OPS: AdminOp[] = [
     id: 'removeQueueJob',
     summary: 'Remove a job',
     role: 'admin',
+  },
+  {
+    method: 'get',
+    path: '/admin/members/{memberId}/batches',
+    id: 'listMemberBatches',
+    summary: "A member's batches, newest first, with their progress (0..1)",
+    role: 'viewer',
+    ok: AdminBatchListSchema,
+    query: ['status', 'limit'],
   },
   {
     method: 'post',

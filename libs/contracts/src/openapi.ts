@@ -6,6 +6,14 @@ import {
   TranscriptionResponseSchema,
 } from './audio.js';
 import {
+  BatchCreateRequestSchema,
+  BatchListSchema,
+  BatchObjectSchema,
+  FileDeletedSchema,
+  FileListSchema,
+  FileObjectSchema,
+} from './batch.js';
+import {
   ChatCompletionChunkSchema,
   ChatCompletionRequestSchema,
   ChatCompletionSchema,
@@ -135,7 +143,7 @@ interface OperationSpec {
   id: string;
   summary: string;
   tag: string;
-  method?: 'get' | 'post';
+  method?: 'get' | 'post' | 'delete';
   requestBody?: Json;
   ok: Json;
   errors: number[];
@@ -144,6 +152,8 @@ interface OperationSpec {
   parameters?: Json[];
   /** Overrides the document's bearer-key security (e.g. `[]` for a public, signed route). */
   security?: Json[];
+  /** Descriptions of this operation's error statuses where they differ from STATUS_TEXT. */
+  errorText?: Record<number, string>;
 }
 
 /**
@@ -336,6 +346,133 @@ export function buildOpenApiDocument(opts: OpenApiOptions = {}): Json {
       ok: ok('The image bytes.', { 'image/png': { schema: binary('image/png') } }),
       errors: [404, 410],
     },
+    '/v1/files': {
+      id: 'createFile',
+      summary: 'Upload a JSONL file of batch requests (purpose `batch`; at most 200 MB and 50,000 lines)',
+      tag: 'Files',
+      requestBody: {
+        required: true,
+        content: {
+          'multipart/form-data': {
+            schema: {
+              type: 'object',
+              properties: {
+                file: {
+                  ...binary('application/jsonl'),
+                  description: 'The JSONL file, one request per line.',
+                },
+                purpose: { type: 'string', enum: ['batch'] },
+              },
+              required: ['file', 'purpose'],
+            },
+          },
+        },
+      },
+      ok: ok(
+        'The file object (kept for the retention period: `expires_at`).',
+        jsonContent(res(FileObjectSchema)),
+      ),
+      errors: [400, 401],
+    },
+    'get /v1/files': {
+      id: 'listFiles',
+      summary: "List the caller's files, newest first (cursor pagination)",
+      tag: 'Files',
+      method: 'get',
+      parameters: [
+        {
+          name: 'after',
+          in: 'query',
+          schema: { type: 'string' },
+          description: 'A file id: the page after it.',
+        },
+        {
+          name: 'limit',
+          in: 'query',
+          schema: { type: 'integer', minimum: 1, maximum: 10000, default: 10000 },
+        },
+        { name: 'order', in: 'query', schema: { type: 'string', enum: ['asc', 'desc'], default: 'desc' } },
+        { name: 'purpose', in: 'query', schema: { type: 'string' } },
+      ],
+      ok: ok('A page of file objects.', jsonContent(res(FileListSchema))),
+      errors: [400, 401],
+    },
+    '/v1/files/{file_id}': {
+      id: 'retrieveFile',
+      summary: 'Retrieve a file object',
+      tag: 'Files',
+      method: 'get',
+      parameters: [{ name: 'file_id', in: 'path', required: true, schema: { type: 'string' } }],
+      ok: ok('The file object.', jsonContent(res(FileObjectSchema))),
+      errors: [401, 404],
+      errorText: { 404: "No such file (or another member's, or expired)." },
+    },
+    'delete /v1/files/{file_id}': {
+      id: 'deleteFile',
+      summary: 'Delete a file',
+      tag: 'Files',
+      method: 'delete',
+      parameters: [{ name: 'file_id', in: 'path', required: true, schema: { type: 'string' } }],
+      ok: ok('Deleted.', jsonContent(res(FileDeletedSchema))),
+      errors: [401, 404],
+      errorText: { 404: "No such file (or another member's, or expired)." },
+    },
+    '/v1/files/{file_id}/content': {
+      id: 'downloadFile',
+      summary:
+        'Download the bytes of a file (batch output and error files are JSONL, one line per input line)',
+      tag: 'Files',
+      method: 'get',
+      parameters: [{ name: 'file_id', in: 'path', required: true, schema: { type: 'string' } }],
+      ok: ok('The file bytes.', { 'application/jsonl': { schema: binary('application/jsonl') } }),
+      errors: [401, 404],
+      errorText: { 404: "No such file (or another member's, or expired)." },
+    },
+    '/v1/batches': {
+      id: 'createBatch',
+      summary: 'Create a batch from an uploaded JSONL file; it runs in the low-priority lane within 24 h',
+      tag: 'Batch',
+      requestBody: jsonBody(BatchCreateRequestSchema),
+      ok: ok('The batch (status `validating`).', jsonContent(res(BatchObjectSchema))),
+      errors: [400, 401],
+    },
+    'get /v1/batches': {
+      id: 'listBatches',
+      summary: "List the caller's batches, newest first (cursor pagination)",
+      tag: 'Batch',
+      method: 'get',
+      parameters: [
+        {
+          name: 'after',
+          in: 'query',
+          schema: { type: 'string' },
+          description: 'A batch id: the page after it.',
+        },
+        { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 100, default: 20 } },
+      ],
+      ok: ok('A page of batches.', jsonContent(res(BatchListSchema))),
+      errors: [400, 401],
+    },
+    '/v1/batches/{batch_id}': {
+      id: 'retrieveBatch',
+      summary: 'Retrieve a batch (status, request_counts, output and error file ids)',
+      tag: 'Batch',
+      method: 'get',
+      parameters: [{ name: 'batch_id', in: 'path', required: true, schema: { type: 'string' } }],
+      ok: ok('The batch.', jsonContent(res(BatchObjectSchema))),
+      errors: [401, 404],
+      errorText: { 404: "No such batch (or another member's)." },
+    },
+    '/v1/batches/{batch_id}/cancel': {
+      id: 'cancelBatch',
+      summary:
+        'Cancel a batch: no new line starts within a second; it finalizes as `cancelled` with what completed',
+      tag: 'Batch',
+      parameters: [{ name: 'batch_id', in: 'path', required: true, schema: { type: 'string' } }],
+      ok: ok('The batch (status `cancelling`).', jsonContent(res(BatchObjectSchema))),
+      errors: [401, 404, 409],
+      errorText: { 404: "No such batch (or another member's).", 409: 'The batch has already finished.' },
+    },
     '/mcp': {
       id: 'mcp',
       summary: 'Remote tool server (MCP, stateless streamable HTTP, JSON-RPC 2.0)',
@@ -351,11 +488,16 @@ export function buildOpenApiDocument(opts: OpenApiOptions = {}): Json {
   };
 
   const paths: Record<string, Json> = {};
-  for (const [path, op] of Object.entries(ops)) {
+  for (const [key, op] of Object.entries(ops)) {
+    // A key is the path, or `<method> <path>` for a second operation on a path.
+    const path = key.includes(' ') ? key.slice(key.indexOf(' ') + 1) : key;
     const responses: Json = { 200: op.ok };
     if (path === '/mcp') responses[202] = { description: 'A notification was accepted (no body).' };
     for (const status of op.errors) {
-      const r: Json = { description: STATUS_TEXT[status], content: jsonContent(errorRef) };
+      const r: Json = {
+        description: op.errorText?.[status] ?? STATUS_TEXT[status],
+        content: jsonContent(errorRef),
+      };
       if (status === 429 && (op.retryAfter ?? true)) {
         r.headers = {
           'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer' } },
@@ -368,7 +510,7 @@ export function buildOpenApiDocument(opts: OpenApiOptions = {}): Json {
     if (op.security) operation.security = op.security;
     if (op.requestBody) operation.requestBody = op.requestBody;
     operation.responses = responses;
-    paths[path] = { [op.method ?? 'post']: operation };
+    paths[path] = { ...paths[path], [op.method ?? 'post']: operation };
   }
   // The operator console's API (/admin), with its own credentials (openapi-admin.ts).
   addAdminPaths(paths, req, res, errorRef);
@@ -379,7 +521,7 @@ export function buildOpenApiDocument(opts: OpenApiOptions = {}): Json {
       title: API_TITLE,
       version: API_VERSION,
       description:
-        'OpenAI-compatible inference API: chat, completions, responses, embeddings, rerank, speech, transcription, images, web search and a remote tool (MCP) endpoint.',
+        'OpenAI-compatible inference API: chat, completions, responses, embeddings, rerank, speech, transcription, images, web search, files and batches, and a remote tool (MCP) endpoint.',
     },
     jsonSchemaDialect: 'https://json-schema.org/draft/2020-12/schema',
     servers: [{ url: opts.serverUrl ?? '/' }],

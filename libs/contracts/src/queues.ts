@@ -8,6 +8,8 @@ export const Queues = {
   audioTranscriptions: 'audio-transcriptions',
   /** apps/image-service: image generations and edits (one job per request, n images in it). */
   imageJobs: 'image-jobs',
+  /** apps/gateway batch runner role: one job per batch (validate, run its lines, write the output files). */
+  batches: 'batches',
 } as const;
 export type QueueName = (typeof Queues)[keyof typeof Queues];
 

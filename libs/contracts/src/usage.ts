@@ -18,6 +18,8 @@ export const UsageEventSchema = z.object({
   latencyMs: z.number().int().min(0),
   /** Epoch milliseconds when the request finished. */
   at: z.number().int(),
+  /** A line of a batch (POST /v1/batches): billed at the model's `batch_price_factor`. */
+  batch: z.boolean().optional(),
 });
 export type UsageEvent = z.infer<typeof UsageEventSchema>;
 

@@ -1,4 +1,5 @@
 export * from './config.js';
+export * from './file-store.js';
 export * from './fs-store.js';
 export * from './redis-store.js';
 export * from './s3-store.js';

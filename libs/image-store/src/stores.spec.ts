@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
 import { createImageStore, ImageStoreEnvSchema } from './config.js';
+import { S3FileStore } from './file-store.js';
 import { FsImageStore } from './fs-store.js';
 import { RedisImageStore } from './redis-store.js';
 import { S3ImageStore } from './s3-store.js';
@@ -129,6 +130,9 @@ describe('fs image store sweep', () => {
  */
 class FakeS3 {
   readonly objects = new Map<string, { body: Buffer; headers: Record<string, string> }>();
+  readonly uploads = new Map<string, Map<number, { body: Buffer; etag: string }>>();
+  readonly partSizes: number[] = [];
+  private uploadSeq = 0;
   rejected = 0;
   private server!: Server;
   endpoint = '';
@@ -151,7 +155,48 @@ class FakeS3 {
             .end('<Error><Code>SignatureDoesNotMatch</Code></Error>');
           return;
         }
-        const key = decodeURIComponent(new URL(req.url ?? '/', 'http://x').pathname);
+        const u = new URL(req.url ?? '/', 'http://x');
+        const key = decodeURIComponent(u.pathname);
+        // Multipart uploads (S3FileStore): create, parts, complete, abort.
+        const uploadId = u.searchParams.get('uploadId');
+        if (req.method === 'POST' && u.searchParams.has('uploads')) {
+          const id = `up${++this.uploadSeq}`;
+          this.uploads.set(id, new Map());
+          res
+            .writeHead(200)
+            .end(`<InitiateMultipartUploadResult><UploadId>${id}</UploadId></InitiateMultipartUploadResult>`);
+          return;
+        }
+        if (uploadId) {
+          const parts = this.uploads.get(uploadId);
+          if (!parts) {
+            res.writeHead(404).end('<Error><Code>NoSuchUpload</Code></Error>');
+          } else if (req.method === 'PUT') {
+            const etag = `"${sha256Hex(body).slice(0, 32)}"`;
+            parts.set(Number(u.searchParams.get('partNumber')), { body, etag });
+            res.writeHead(200, { etag }).end();
+          } else if (req.method === 'POST') {
+            const listed = [
+              ...body.toString().matchAll(/<PartNumber>(\d+)<\/PartNumber><ETag>([^<]+)<\/ETag>/g),
+            ];
+            const ok = listed.every(([, n, e]) => parts.get(Number(n))?.etag === e);
+            if (!ok) {
+              res.writeHead(400).end('<Error><Code>InvalidPart</Code></Error>');
+              return;
+            }
+            this.partSizes.push(...listed.map(([, n]) => parts.get(Number(n))!.body.length));
+            this.objects.set(key, {
+              body: Buffer.concat(listed.map(([, n]) => parts.get(Number(n))!.body)),
+              headers: {},
+            });
+            this.uploads.delete(uploadId);
+            res.writeHead(200).end('<CompleteMultipartUploadResult></CompleteMultipartUploadResult>');
+          } else if (req.method === 'DELETE') {
+            this.uploads.delete(uploadId);
+            res.writeHead(204).end();
+          }
+          return;
+        }
         if (req.method === 'PUT') {
           const headers: Record<string, string> = { 'content-type': String(req.headers['content-type']) };
           for (const [k, v] of Object.entries(req.headers))
@@ -305,5 +350,44 @@ describe('createImageStore / ImageStoreEnvSchema', () => {
     const r = createImageStore(ImageStoreEnvSchema.parse({}), { redisUrl: REDIS_URL });
     assert.equal(r.kind, 'redis');
     await r.close();
+  });
+});
+
+describe('S3FileStore', () => {
+  it('streams a file up in multipart parts (one part in memory at a time) and back, aborts a failed upload', async () => {
+    const store = new S3FileStore({
+      endpoint: fake.endpoint,
+      bucket: 'files',
+      region: 'eu-central-1',
+      prefix: 'f/',
+      partBytes: 5 * 1024 * 1024,
+      ...s3Creds,
+    });
+    const chunk = Buffer.alloc(1024 * 1024, 'x');
+    async function* eleven() {
+      for (let i = 0; i < 11; i++) yield chunk;
+    }
+    const rejectedBefore = fake.rejected;
+    assert.equal(await store.put('file-big', eleven()), 11 * 1024 * 1024);
+    assert.deepEqual(fake.partSizes.slice(-3), [5 * 1024 * 1024, 5 * 1024 * 1024, 1024 * 1024]);
+    assert.equal(fake.rejected, rejectedBefore, 'every request correctly signed');
+    const s = await store.get('file-big');
+    let n = 0;
+    for await (const c of s!) n += (c as Buffer).length;
+    assert.equal(n, 11 * 1024 * 1024);
+    await assert.rejects(
+      store.put(
+        'file-broken',
+        (async function* () {
+          yield chunk;
+          throw new Error('client went away');
+        })(),
+      ),
+      /client went away/,
+    );
+    assert.equal(fake.uploads.size, 0, 'the failed upload was aborted');
+    assert.equal(await store.get('file-broken'), null);
+    await store.delete('file-big');
+    assert.equal(await store.get('file-big'), null);
   });
 });

@@ -57,6 +57,7 @@ export function entryToRow(entry: CatalogEntry): ModelData {
     engine: entry.engine as Prisma.InputJsonValue,
     dimensions: entry.dimensions ?? null,
     defaultMaxOutputTokens: entry.default_max_output_tokens ?? null,
+    batchPriceFactor: entry.batch_price_factor,
     enabled: true,
   };
 }
@@ -79,6 +80,7 @@ export function rowToEntry(row: Model): CatalogEntry {
     capabilities: row.capabilities,
     ...(row.dimensions !== null ? { dimensions: row.dimensions } : {}),
     ...(row.defaultMaxOutputTokens !== null ? { default_max_output_tokens: row.defaultMaxOutputTokens } : {}),
+    batch_price_factor: row.batchPriceFactor,
     engine: row.engine,
   };
   const parsed = CatalogEntrySchema.safeParse(input);

@@ -61,7 +61,7 @@ export {
   passwordProblem,
   verifyPassword,
 } from './passwords.js';
-export type { ApiKey, Member, Model, UsageEventRow } from './prisma.js';
+export type { ApiKey, Batch, BatchLine, File, Member, Model, UsageEventRow } from './prisma.js';
 export {
   type CreatePrismaOptions,
   createPrisma,

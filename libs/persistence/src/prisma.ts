@@ -4,6 +4,9 @@ import { type Prisma, PrismaClient } from './generated/prisma/client.js';
 
 export type {
   ApiKey,
+  Batch,
+  BatchLine,
+  File,
   Member,
   Model,
   Operator,

@@ -27,6 +27,13 @@ export interface UsageReportRow {
   promptTokens: number;
   completionTokens: number;
   totalTokens: number;
+  /** Requests that were batch lines (/v1/batches). */
+  batchRequests: number;
+  /**
+   * Tokens to bill: interactive tokens count in full, a batch line's at its model's
+   * `batch_price_factor` (catalog; 0.5 by default, also for models no longer in the catalog).
+   */
+  billableTokens: number;
 }
 
 const COLUMN: Record<UsageGroupBy, { sql: string; field: 'memberId' | 'keyId' | 'model' }> = {
@@ -46,20 +53,23 @@ export async function usageReport(db: Db, q: UsageReportQuery): Promise<UsageRep
   checkPeriod(q.from, q.to);
   const groups = [...new Set(q.groupBy)];
   for (const g of groups) if (!COLUMN[g]) throw new InvalidInputError(`cannot group usage by ${g}`);
-  const where = [Prisma.sql`"createdAt" >= ${q.from} AND "createdAt" < ${q.to}`];
-  if (q.memberId) where.push(Prisma.sql`"memberId" = ${q.memberId}`);
-  if (q.keyId) where.push(Prisma.sql`"keyId" = ${q.keyId}`);
-  if (q.model) where.push(Prisma.sql`"model" = ${q.model}`);
-  const cols = groups.map((g) => Prisma.raw(COLUMN[g].sql));
+  const where = [Prisma.sql`u."createdAt" >= ${q.from} AND u."createdAt" < ${q.to}`];
+  if (q.memberId) where.push(Prisma.sql`u."memberId" = ${q.memberId}`);
+  if (q.keyId) where.push(Prisma.sql`u."keyId" = ${q.keyId}`);
+  if (q.model) where.push(Prisma.sql`u."model" = ${q.model}`);
+  const cols = groups.map((g) => Prisma.raw(`u.${COLUMN[g].sql}`));
   const select = cols.length ? Prisma.sql`${Prisma.join(cols)},` : Prisma.empty;
   const groupBy = cols.length ? Prisma.sql`GROUP BY ${Prisma.join(cols)}` : Prisma.empty;
   const order = cols.length ? Prisma.sql`, ${Prisma.join(cols)}` : Prisma.empty;
   const rows = await db.$queryRaw<Record<string, unknown>[]>`
     SELECT ${select} count(*)::bigint AS "requests",
-           COALESCE(sum("promptTokens"), 0)::bigint AS "promptTokens",
-           COALESCE(sum("completionTokens"), 0)::bigint AS "completionTokens",
-           COALESCE(sum("totalTokens"), 0)::bigint AS "totalTokens"
-      FROM "UsageEvent"
+           COALESCE(sum(u."promptTokens"), 0)::bigint AS "promptTokens",
+           COALESCE(sum(u."completionTokens"), 0)::bigint AS "completionTokens",
+           COALESCE(sum(u."totalTokens"), 0)::bigint AS "totalTokens",
+           count(*) FILTER (WHERE u."batch")::bigint AS "batchRequests",
+           COALESCE(round(sum(CASE WHEN u."batch" THEN u."totalTokens" * COALESCE(m."batchPriceFactor", 0.5)
+                                   ELSE u."totalTokens" END)), 0)::bigint AS "billableTokens"
+      FROM "UsageEvent" u LEFT JOIN "Model" m ON m."id" = u."model"
      WHERE ${Prisma.join(where, ' AND ')}
      ${groupBy}
      ORDER BY "totalTokens" DESC ${order}`;
@@ -71,6 +81,8 @@ export async function usageReport(db: Db, q: UsageReportQuery): Promise<UsageRep
         promptTokens: Number(r.promptTokens),
         completionTokens: Number(r.completionTokens),
         totalTokens: Number(r.totalTokens),
+        batchRequests: Number(r.batchRequests),
+        billableTokens: Number(r.billableTokens),
       };
       for (const g of groups) row[COLUMN[g].field] = String(r[COLUMN[g].field]);
       return row;

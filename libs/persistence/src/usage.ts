@@ -71,16 +71,17 @@ export class UsageRepository {
     const rows = await this.db.$queryRaw<{ inserted: number }[]>`
       WITH ins AS (
         INSERT INTO "UsageEvent" ("requestId", "memberId", "keyId", "model", "endpoint", "promptTokens",
-                                  "completionTokens", "totalTokens", "status", "latencyMs", "createdAt")
+                                  "completionTokens", "totalTokens", "status", "latencyMs", "createdAt", "batch")
         SELECT v.* FROM unnest(
             ${batch.map((e) => e.requestId)}::text[], ${batch.map((e) => e.memberId)}::text[],
             ${batch.map((e) => e.keyId)}::text[], ${batch.map((e) => e.model)}::text[],
             ${batch.map((e) => e.endpoint)}::text[], ${batch.map((e) => e.promptTokens)}::int[],
             ${batch.map((e) => e.completionTokens)}::int[], ${batch.map((e) => e.totalTokens)}::int[],
             ${batch.map((e) => e.status)}::int[], ${batch.map((e) => e.latencyMs)}::int[],
-            ${batch.map((e) => new Date(e.at).toISOString())}::timestamptz[]
+            ${batch.map((e) => new Date(e.at).toISOString())}::timestamptz[],
+            ${batch.map((e) => e.batch === true)}::boolean[]
           ) AS v("requestId", "memberId", "keyId", "model", "endpoint", "promptTokens", "completionTokens",
-                 "totalTokens", "status", "latencyMs", "createdAt")
+                 "totalTokens", "status", "latencyMs", "createdAt", "batch")
          WHERE NOT EXISTS (
            SELECT 1 FROM "UsageEvent" u
             WHERE u."requestId" = v."requestId"

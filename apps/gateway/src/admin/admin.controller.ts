@@ -57,12 +57,21 @@ export class AdminController {
       model: str(q.model, 'model'),
       groupBy,
     });
-    const totals = { requests: 0, prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
+    const totals = {
+      requests: 0,
+      prompt_tokens: 0,
+      completion_tokens: 0,
+      total_tokens: 0,
+      batch_requests: 0,
+      billable_tokens: 0,
+    };
     for (const r of rows) {
       totals.requests += r.requests;
       totals.prompt_tokens += r.promptTokens;
       totals.completion_tokens += r.completionTokens;
       totals.total_tokens += r.totalTokens;
+      totals.batch_requests += r.batchRequests;
+      totals.billable_tokens += r.billableTokens;
     }
     return {
       object: 'usage_report',
@@ -77,6 +86,8 @@ export class AdminController {
         prompt_tokens: r.promptTokens,
         completion_tokens: r.completionTokens,
         total_tokens: r.totalTokens,
+        batch_requests: r.batchRequests,
+        billable_tokens: r.billableTokens,
       })),
       totals,
     };

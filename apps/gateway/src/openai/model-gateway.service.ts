@@ -9,6 +9,7 @@ import { type Logger, NatsRpcClientProxy } from '@infer/service-kit';
 import { Inject, Injectable } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Redis } from 'ioredis';
+import { InteractivePressure } from '../batch/pressure.js';
 import { CatalogService } from '../catalog/catalog.service.js';
 import { workIdOf } from '../common/request-id.js';
 import { GATEWAY_CONFIG, type GatewayConfig } from '../config.js';
@@ -42,6 +43,7 @@ export class ModelGateway {
     @Inject(LimitsService) private readonly limits: LimitsService,
     @Inject(REDIS) private readonly redis: Redis,
     @Inject(TrafficRecorder) private readonly traffic: TrafficRecorder,
+    @Inject(InteractivePressure) private readonly pressure: InteractivePressure,
   ) {}
 
   /** The NATS subject of a route (MODEL_SUBJECT_PREFIX: tests only). */
@@ -90,6 +92,8 @@ export class ModelGateway {
     };
     this.admissions.set(envelope, admission);
     this.tiers.set(envelope, auth.tier);
+    // The batch lane yields while interactive requests are in flight (batch/pressure.ts).
+    this.pressure.begin();
     const started = performance.now();
     // A body larger than one NATS message (chat with big data: URIs ...) is a 413, not a failed publish:
     // RpcClient checks the bytes it would publish and fails the call with it (settled as a 413 below).
@@ -293,6 +297,7 @@ export class ModelGateway {
     end: EndFrame | null,
   ): void {
     const u = end?.usage;
+    this.pressure.end();
     const latencyMs = performance.now() - started;
     // Releases the concurrency slots and charges the token budgets with the real usage.
     void this.admissions.get(env)?.settle(u?.total_tokens ?? 0);

@@ -1,0 +1,296 @@
+import { type BatchJobData, DEFAULT_QUEUE_PREFIX, Queues, UsageStream } from '@infer/contracts';
+import { checkFileStoreEnv, createFileStore, FileStoreEnvShape } from '@infer/image-store';
+import {
+  AppLifetime,
+  closeWorkerRequeueing,
+  connectNats,
+  createLogger,
+  ensureUsageStream,
+  envBool,
+  envInt,
+  type Logger,
+  NatsRpcClientProxy,
+  NatsUrlSchema,
+  parseConfig,
+  requeueOnShutdown,
+  startAppContext,
+} from '@infer/service-kit';
+import { jetstream } from '@nats-io/jetstream';
+import { type DynamicModule, Module } from '@nestjs/common';
+import { Worker } from 'bullmq';
+import { Redis } from 'ioredis';
+import { Counter, Gauge, Registry } from 'prom-client';
+import { z } from 'zod';
+import { CatalogService } from '../../catalog/catalog.service.js';
+import type { GatewayConfig } from '../../config.js';
+import { openPersistence } from '../../infra/persistence.js';
+import { LimitsService } from '../../limits/limits.service.js';
+import { MetricsService } from '../../metrics/metrics.service.js';
+import { PRESSURE_KEY_SUFFIX, readPressure } from '../pressure.js';
+import { BatchRunner } from './batch-runner.js';
+import { BatchLane } from './lane.js';
+
+export const BatchRunnerEnvSchema = z
+  .object({
+    NATS_URL: NatsUrlSchema,
+    DATABASE_URL: z.string().default('postgresql://postgres@127.0.0.1:5432/infer'),
+    REDIS_URL: z.string().default('redis://127.0.0.1:6379'),
+    LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    BULLMQ_PREFIX: z.string().min(1).default(DEFAULT_QUEUE_PREFIX),
+    /** Tests only: as the gateway's. */
+    MODEL_SUBJECT_PREFIX: z.string().default(''),
+    USAGE_STREAM: z.string().min(1).default(UsageStream.name),
+    USAGE_SUBJECT_ROOT: z
+      .string()
+      .regex(/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/)
+      .default(UsageStream.root),
+    /** The gateway's limits settings: batch lines are checked against the same allowances. */
+    LIMITS_ENABLED: envBool(true),
+    LIMITS_FILE: z.string().optional(),
+    LIMITS_REDIS_PREFIX: z.string().min(1).default('lim:'),
+    CATALOG_REFRESH_MS: envInt(30_000, 1_000),
+    ...FileStoreEnvShape,
+    FILE_RETENTION_DAYS: envInt(30, 1),
+    /** Batches one runner works on at once. */
+    BATCH_WORKER_CONCURRENCY: envInt(2, 1),
+    /** Lines of one model running at once in this runner (the lane's cap). */
+    BATCH_MODEL_CONCURRENCY: envInt(4, 1),
+    /** The cap while interactive requests are in flight (0: no new batch line until they are done). */
+    BATCH_YIELD_CONCURRENCY: envInt(1, 0),
+    /** Longest one line may take in its service. */
+    BATCH_LINE_TIMEOUT_MS: envInt(600_000, 1_000),
+    /** Attempts of a line answered 429/503 (backing off between them) before it becomes an error line. */
+    BATCH_LINE_RETRIES: envInt(6, 1),
+    BATCH_BACKOFF_MIN_MS: envInt(500, 1),
+    BATCH_BACKOFF_MAX_MS: envInt(30_000, 1),
+    /** How often a running batch looks for a cancel and its expiry (and writes its progress). */
+    BATCH_CHECK_MS: envInt(500, 10),
+    /** BullMQ lock of a batch job: a runner killed mid-batch hands it to another after about this long. */
+    BATCH_LOCK_MS: envInt(30_000, 500),
+    /** How often expired files are deleted (0: never, e.g. in tests). */
+    FILE_SWEEP_MS: envInt(60_000, 0),
+  })
+  .superRefine(checkFileStoreEnv);
+export type BatchRunnerConfig = z.infer<typeof BatchRunnerEnvSchema>;
+
+export interface RunningBatchRunner {
+  runner: BatchRunner;
+  lane: BatchLane;
+  opsUrl: string | null;
+  log: Logger;
+  stop(): Promise<void>;
+}
+
+interface Parts {
+  runner: BatchRunner;
+  lane: BatchLane;
+  close(): Promise<void>;
+}
+
+/** Runs the batch worker as a Nest provider: started with the app, stopped (jobs requeued) before it closes. */
+export class BatchRunnerHost extends AppLifetime<Parts> {}
+
+@Module({})
+class BatchRunnerModule {
+  static forRoot(host: BatchRunnerHost): DynamicModule {
+    return { module: BatchRunnerModule, providers: [{ provide: BatchRunnerHost, useValue: host }] };
+  }
+}
+
+/** Connections, catalog, limits, lane and the BullMQ worker of the runner. */
+async function openRunner(config: BatchRunnerConfig, log: Logger): Promise<Parts> {
+  const persistence = await openPersistence(config.DATABASE_URL);
+  const prisma = persistence.prisma;
+  const redis = new Redis(config.REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 2 });
+  await redis.connect();
+  const nc = await connectNats(config.NATS_URL, 'batch-runner');
+  await ensureUsageStream(nc, config.USAGE_STREAM, [`${config.USAGE_SUBJECT_ROOT}.>`]);
+  const store = createFileStore(config);
+  // The gateway's own catalog and limits services, fed with the settings they read.
+  const gatewaySettings = {
+    CATALOG_REFRESH_MS: config.CATALOG_REFRESH_MS,
+    LIMITS_ENABLED: config.LIMITS_ENABLED,
+    LIMITS_FILE: config.LIMITS_FILE,
+    LIMITS_REDIS_PREFIX: config.LIMITS_REDIS_PREFIX,
+  } as GatewayConfig;
+  const catalog = new CatalogService(persistence.catalogSource, gatewaySettings, log);
+  await catalog.onModuleInit();
+  const limits = new LimitsService(redis, prisma, gatewaySettings, log, new MetricsService());
+  limits.onModuleInit();
+
+  // Interactive pressure, read every 100 ms from the gateways' reports (batch/pressure.ts).
+  let interactive = 0;
+  const pressureKey = `${config.BULLMQ_PREFIX}:${PRESSURE_KEY_SUFFIX}`;
+  const pressureTimer = setInterval(() => {
+    readPressure(redis, pressureKey)
+      .then((n) => {
+        interactive = n;
+      })
+      .catch(() => {
+        interactive = 0;
+      });
+  }, 100);
+  pressureTimer.unref();
+  const lane = new BatchLane({
+    cap: config.BATCH_MODEL_CONCURRENCY,
+    yieldCap: config.BATCH_YIELD_CONCURRENCY,
+    backoffMinMs: config.BATCH_BACKOFF_MIN_MS,
+    backoffMaxMs: config.BATCH_BACKOFF_MAX_MS,
+    pressure: () => interactive,
+  });
+  const runner = new BatchRunner({
+    db: prisma,
+    store,
+    rpc: new NatsRpcClientProxy(nc),
+    js: jetstream(nc, { timeout: 5_000 }),
+    maxPayload: () => nc.info?.max_payload ?? 1024 * 1024,
+    catalog: () => catalog.current,
+    limits,
+    lane,
+    log,
+    settings: {
+      subjectPrefix: config.MODEL_SUBJECT_PREFIX,
+      usageRoot: config.USAGE_SUBJECT_ROOT,
+      lineTimeoutMs: config.BATCH_LINE_TIMEOUT_MS,
+      lineRetries: config.BATCH_LINE_RETRIES,
+      checkMs: config.BATCH_CHECK_MS,
+      fileRetentionMs: config.FILE_RETENTION_DAYS * 86_400_000,
+    },
+  });
+  const worker = new Worker<BatchJobData>(
+    Queues.batches,
+    requeueOnShutdown((job, _token, signal) => runner.process(job.data.batchId, signal)),
+    {
+      connection: { url: config.REDIS_URL, maxRetriesPerRequest: null },
+      prefix: config.BULLMQ_PREFIX,
+      concurrency: config.BATCH_WORKER_CONCURRENCY,
+      lockDuration: config.BATCH_LOCK_MS,
+      stalledInterval: config.BATCH_LOCK_MS,
+      // A batch outlives any number of dead runners: it resumes from its checkpoint each time.
+      maxStalledCount: 1_000,
+    },
+  );
+  worker.on('failed', (job, err) =>
+    log.warn({ batchId: job?.data.batchId, err }, 'batch job attempt failed'),
+  );
+  worker.on('error', (err) => log.warn({ err }, 'batch worker error'));
+
+  // Retention: expired files go (rows and bytes).
+  let sweepTimer: NodeJS.Timeout | undefined;
+  if (config.FILE_SWEEP_MS > 0) {
+    sweepTimer = setInterval(() => {
+      void (async () => {
+        const gone = await prisma.file.findMany({ where: { expiresAt: { lte: new Date() } }, take: 200 });
+        for (const f of gone) {
+          await store.delete(f.storageKey).catch(() => undefined);
+          await prisma.file.delete({ where: { id: f.id } }).catch(() => undefined);
+        }
+      })().catch((err) => log.warn({ err }, 'file sweep failed'));
+    }, config.FILE_SWEEP_MS);
+    sweepTimer.unref();
+  }
+  log.info(
+    { concurrency: config.BATCH_WORKER_CONCURRENCY, modelCap: config.BATCH_MODEL_CONCURRENCY },
+    'batch runner ready',
+  );
+  return {
+    runner,
+    lane,
+    close: async () => {
+      clearInterval(pressureTimer);
+      clearInterval(sweepTimer);
+      await closeWorkerRequeueing(worker);
+      catalog.onApplicationShutdown();
+      await limits.onApplicationShutdown();
+      await nc.drain().catch(() => undefined);
+      redis.disconnect();
+      await store.close();
+      await persistence.close();
+    },
+  };
+}
+
+/** Prometheus metrics of the runner (ops server /metrics): lines queued, running and done. */
+export function batchMetrics(host: BatchRunnerHost): Registry {
+  const registry = new Registry();
+  const stats = () => host.value?.runner.stats;
+  new Gauge({
+    name: 'batch_lines_queued',
+    help: 'Lines of the batches this runner holds that have no output or error line yet.',
+    registers: [registry],
+    collect() {
+      this.set(Math.max(0, stats()?.queued ?? 0));
+    },
+  });
+  new Gauge({
+    name: 'batch_lines_running',
+    help: 'Batch lines in their model service now.',
+    registers: [registry],
+    collect() {
+      this.set(stats()?.running ?? 0);
+    },
+  });
+  const seen = { ok: 0, error: 0 };
+  new Counter({
+    name: 'batch_lines_done_total',
+    help: 'Batch lines with their output line (outcome ok) or error line (outcome error).',
+    labelNames: ['outcome'] as const,
+    registers: [registry],
+    collect() {
+      const d = stats()?.done;
+      if (!d) return;
+      for (const k of ['ok', 'error'] as const) {
+        if (d[k] > seen[k]) this.inc({ outcome: k }, d[k] - seen[k]);
+        seen[k] = d[k];
+      }
+    },
+  });
+  new Gauge({
+    name: 'batch_batches_active',
+    help: 'Batches this runner is working on.',
+    registers: [registry],
+    collect() {
+      this.set(stats()?.batchesActive ?? 0);
+    },
+  });
+  new Gauge({
+    name: 'batch_lane_yielding',
+    help: '1 while interactive requests are in flight and the batch lane runs at its yield cap.',
+    registers: [registry],
+    collect() {
+      this.set(host.value?.lane.yielding ? 1 : 0);
+    },
+  });
+  return registry;
+}
+
+export interface BatchRunnerOptions {
+  env?: NodeJS.ProcessEnv;
+  installSignalHandlers?: boolean;
+}
+
+/**
+ * Starts the batch runner role of the gateway (its own process and Deployment, scaled alone): a Nest
+ * application context whose provider runs the BullMQ worker of the `batches` queue, with the ops
+ * server (OPS_PORT: /healthz, /readyz, /metrics).
+ */
+export async function startBatchRunner(opts: BatchRunnerOptions = {}): Promise<RunningBatchRunner> {
+  const config = parseConfig('batch-runner', BatchRunnerEnvSchema, opts.env);
+  const log = createLogger('batch-runner', config.LOG_LEVEL);
+  const host = new BatchRunnerHost(
+    () => openRunner(config, log),
+    (p) => p.close(),
+  );
+  const ctx = await startAppContext({
+    name: 'batch-runner',
+    module: BatchRunnerModule.forRoot(host),
+    env: opts.env,
+    log,
+    installSignalHandlers: opts.installSignalHandlers,
+    registries: [batchMetrics(host)],
+    checks: () => [{ name: 'runner', check: () => !!host.value }],
+  });
+  const parts = host.value;
+  if (!parts) throw new Error('batch runner did not start');
+  return { runner: parts.runner, lane: parts.lane, opsUrl: ctx.opsUrl, log, stop: ctx.stop };
+}

@@ -1,0 +1,259 @@
+import { randomBytes } from 'node:crypto';
+import { createReadStream, createWriteStream } from 'node:fs';
+import { mkdir, rename, rm, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { envBool, envInt } from '@infer/service-kit';
+import { z } from 'zod';
+import { EMPTY_SHA256, type SigV4Credentials, sha256Hex, signV4 } from './sigv4.js';
+
+/**
+ * Large files streamed in and out (the Files API: batch inputs up to 200 MB and batch outputs):
+ * never held whole in memory. Same backends as the image store, filesystem by default, any
+ * S3-compatible store in production. Retention is the caller's (the File rows say when a file
+ * expires; the gateway deletes expired ones).
+ */
+export interface FileStore {
+  readonly kind: string;
+  /** Streams `source` under `key` (replacing an earlier object); visible only once complete. Returns its size. */
+  put(key: string, source: AsyncIterable<Uint8Array>): Promise<number>;
+  /** The object's bytes as a stream, or null when it does not exist. */
+  get(key: string): Promise<Readable | null>;
+  delete(key: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Keys: letters, digits, `_`, `-` and `.`, 1 to 200 characters (no paths). */
+export const FILE_KEY_RE = /^[A-Za-z0-9_.-]{1,200}$/;
+function assertKey(key: string): void {
+  if (!FILE_KEY_RE.test(key) || key.startsWith('.'))
+    throw new Error(`invalid file key '${key.slice(0, 40)}'`);
+}
+
+/** Files in one directory, written to a temporary name and renamed when complete. */
+export class FsFileStore implements FileStore {
+  readonly kind = 'fs';
+  private ready: Promise<unknown> | undefined;
+
+  constructor(private readonly dir: string) {}
+
+  async put(key: string, source: AsyncIterable<Uint8Array>): Promise<number> {
+    assertKey(key);
+    this.ready ??= mkdir(this.dir, { recursive: true, mode: 0o700 });
+    await this.ready;
+    const tmp = join(this.dir, `.${key}.${randomBytes(6).toString('hex')}.tmp`);
+    let bytes = 0;
+    try {
+      await pipeline(
+        source,
+        async function* (src: AsyncIterable<Uint8Array>) {
+          for await (const chunk of src) {
+            bytes += chunk.byteLength;
+            yield chunk;
+          }
+        },
+        createWriteStream(tmp, { mode: 0o600 }),
+      );
+      await rename(tmp, join(this.dir, key));
+    } catch (e) {
+      await rm(tmp, { force: true });
+      throw e;
+    }
+    return bytes;
+  }
+
+  async get(key: string): Promise<Readable | null> {
+    assertKey(key);
+    const path = join(this.dir, key);
+    const st = await stat(path).catch(() => null);
+    if (!st) return null;
+    return createReadStream(path, { highWaterMark: 256 * 1024 });
+  }
+
+  async delete(key: string): Promise<void> {
+    assertKey(key);
+    await rm(join(this.dir, key), { force: true });
+  }
+
+  async close(): Promise<void> {}
+}
+
+export interface S3FileStoreOptions extends SigV4Credentials {
+  endpoint: string;
+  bucket: string;
+  region: string;
+  prefix?: string;
+  forcePathStyle?: boolean;
+  timeoutMs?: number;
+  /** Size of each multipart-upload part held in memory while it is sent (S3's minimum is 5 MiB). */
+  partBytes?: number;
+}
+
+/**
+ * Files in an S3-compatible bucket, streamed with a multipart upload (one part of `partBytes` in
+ * memory at a time) and read back as a stream. SigV4-signed requests over fetch, as S3ImageStore.
+ */
+export class S3FileStore implements FileStore {
+  readonly kind = 's3';
+  private readonly base: URL;
+
+  constructor(private readonly opts: S3FileStoreOptions) {
+    this.base = new URL(opts.endpoint);
+    if (!/^https?:$/.test(this.base.protocol)) throw new Error('S3 endpoint must be an http(s) URL');
+  }
+
+  private url(key: string, query: Record<string, string> = {}): URL {
+    const objectKey = `${this.opts.prefix ?? ''}${key}`;
+    const u = new URL(this.base.href);
+    const basePath = u.pathname.replace(/\/+$/, '');
+    if (this.opts.forcePathStyle === false) {
+      u.hostname = `${this.opts.bucket}.${u.hostname}`;
+      u.pathname = `${basePath}/${objectKey}`;
+    } else {
+      u.pathname = `${basePath}/${this.opts.bucket}/${objectKey}`;
+    }
+    for (const [k, v] of Object.entries(query)) u.searchParams.set(k, v);
+    return u;
+  }
+
+  private async send(method: string, url: URL, body?: Buffer, headers: Record<string, string> = {}) {
+    const signed = signV4(
+      { method, url, headers, payloadHash: body ? sha256Hex(body) : EMPTY_SHA256 },
+      this.opts,
+      this.opts.region,
+      's3',
+    );
+    try {
+      return await fetch(url, {
+        method,
+        headers: signed,
+        body,
+        signal: AbortSignal.timeout(this.opts.timeoutMs ?? 60_000),
+      });
+    } catch (e) {
+      throw new Error(`S3 ${method} ${url.host}: ${(e as Error).message}`);
+    }
+  }
+
+  async put(key: string, source: AsyncIterable<Uint8Array>): Promise<number> {
+    assertKey(key);
+    const partBytes = Math.max(5 * 1024 * 1024, this.opts.partBytes ?? 8 * 1024 * 1024);
+    const created = await this.send('POST', this.url(key, { uploads: '' }));
+    const xml = await created.text();
+    const uploadId = /<UploadId>([^<]+)<\/UploadId>/.exec(xml)?.[1];
+    if (!created.ok || !uploadId)
+      throw new Error(`S3 multipart upload not started (status ${created.status})`);
+    const etags: string[] = [];
+    let total = 0;
+    const sendPart = async (buf: Buffer) => {
+      const n = etags.length + 1;
+      const res = await this.send('PUT', this.url(key, { partNumber: String(n), uploadId }), buf);
+      await res.arrayBuffer().catch(() => undefined);
+      const etag = res.headers.get('etag');
+      if (!res.ok || !etag) throw new Error(`S3 upload of part ${n} failed with status ${res.status}`);
+      etags.push(etag);
+    };
+    try {
+      let pending: Buffer[] = [];
+      let size = 0;
+      for await (const chunk of source) {
+        pending.push(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength));
+        size += chunk.byteLength;
+        total += chunk.byteLength;
+        if (size >= partBytes) {
+          await sendPart(Buffer.concat(pending, size));
+          pending = [];
+          size = 0;
+        }
+      }
+      if (size > 0 || etags.length === 0) await sendPart(Buffer.concat(pending, size));
+      const body = Buffer.from(
+        `<CompleteMultipartUpload>${etags
+          .map((e, i) => `<Part><PartNumber>${i + 1}</PartNumber><ETag>${e}</ETag></Part>`)
+          .join('')}</CompleteMultipartUpload>`,
+      );
+      const done = await this.send('POST', this.url(key, { uploadId }), body, {
+        'content-type': 'application/xml',
+      });
+      const text = await done.text();
+      if (!done.ok || text.includes('<Error>'))
+        throw new Error(`S3 multipart upload not completed (status ${done.status})`);
+    } catch (e) {
+      const res = await this.send('DELETE', this.url(key, { uploadId })).catch(() => null);
+      await res?.arrayBuffer().catch(() => undefined);
+      throw e;
+    }
+    return total;
+  }
+
+  async get(key: string): Promise<Readable | null> {
+    assertKey(key);
+    const res = await this.send('GET', this.url(key));
+    if (res.status === 404) {
+      await res.arrayBuffer().catch(() => undefined);
+      return null;
+    }
+    if (!res.ok || !res.body) {
+      await res.arrayBuffer().catch(() => undefined);
+      throw new Error(`S3 GET failed with status ${res.status}`);
+    }
+    return Readable.fromWeb(res.body as import('node:stream/web').ReadableStream<Uint8Array>);
+  }
+
+  async delete(key: string): Promise<void> {
+    assertKey(key);
+    const res = await this.send('DELETE', this.url(key));
+    await res.arrayBuffer().catch(() => undefined);
+    if (!res.ok && res.status !== 404) throw new Error(`S3 DELETE failed with status ${res.status}`);
+  }
+
+  async close(): Promise<void> {}
+}
+
+/** Environment of the file store: every process that reads or writes files (gateway, batch runner). */
+export const FileStoreEnvShape = {
+  /** `fs` (default) or `s3`. */
+  FILE_STORE: z.enum(['fs', 's3']).default('fs'),
+  /** Directory of the fs store (a shared volume when the gateway and the batch runner run apart). */
+  FILE_STORE_DIR: z.string().min(1).default('var/files'),
+  FILE_S3_ENDPOINT: z.string().url().optional(),
+  FILE_S3_BUCKET: z.string().min(1).optional(),
+  FILE_S3_REGION: z.string().min(1).default('us-east-1'),
+  FILE_S3_ACCESS_KEY_ID: z.string().min(1).optional(),
+  FILE_S3_SECRET_ACCESS_KEY: z.string().min(1).optional(),
+  FILE_S3_SESSION_TOKEN: z.string().min(1).optional(),
+  FILE_S3_PREFIX: z.string().default('files/'),
+  FILE_S3_FORCE_PATH_STYLE: envBool(true),
+  FILE_S3_TIMEOUT_MS: envInt(60_000, 100),
+};
+export type FileStoreEnv = z.output<z.ZodObject<typeof FileStoreEnvShape>>;
+
+export function checkFileStoreEnv(env: Partial<FileStoreEnv>, ctx: z.RefinementCtx): void {
+  if (env.FILE_STORE !== 's3') return;
+  for (const name of [
+    'FILE_S3_ENDPOINT',
+    'FILE_S3_BUCKET',
+    'FILE_S3_ACCESS_KEY_ID',
+    'FILE_S3_SECRET_ACCESS_KEY',
+  ] as const) {
+    if (!env[name]) ctx.addIssue({ code: 'custom', message: 'required when FILE_STORE=s3', path: [name] });
+  }
+}
+
+export function createFileStore(env: FileStoreEnv): FileStore {
+  if (env.FILE_STORE === 's3') {
+    return new S3FileStore({
+      endpoint: env.FILE_S3_ENDPOINT!,
+      bucket: env.FILE_S3_BUCKET!,
+      region: env.FILE_S3_REGION,
+      accessKeyId: env.FILE_S3_ACCESS_KEY_ID!,
+      secretAccessKey: env.FILE_S3_SECRET_ACCESS_KEY!,
+      sessionToken: env.FILE_S3_SESSION_TOKEN,
+      prefix: env.FILE_S3_PREFIX,
+      forcePathStyle: env.FILE_S3_FORCE_PATH_STYLE,
+      timeoutMs: env.FILE_S3_TIMEOUT_MS,
+    });
+  }
+  return new FsFileStore(env.FILE_STORE_DIR);
+}
