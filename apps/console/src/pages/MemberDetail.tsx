@@ -491,30 +491,43 @@ const BATCH_BADGE: Record<string, string> = {
   cancelled: 'badge danger',
 };
 
+/** Column names, also shown before each cell when the table is laid out as cards (narrow screens). */
+const BATCH_COLUMNS = ['Id', 'Endpoint', 'Status', 'Created', 'Requests', 'Expires', 'Output / error file'];
+
 function BatchRow(props: { b: AdminBatch }) {
   const b = props.b;
   const c = b.request_counts;
-  const label = `Progress of batch ${b.id}`;
+  const [id, endpoint, status, created, requests, expires, files] = BATCH_COLUMNS;
   return (
     <tr>
-      <td className="mono">{b.id}</td>
-      <td className="mono">{b.endpoint}</td>
-      <td>
+      <td className="mono" data-label={id}>
+        {b.id}
+      </td>
+      <td className="mono" data-label={endpoint}>
+        {b.endpoint}
+      </td>
+      <td data-label={status}>
         <span className={BATCH_BADGE[b.status] ?? 'badge'}>{b.status}</span>
       </td>
-      <td>{utc(b.created_at)}</td>
-      <td>
-        <progress max={Math.max(1, c.total)} value={c.completed + c.failed} aria-label={label} />{' '}
-        <span className="batch-counts">
+      <td data-label={created}>{utc(b.created_at)}</td>
+      <td data-label={requests}>
+        <span>
+          <progress
+            max={Math.max(1, c.total)}
+            value={c.completed + c.failed}
+            aria-label={`Progress of batch ${b.id}`}
+          />{' '}
           {c.completed.toLocaleString('en')} done, {c.failed.toLocaleString('en')} failed of{' '}
           {c.total.toLocaleString('en')}
         </span>
       </td>
-      <td className="wide">{b.expires_at ? utc(b.expires_at) : '-'}</td>
-      <td className="mono">
-        {b.output_file_id ?? '-'}
-        <br />
-        {b.error_file_id ?? '-'}
+      <td data-label={expires}>{b.expires_at ? utc(b.expires_at) : '-'}</td>
+      <td className="mono" data-label={files}>
+        <span>
+          {b.output_file_id ?? '-'}
+          <br />
+          {b.error_file_id ?? '-'}
+        </span>
       </td>
     </tr>
   );
@@ -554,19 +567,15 @@ function BatchesPanel(props: { memberId: string }) {
         ) : null}
       </div>
       <ErrorNote error={batches.error} />
-      <table>
+      <table className="cards">
         <caption className="sr-only">Batches of this member, newest first</caption>
         <thead>
           <tr>
-            <th scope="col">Id</th>
-            <th scope="col">Endpoint</th>
-            <th scope="col">Status</th>
-            <th scope="col">Created</th>
-            <th scope="col">Requests</th>
-            <th scope="col" className="wide">
-              Expires
-            </th>
-            <th scope="col">Output / error file</th>
+            {BATCH_COLUMNS.map((c) => (
+              <th scope="col" key={c}>
+                {c}
+              </th>
+            ))}
           </tr>
         </thead>
         <tbody>
