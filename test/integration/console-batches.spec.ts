@@ -62,8 +62,13 @@ describe('operator console: a member’s batches in Chromium', { skip: noChromiu
     const key = (await new ApiKeysRepository(stack.prisma).mint(member.id, 'batch-key')).key;
     const client = new OpenAI({ baseURL: stack.baseURL, apiKey: key, maxRetries: 0 });
     // chat-slow answers after 150 ms and the runner takes one line at a time: the first batch runs
-    // for about a second, while the page is open.
-    const input = jsonl(['a', 'b', 'c', 'd', 'e', 'f'].map((id) => chatLine(id, 'chat-slow')));
+    // for about 4 s, so the page opens while it runs.
+    const ids = Array.from({ length: 24 }, (_, i) => `line-${i}`);
+    const input = jsonl(ids.map((id) => chatLine(id, 'chat-slow')));
+    // Signed in first, so that the member page opens while the first batch runs.
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const page = await context.newPage();
+    await signIn(page, stack.url, OWNER);
     const file = await client.files.create({
       file: await toFile(Buffer.from(input), 'input.jsonl'),
       purpose: 'batch',
@@ -76,21 +81,22 @@ describe('operator console: a member’s batches in Chromium', { skip: noChromiu
       });
     const first = await create();
 
-    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-    const page = await context.newPage();
-    await signIn(page, stack.url, OWNER);
     await page.goto(`${stack.url}/console/members/${member.id}`);
     const table = page.getByRole('table', { name: 'Batches of this member, newest first' });
     const row = table.getByRole('row', { name: new RegExp(first.id) });
     await row.waitFor();
+    // The batch is still running when the page shows it: the page says it keeps it up to date...
+    await page.getByText(/^updating every/).waitFor({ timeout: 10_000 });
+    assert.doesNotMatch((await row.textContent()) ?? '', /completed/);
+    // ...and follows it to the end without a reload.
     await waitFor(
       'the first batch to show completed with its counts, without a reload',
-      async () => /completed.*6 done, 0 failed of 6/.test((await row.textContent()) ?? ''),
+      async () => /completed.*24 done, 0 failed of 24/.test((await row.textContent()) ?? ''),
       { timeoutMs: 30_000, everyMs: 200 },
     );
     const bar = page.getByRole('progressbar', { name: `Progress of batch ${first.id}` });
-    assert.equal(await bar.getAttribute('value'), '6');
-    assert.equal(await bar.getAttribute('max'), '6');
+    assert.equal(await bar.getAttribute('value'), '24');
+    assert.equal(await bar.getAttribute('max'), '24');
     const done = await client.batches.retrieve(first.id);
     assert.equal(done.status, 'completed');
     assert.ok(done.output_file_id);
@@ -107,8 +113,8 @@ describe('operator console: a member’s batches in Chromium', { skip: noChromiu
     );
     await page.reload();
     await table.getByRole('row', { name: new RegExp(second.id) }).waitFor();
-    const ids = await table.locator('tbody tr td:first-child').allTextContents();
-    assert.deepEqual(ids, [second.id, first.id]);
+    const shown = await table.locator('tbody tr td:first-child').allTextContents();
+    assert.deepEqual(shown, [second.id, first.id]);
     const dir = shotsDir('console-batches');
     console.log(`console screenshots: ${dir}`);
     await capture(page, dir, '01-member-batches');
