@@ -183,8 +183,15 @@ export const AdminBatchSchema = BatchObjectSchema.extend({
   progress: z.number(),
 }).meta({ id: 'AdminBatch' });
 export const AdminBatchListSchema = z
-  .object({ object: z.literal('list'), data: z.array(AdminBatchSchema) })
+  .object({
+    object: z.literal('list'),
+    data: z.array(AdminBatchSchema),
+    /** Pass as `after` for the next page (newest first); null on the last page. */
+    next_after: z.string().nullable(),
+  })
   .meta({ id: 'AdminBatchList' });
+export type AdminBatch = z.infer<typeof AdminBatchSchema>;
+export type AdminBatchList = z.infer<typeof AdminBatchListSchema>;
 
 /** The BullMQ job of one batch (queue Queues.batches): the batch id is the job id. */
 export const BatchJobDataSchema = z.object({ batchId: z.string() });

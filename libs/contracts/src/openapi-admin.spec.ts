@@ -53,6 +53,16 @@ describe('OpenAPI: the admin API of the operator console', () => {
       doc.paths['/admin/keys'].get.parameters.map((p: Json) => p.name),
       ['q', 'member', 'status', 'after', 'limit'],
     );
+    // A member's batches: paged with after / next_after, readable by viewers.
+    const batches = doc.paths['/admin/members/{memberId}/batches'].get;
+    assert.deepEqual(
+      batches.parameters.filter((p: Json) => p.in === 'query').map((p: Json) => p.name),
+      ['status', 'after', 'limit'],
+    );
+    assert.match(batches.description, /viewer/);
+    const list = doc.components.schemas.AdminBatchList;
+    assert.ok(list.required.includes('next_after'));
+    assert.ok(list.properties.next_after);
     // The public API is unchanged next to it.
     assert.ok(doc.paths['/v1/models'].get);
   });

@@ -328,10 +328,11 @@ const ADMIN_OPS: AdminOp[] = [
     method: 'get',
     path: '/admin/members/{memberId}/batches',
     id: 'listMemberBatches',
-    summary: "A member's batches, newest first, with their progress (0..1)",
+    summary:
+      "One page of a member's batches, newest first, with their progress (0..1) and live request counts; `after` = the previous page's `next_after`",
     role: 'viewer',
     ok: AdminBatchListSchema,
-    query: ['status', 'limit'],
+    query: ['status', 'after', 'limit'],
   },
   {
     method: 'post',

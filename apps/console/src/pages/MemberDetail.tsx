@@ -1,4 +1,6 @@
 import {
+  type AdminBatch,
+  type AdminBatchList,
   type AdminKey,
   type AdminMember,
   type DailyUsage,
@@ -168,6 +170,8 @@ export function MemberDetailPage(props: { id: string }) {
       {m.api_keys.length === 0 ? <p>No keys yet.</p> : null}
 
       <QuotaPanel memberId={m.id} />
+
+      <BatchesPanel memberId={m.id} />
 
       <h2>Usage, last 30 days</h2>
       <ErrorNote error={usage.error} />
@@ -472,6 +476,137 @@ function QuotaPanel(props: { memberId: string }) {
         </tbody>
       </table>
       {q && q.keys_omitted > 0 ? <p>{q.keys_omitted} older active keys are not shown.</p> : null}
+    </section>
+  );
+}
+
+/** Polling period of the batches panel while one of the shown batches is still running. */
+const BATCH_POLL_MS = 3000;
+const BATCH_PAGE = 20;
+const RUNNING: readonly string[] = ['validating', 'in_progress', 'finalizing', 'cancelling'];
+const BATCH_BADGE: Record<string, string> = {
+  completed: 'badge ok',
+  failed: 'badge danger',
+  expired: 'badge danger',
+  cancelled: 'badge danger',
+};
+
+/** Column names, also shown before each cell when the table is laid out as cards (narrow screens). */
+const BATCH_COLUMNS = ['Id', 'Endpoint', 'Status', 'Created', 'Requests', 'Expires', 'Output / error file'];
+
+function BatchRow(props: { b: AdminBatch }) {
+  const b = props.b;
+  const c = b.request_counts;
+  const [id, endpoint, status, created, requests, expires, files] = BATCH_COLUMNS;
+  return (
+    <tr>
+      <td className="mono" data-label={id}>
+        {b.id}
+      </td>
+      <td className="mono" data-label={endpoint}>
+        {b.endpoint}
+      </td>
+      <td data-label={status}>
+        <span className={BATCH_BADGE[b.status] ?? 'badge'}>{b.status}</span>
+      </td>
+      <td data-label={created}>{utc(b.created_at)}</td>
+      <td data-label={requests}>
+        <span>
+          <progress
+            max={Math.max(1, c.total)}
+            value={c.completed + c.failed}
+            aria-label={`Progress of batch ${b.id}`}
+          />{' '}
+          {c.completed.toLocaleString('en')} done, {c.failed.toLocaleString('en')} failed of{' '}
+          {c.total.toLocaleString('en')}
+        </span>
+      </td>
+      <td data-label={expires}>{b.expires_at ? utc(b.expires_at) : '-'}</td>
+      <td className="mono" data-label={files}>
+        <span>
+          {b.output_file_id ?? '-'}
+          <br />
+          {b.error_file_id ?? '-'}
+        </span>
+      </td>
+    </tr>
+  );
+}
+
+/**
+ * The member's batches (GET /admin/members/{id}/batches), one page at a time, newest first. Polled
+ * every few seconds while a shown batch is running (not in a hidden tab: useLoad), and not at all
+ * once every shown batch is final.
+ */
+function BatchesPanel(props: { memberId: string }) {
+  // Cursors of the pages before the current one ('' = the first page).
+  const [trail, setTrail] = useState<string[]>([]);
+  const [after, setAfter] = useState('');
+  const [running, setRunning] = useState(false);
+  const batches = useLoad(
+    async () => {
+      const page = await api<AdminBatchList>(
+        'GET',
+        `/admin/members/${encodeURIComponent(props.memberId)}/batches${query({ after: after || undefined, limit: BATCH_PAGE })}`,
+      );
+      setRunning(page.data.some((b) => RUNNING.includes(b.status)));
+      return page;
+    },
+    `${props.memberId}|${after}`,
+    running ? BATCH_POLL_MS : undefined,
+  );
+  const page = batches.data;
+  return (
+    <section aria-labelledby="batches-title">
+      <div className="titlebar">
+        <h2 id="batches-title">Batches</h2>
+        {running ? (
+          <span className="badge" role="status">
+            updating every {BATCH_POLL_MS / 1000} s
+          </span>
+        ) : null}
+      </div>
+      <ErrorNote error={batches.error} />
+      <table className="cards">
+        <caption className="sr-only">Batches of this member, newest first</caption>
+        <thead>
+          <tr>
+            {BATCH_COLUMNS.map((c) => (
+              <th scope="col" key={c}>
+                {c}
+              </th>
+            ))}
+          </tr>
+        </thead>
+        <tbody>
+          {(page?.data ?? []).map((b) => (
+            <BatchRow key={b.id} b={b} />
+          ))}
+        </tbody>
+      </table>
+      {page && page.data.length === 0 ? <p>No batches.</p> : null}
+      {trail.length || page?.next_after ? (
+        <div className="row">
+          <Button
+            disabled={!trail.length}
+            onClick={() => {
+              setAfter(trail.at(-1) ?? '');
+              setTrail(trail.slice(0, -1));
+            }}
+          >
+            Newer batches
+          </Button>
+          <Button
+            disabled={!page?.next_after}
+            onClick={() => {
+              setTrail([...trail, after]);
+              setAfter(page?.next_after ?? '');
+            }}
+          >
+            Older batches
+          </Button>
+        </div>
+      ) : null}
     </section>
   );
 }

@@ -8,8 +8,11 @@ import { AdminAccess } from '../operators/admin-access.js';
 import { batchView } from './views.js';
 
 /**
- * GET /admin/members/{memberId}/batches?status=&limit=: a member's batches, newest first, with their
- * progress (lines that have their output or error line / all lines). Any operator role may read.
+ * GET /admin/members/{memberId}/batches?status=&after=&limit=: one page of a member's batches, newest
+ * first, with their progress (lines that have their output or error line / all lines). `after` is the
+ * id of the last batch of the previous page; `next_after` is the cursor of the next page (null on the
+ * last). For running batches `request_counts` are the live counts of the checkpoint rows. Any operator
+ * role may read.
  */
 @Public()
 @Controller('admin/members')
@@ -34,34 +37,69 @@ export class BatchesAdminController {
     if (!Number.isInteger(limit) || limit < 1 || limit > 500) {
       throw ApiError.invalid('`limit` must be an integer from 1 to 500.', 'limit');
     }
+    const afterId = typeof q.after === 'string' && q.after ? q.after : undefined;
+    let cursor: { createdAt: Date; id: string } | undefined;
+    if (afterId) {
+      const row =
+        afterId.length <= 128
+          ? await this.db.batch.findFirst({
+              where: { id: afterId, memberId },
+              select: { createdAt: true, id: true },
+            })
+          : null;
+      if (!row) throw ApiError.invalid('`after` is not a batch of this member.', 'after');
+      cursor = row;
+    }
     const rows = await this.db.batch.findMany({
-      where: { memberId, ...(status ? { status } : {}) },
+      where: {
+        memberId,
+        ...(status ? { status } : {}),
+        ...(cursor
+          ? {
+              OR: [
+                { createdAt: { lt: cursor.createdAt } },
+                { createdAt: cursor.createdAt, id: { lt: cursor.id } },
+              ],
+            }
+          : {}),
+      },
       orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
-      take: limit,
+      take: limit + 1,
     });
+    const more = rows.length > limit;
+    if (more) rows.length = limit;
     // Lines done so far: the checkpoint rows of running batches, the final counts of the others.
     const running = rows
       .filter((r) => r.status === 'in_progress' || r.status === 'cancelling')
       .map((r) => r.id);
-    const done = new Map<string, number>();
+    const live = new Map<string, { completed: number; failed: number }>();
     if (running.length) {
       const counts = await this.db.batchLine.groupBy({
-        by: ['batchId'],
+        by: ['batchId', 'ok'],
         where: { batchId: { in: running } },
         _count: { _all: true },
       });
-      for (const c of counts) done.set(c.batchId, c._count._all);
+      for (const c of counts) {
+        const n = live.get(c.batchId) ?? { completed: 0, failed: 0 };
+        if (c.ok) n.completed += c._count._all;
+        else n.failed += c._count._all;
+        live.set(c.batchId, n);
+      }
     }
     return {
       object: 'list' as const,
       data: rows.map((r) => {
-        const finished = done.get(r.id) ?? r.completed + r.failed;
+        const view = batchView(r);
+        const counts = live.get(r.id);
+        if (counts) view.request_counts = { total: r.total, ...counts };
+        const c = view.request_counts;
         return {
-          ...batchView(r),
+          ...view,
           member_id: r.memberId,
-          progress: r.total > 0 ? Math.min(1, finished / r.total) : 0,
+          progress: r.total > 0 ? Math.min(1, (c.completed + c.failed) / r.total) : 0,
         };
       }),
+      next_after: more ? (rows.at(-1)?.id ?? null) : null,
     };
   }
 }
