@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { MetadataSchema } from './common.js';
 
 /**
  * The Files and Batch APIs (OpenAI's shapes): JSONL files of requests uploaded with `purpose: batch`,
@@ -74,11 +75,6 @@ export const BatchListQuerySchema = z.object({
   after: z.string().max(128).optional(),
   limit: z.coerce.number().int().min(1).max(100).default(20),
 });
-
-/** `metadata`: up to 16 pairs, keys up to 64 characters, values up to 512 (as OpenAI). */
-export const MetadataSchema = z
-  .record(z.string().max(64), z.string().max(512))
-  .refine((m) => Object.keys(m).length <= 16, { message: 'at most 16 metadata pairs' });
 
 export const BatchCreateRequestSchema = z
   .object({

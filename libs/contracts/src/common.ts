@@ -25,6 +25,11 @@ export const GenerationFields = {
   user: boundedText(TextLimits.user).optional(),
 };
 
+/** `metadata` of responses and batches: up to 16 pairs, keys up to 64 characters, values up to 512 (as OpenAI). */
+export const MetadataSchema = z
+  .record(z.string().max(64), z.string().max(512))
+  .refine((m) => Object.keys(m).length <= 16, { message: 'at most 16 metadata pairs' });
+
 /** Spec defaults for sampling. */
 export const SAMPLING_DEFAULTS = { temperature: 0.6, top_p: 0.95 } as const;
 

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { FunctionNameSchema } from './chat.js';
-import { MaxTokensSchema, ModelIdSchema, TemperatureSchema, TopPSchema } from './common.js';
+import { MaxTokensSchema, MetadataSchema, ModelIdSchema, TemperatureSchema, TopPSchema } from './common.js';
 import { boundedText, TextLimits } from './text-limits.js';
 
 // ---- input items (Responses format) ----
@@ -163,11 +163,7 @@ export const ResponseRequestSchema = z
     /** `text.format`: text, json_object or json_schema (models whose capabilities list response_format). */
     text: ResponseTextConfigSchema.optional(),
     /** Echoed in the response (up to 16 string pairs, as OpenAI). */
-    metadata: z
-      .record(z.string().max(64), z.string().max(512))
-      .refine((m) => Object.keys(m).length <= 16, 'at most 16 keys')
-      .nullable()
-      .optional(),
+    metadata: MetadataSchema.nullable().optional(),
     /**
      * Default true: the output items are kept for an hour so that later requests may name them with
      * `item_reference`; `false` keeps nothing. Whole responses cannot be retrieved.
