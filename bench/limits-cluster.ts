@@ -1,7 +1,8 @@
 // What one admission costs Redis and the gateway: the limits engine driven directly (no HTTP), closed
 // loop, against one Redis primary and against a 3-primary Redis Cluster, both started here on private
 // ports (Debian's redis-server), side by side with the previous engine (two scripts per request: admit
-// then settle, kept in bench/limits-baseline/ for this comparison only) on the same single primary.
+// then settle: apps/gateway/src/limits as of b2aee83, the last commit before the batched script (977b6ac),
+// taken from git at run time into var/tmp/) on the same single primary.
 //
 //   node --conditions=source --import ./tools/ts-register.js bench/limits-cluster.ts
 //   BENCH_SECONDS=6 BENCH_IN_FLIGHT=256 BENCH_MEMBERS=2000 node ... bench/limits-cluster.ts
@@ -15,6 +16,8 @@
 
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
+import { mkdirSync, rmSync } from 'node:fs';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { type CatalogEntry, CatalogEntrySchema, type LimitsFile } from '@infer/contracts';
 import { createLogger, createRedisClient, failFastRedisOptions } from '@infer/service-kit';
 import type { Redis } from 'ioredis';
@@ -22,8 +25,6 @@ import { LimitsEngine } from '../apps/gateway/src/limits/limits.engine.js';
 import type { LimitSubject } from '../apps/gateway/src/limits/plan.js';
 import { BATCH_LUA } from '../apps/gateway/src/limits/scripts.js';
 import { privateRedis, privateRedisCluster } from '../test/support/private-servers.js';
-import { LimitsEngine as BaselineEngine } from './limits-baseline/limits.engine.js';
-import { ADMIT_LUA, SETTLE_LUA } from './limits-baseline/scripts.js';
 import { cpuMs, pct } from './support.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 6);
@@ -61,6 +62,27 @@ interface Engine {
   admitModel(s: LimitSubject, m: CatalogEntry, b: unknown): Promise<{ settle(n: number): Promise<void> }>;
   stop(): Promise<void>;
 }
+
+/** The previous engine (two scripts per request), taken from git so the tree keeps one limits engine. */
+const BASELINE_COMMIT = 'b2aee83';
+const repoRoot = fileURLToPath(new URL('..', import.meta.url));
+const baselineDir = `${repoRoot}var/tmp/limits-baseline-${BASELINE_COMMIT}`;
+rmSync(baselineDir, { recursive: true, force: true });
+mkdirSync(baselineDir, { recursive: true });
+execFileSync(
+  'sh',
+  ['-c', `git archive ${BASELINE_COMMIT} apps/gateway/src/limits | tar -x -C "${baselineDir}"`],
+  { cwd: repoRoot },
+);
+const baselineModule = (file: string) =>
+  import(pathToFileURL(`${baselineDir}/apps/gateway/src/limits/${file}`).href);
+const { LimitsEngine: BaselineEngine } = (await baselineModule('limits.engine.ts')) as {
+  LimitsEngine: new (o: ConstructorParameters<typeof LimitsEngine>[0]) => Engine;
+};
+const { ADMIT_LUA, SETTLE_LUA } = (await baselineModule('scripts.ts')) as {
+  ADMIT_LUA: string;
+  SETTLE_LUA: string;
+};
 
 interface Row {
   engine: string;

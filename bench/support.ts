@@ -82,14 +82,24 @@ export function cpuMs(pid: number): number {
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLK_TCK;
 }
 
-/** The gateway from its main.ts in a process of its own on a free port, once /readyz answers 200. */
+/**
+ * The gateway from its main.ts in a process of its own on a free port, once /readyz answers 200.
+ * `nodeFlags` go before main.ts (preloads, profiling); `stdout: 'pipe'` keeps its stdout readable;
+ * `ipc` opens a message channel to it; `name` labels the errors.
+ */
 export async function startGatewayProcess(
   env: Record<string, string>,
+  {
+    nodeFlags = [],
+    stdout = 'ignore',
+    ipc = false,
+    name = 'gateway',
+  }: { nodeFlags?: string[]; stdout?: 'ignore' | 'pipe'; ipc?: boolean; name?: string } = {},
 ): Promise<{ child: ChildProcess; url: string }> {
   const port = await freePort();
   const child = spawn(
     process.execPath,
-    ['--conditions=source', '--import', './tools/ts-register.js', 'apps/gateway/src/main.ts'],
+    ['--conditions=source', '--import', './tools/ts-register.js', ...nodeFlags, 'apps/gateway/src/main.ts'],
     {
       env: {
         ...process.env,
@@ -99,19 +109,19 @@ export async function startGatewayProcess(
         ALLOW_INSECURE_HTTP: '1',
         LOG_LEVEL: 'warn',
       },
-      stdio: ['ignore', 'ignore', 'inherit'],
+      stdio: ['ignore', stdout, 'inherit', ...(ipc ? (['ipc'] as const) : [])],
     },
   );
   const url = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + 60_000;
   for (;;) {
-    if (child.exitCode !== null) throw new Error(`gateway exited with ${child.exitCode}`);
+    if (child.exitCode !== null) throw new Error(`${name} exited with ${child.exitCode}`);
     try {
       if ((await fetch(`${url}/readyz`)).status === 200) break;
     } catch {
       // not listening yet
     }
-    if (Date.now() > deadline) throw new Error('gateway not ready within 60 s');
+    if (Date.now() > deadline) throw new Error(`${name} not ready within 60 s`);
     await new Promise((r) => setTimeout(r, 200));
   }
   return { child, url };

@@ -36,7 +36,7 @@ import type { FastifyInstance } from 'fastify';
 import { startChatService } from '../apps/chat-service/src/app.js';
 import { traceHttpServer } from '../apps/gateway/src/telemetry/http-tracing.js';
 import { startOtlpReceiver } from '../test/support/otlp-receiver.js';
-import { createBenchDatabase, freePort, pct, type Round, round } from './support.js';
+import { createBenchDatabase, freePort, pct, type Round, round, startGatewayProcess } from './support.js';
 
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 1000);
 const CONCURRENCY = (process.env.BENCH_CONCURRENCY ?? '1,16').split(',').map(Number);
@@ -145,48 +145,22 @@ interface Gateway {
 
 /** The gateway from its main.ts with the CPU probe preloaded, on a free port, once /readyz answers. */
 async function startGateway(mode: string, env: Record<string, string>): Promise<Gateway> {
-  const port = await freePort();
-  const child = spawn(
-    process.execPath,
-    [
-      '--conditions=source',
-      '--import',
-      './tools/ts-register.js',
+  const { child, url } = await startGatewayProcess(env, {
+    nodeFlags: [
       '--import',
       './bench/cpu-probe.ts',
       ...GATEWAY_FLAGS,
       ...(PROFILE_DIR
         ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`, `--cpu-prof-name=${slug(mode)}.cpuprofile`]
         : []),
-      'apps/gateway/src/main.ts',
     ],
-    {
-      env: {
-        ...process.env,
-        ...env,
-        HOST: '127.0.0.1',
-        PORT: String(port),
-        ALLOW_INSECURE_HTTP: '1',
-        LOG_LEVEL: 'warn',
-      },
-      stdio: ['ignore', GATEWAY_FLAGS.length ? 'pipe' : 'ignore', 'inherit', 'ipc'],
-    },
-  );
+    stdout: GATEWAY_FLAGS.length ? 'pipe' : 'ignore',
+    ipc: true,
+    name: `gateway (${mode})`,
+  });
   // With extra node flags (e.g. --trace-deopt), the gateway's stdout goes to a file per mode.
   if (GATEWAY_FLAGS.length) {
     child.stdout?.pipe(createWriteStream(join(tmpdir(), `bench-gateway-${slug(mode)}.log`)));
-  }
-  const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`gateway (${mode}) exited with ${child.exitCode}`);
-    try {
-      if ((await fetch(`${url}/readyz`)).status === 200) break;
-    } catch {
-      // not listening yet
-    }
-    if (Date.now() > deadline) throw new Error(`gateway (${mode}) not ready within 60 s`);
-    await new Promise((r) => setTimeout(r, 200));
   }
   const cpuUs = () =>
     new Promise<number>((resolve, reject) => {

@@ -37,24 +37,16 @@ import { startEmbeddingService } from '../../apps/embedding-service/src/app.js';
 import { type RunningGateway, startGateway } from '../../apps/gateway/src/app.js';
 import { startImageService } from '../../apps/image-service/src/app.js';
 import { freePort } from '../../bench/support.js';
+import { waitFor } from '../support/wait-for.js';
 
 const REPO = resolve(import.meta.dirname, '../..');
 const PG_ROOT = process.env.TEST_PG_URL ?? 'postgresql://postgres@127.0.0.1:5432';
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const run = promisify(execFile);
 
-async function until<T>(
-  what: string,
-  fn: () => Promise<T | undefined | false>,
-  timeoutMs = 30_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn().catch(() => undefined);
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+/** waitFor, with a failed probe (a server not up yet) counted as not yet. */
+function until<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs = 30_000): Promise<T> {
+  return waitFor(what, () => fn().catch(() => undefined), { timeoutMs, everyMs: 100 }) as Promise<T>;
 }
 
 /** An app started from its main.ts as its own process, the way its container starts it. */

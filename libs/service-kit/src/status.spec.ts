@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { ServiceStatusSchema, StatusSubjects } from '@infer/contracts';
 import { Module } from '@nestjs/common';
+import { waitFor } from '../../../test/support/wait-for.js';
 import { connectNats, type NatsConnection } from './nats.js';
 import { startAppContext } from './nest/microservice.js';
 import { StatusPublisher, serviceVersion } from './status.js';
@@ -37,8 +38,7 @@ describe('service status messages (console overview)', () => {
     });
     p.start();
     await nc.flush();
-    const deadline = Date.now() + 5000;
-    while (seen.length < 1 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    await waitFor('the first status', () => seen.length >= 1);
     const first = ServiceStatusSchema.parse(seen[0]);
     assert.equal(first.service, 'chat-service');
     assert.equal(first.version, '1.0.0-test');
@@ -46,7 +46,7 @@ describe('service status messages (console overview)', () => {
     assert.equal(first.instance, p.instance);
     inflight = 5;
     nc.publish(prefix + StatusSubjects.ping);
-    while (seen.length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    await waitFor('the status answering the ping', () => seen.length >= 2);
     assert.equal(ServiceStatusSchema.parse(seen[1]).inflight, 5);
     p.stop();
     nc.publish(prefix + StatusSubjects.ping);
@@ -76,11 +76,10 @@ describe('service status messages (console overview)', () => {
       statusSubjectPrefix: prefix,
     });
     try {
-      const deadline = Date.now() + 5000;
-      while (!seen.some((m) => m.service === 'image-worker') && Date.now() < deadline)
-        await new Promise((r) => setTimeout(r, 10));
-      const msg = seen.find((m) => m.service === 'image-worker');
-      assert.equal(msg?.version, '2.0.0-w');
+      const msg = await waitFor('the image-worker status', () =>
+        seen.find((m) => m.service === 'image-worker'),
+      );
+      assert.equal(msg.version, '2.0.0-w');
     } finally {
       await ctx.stop();
       sub.unsubscribe();

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { waitFor } from '../../../../../test/support/wait-for.js';
 import { BatchLane } from './lane.js';
 
 describe('BatchLane', () => {
@@ -52,8 +53,8 @@ describe('BatchLane', () => {
     assert.equal(await lane.acquire('m', never), true);
     let stopped = false;
     const second = lane.acquire('m', () => stopped);
-    await new Promise((r) => setTimeout(r, 60));
-    assert.ok(lane.yields > 0, 'the second line waited for the interactive traffic');
+    // The second line waited for the interactive traffic.
+    await waitFor('the second line to yield', () => lane.yields > 0);
     setPressure(0);
     assert.equal(await second, true);
     stopped = true;
