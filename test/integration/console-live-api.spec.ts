@@ -16,20 +16,16 @@ import {
   OverviewSchema,
   QueueJobDetailSchema,
   Queues,
-  SessionSchema,
 } from '@infer/contracts';
-import { OperatorsRepository } from '@infer/persistence';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import OpenAI from 'openai';
 import { type LedgerWriter, startLedgerWriter } from '../../apps/ledger-writer/src/app.js';
+import { type OperatorSession, operatorCall, operatorSession } from '../support/console-session.js';
 import { waitFor } from '../support/wait-for.js';
 import { type Stack, startStack } from './harness.js';
 
-interface Operator {
-  cookie: string;
-  csrf: string;
-}
+type Operator = OperatorSession;
 
 describe('operator console: live overview, keys, quotas, queue controls (API)', () => {
   let stack: Stack;
@@ -41,32 +37,11 @@ describe('operator console: live overview, keys, quotas, queue controls (API)', 
   const subjectPrefix = `cl${tag}.`;
   const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 
-  const call = async (method: string, path: string, as: Operator, body?: unknown) => {
-    const res = await fetch(`${stack.url}${path}`, {
-      method,
-      headers: {
-        cookie: as.cookie,
-        'x-csrf-token': as.csrf,
-        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-      },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-    const text = await res.text();
-    return { status: res.status, body: text ? JSON.parse(text) : null };
-  };
+  const call = (method: string, path: string, as: Operator, body?: unknown) =>
+    operatorCall(stack.url, as, method, path, body);
 
-  async function signIn(email: string, role: 'admin' | 'viewer'): Promise<Operator> {
-    const password = `${role} password 123`;
-    await new OperatorsRepository(stack.prisma).create({ email, role, password });
-    const res = await fetch(`${stack.url}/admin/session`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ email, password }),
-    });
-    assert.equal(res.status, 200);
-    const session = SessionSchema.parse(await res.json());
-    return { cookie: (res.headers.get('set-cookie') ?? '').split(';')[0] ?? '', csrf: session.csrf_token };
-  }
+  const signIn = (email: string, role: 'admin' | 'viewer') =>
+    operatorSession(stack.url, stack.prisma, { email, role, password: `${role} password 123` });
 
   before(async () => {
     const env = {
