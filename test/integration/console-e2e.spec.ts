@@ -12,7 +12,7 @@ import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import OpenAI from 'openai';
 import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
-import { type LedgerWriter, startLedgerWriter } from '../../apps/ledger-writer/src/app.js';
+import type { LedgerWriter } from '../../apps/ledger-writer/src/app.js';
 import { chromiumOptions, noChromium } from '../support/browser.js';
 import {
   buildConsole,
@@ -21,7 +21,7 @@ import {
   shotsDir,
 } from '../support/console-browser.js';
 import { waitFor } from '../support/wait-for.js';
-import { apiError, type Stack, startStack } from './harness.js';
+import { apiError, type Stack, startStack, startStackLedger } from './harness.js';
 
 const OWNER = { email: 'owner@example.com', password: 'owner password 123' };
 const VIEWER = { email: 'viewer@example.com', password: 'viewer password 123' };
@@ -66,16 +66,7 @@ describe('operator console in Chromium', {
       BULLMQ_PREFIX: `${limitsPrefix}bull`,
     };
     stack = await startStack({ env });
-    ledger = await startLedgerWriter({
-      env: {
-        ...process.env,
-        DATABASE_URL: stack.databaseUrl,
-        LOG_LEVEL: 'silent',
-        LEDGER_STREAM: env.USAGE_STREAM,
-        LEDGER_SUBJECTS: `${env.USAGE_SUBJECT_ROOT}.>`,
-        LEDGER_CONSUMER: 'ledger-writer',
-      },
-    });
+    ledger = await startStackLedger(stack);
     const ops = new OperatorsRepository(stack.prisma);
     await ops.create({ ...OWNER, role: 'owner' });
     await ops.create({ ...VIEWER, role: 'viewer' });

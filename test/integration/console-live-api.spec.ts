@@ -20,10 +20,10 @@ import {
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import OpenAI from 'openai';
-import { type LedgerWriter, startLedgerWriter } from '../../apps/ledger-writer/src/app.js';
+import type { LedgerWriter } from '../../apps/ledger-writer/src/app.js';
 import { type OperatorSession, operatorCall, operatorSession } from '../support/console-session.js';
 import { waitFor } from '../support/wait-for.js';
-import { type Stack, startStack } from './harness.js';
+import { type Stack, startStack, startStackLedger } from './harness.js';
 
 type Operator = OperatorSession;
 
@@ -55,17 +55,9 @@ describe('operator console: live overview, keys, quotas, queue controls (API)', 
       SERVICE_VERSION: '9.9.9-test',
     };
     stack = await startStack({ env });
-    ledger = await startLedgerWriter({
-      env: {
-        ...process.env,
-        DATABASE_URL: stack.databaseUrl,
-        LOG_LEVEL: 'silent',
-        LEDGER_STREAM: env.USAGE_STREAM,
-        LEDGER_SUBJECTS: `${env.USAGE_SUBJECT_ROOT}.>`,
-        LEDGER_CONSUMER: 'ledger-writer',
-        STATUS_SUBJECT_PREFIX: subjectPrefix,
-        SERVICE_VERSION: '9.9.9-test',
-      },
+    ledger = await startStackLedger(stack, {
+      STATUS_SUBJECT_PREFIX: subjectPrefix,
+      SERVICE_VERSION: env.SERVICE_VERSION,
     });
     admin = await signIn('admin@example.com', 'admin');
     viewer = await signIn('viewer@example.com', 'viewer');
