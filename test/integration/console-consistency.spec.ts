@@ -9,36 +9,21 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { ErrorBodySchema, MintedKeySchema, SessionSchema } from '@infer/contracts';
-import { OperatorsRepository, UsageRepository } from '@infer/persistence';
+import { ErrorBodySchema, MintedKeySchema } from '@infer/contracts';
+import { UsageRepository } from '@infer/persistence';
 import OpenAI from 'openai';
 import { type RunningGateway, startGateway } from '../../apps/gateway/src/app.js';
+import { type OperatorSession, operatorCall, operatorSession } from '../support/console-session.js';
 import { waitFor } from '../support/wait-for.js';
 import { type Stack, startStack } from './harness.js';
-
-interface Browser {
-  cookie: string;
-  csrf: string;
-}
 
 describe('operator console: changes reach every gateway, audited in the same transaction', () => {
   let stack: Stack;
   let gatewayB: RunningGateway;
-  let admin: Browser;
+  let admin: OperatorSession;
 
-  const call = async (method: string, path: string, body?: unknown) => {
-    const res = await fetch(`${stack.url}${path}`, {
-      method,
-      headers: {
-        cookie: admin.cookie,
-        'x-csrf-token': admin.csrf,
-        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-      },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-    const text = await res.text();
-    return { status: res.status, body: text ? JSON.parse(text) : null };
-  };
+  const call = (method: string, path: string, body?: unknown) =>
+    operatorCall(stack.url, admin, method, path, body);
   /** GET /v1/models on gateway B with `key`: its status. */
   const onB = async (key: string) =>
     (await fetch(`${gatewayB.url}/v1/models`, { headers: { authorization: `Bearer ${key}` } })).status;
@@ -48,17 +33,11 @@ describe('operator console: changes reach every gateway, audited in the same tra
     // TTLs far beyond the test: only the invalidation message can make B follow within a second.
     stack = await startStack({ env: { KEY_CACHE_TTL_MS: '600000', CATALOG_REFRESH_MS: '600000' } });
     gatewayB = await startGateway(stack.gatewayEnv);
-    const email = 'consistency@example.com';
-    const password = 'consistency password 1';
-    await new OperatorsRepository(stack.prisma).create({ email, role: 'admin', password });
-    const res = await fetch(`${stack.url}/admin/session`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ email, password }),
+    admin = await operatorSession(stack.url, stack.prisma, {
+      email: 'consistency@example.com',
+      password: 'consistency password 1',
+      role: 'admin',
     });
-    assert.equal(res.status, 200);
-    const session = SessionSchema.parse(await res.json());
-    admin = { cookie: (res.headers.get('set-cookie') ?? '').split(';')[0] ?? '', csrf: session.csrf_token };
   });
   after(async () => {
     await stack?.prisma

@@ -5,41 +5,28 @@
  * violation) and screenshotted at 1280 px and 390 px into the folder printed at the start.
  */
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { readFileSync, rmSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { OperatorsRepository } from '@infer/persistence';
 import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import OpenAI from 'openai';
 import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
-import { type LedgerWriter, startLedgerWriter } from '../../apps/ledger-writer/src/app.js';
+import type { LedgerWriter } from '../../apps/ledger-writer/src/app.js';
 import { chromiumOptions, noChromium } from '../support/browser.js';
-import { apiError, type Stack, startStack } from './harness.js';
+import {
+  buildConsole,
+  capture as captureTo,
+  signIn as consoleSignIn,
+  shotsDir,
+} from '../support/console-browser.js';
+import { waitFor } from '../support/wait-for.js';
+import { apiError, type Stack, startStack, startStackLedger } from './harness.js';
 
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const OWNER = { email: 'owner@example.com', password: 'owner password 123' };
 const VIEWER = { email: 'viewer@example.com', password: 'viewer password 123' };
-const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
-const SHOTS = resolve(ROOT, 'var', 'console-e2e', new Date().toISOString().replace(/[:.]/g, '-'));
-
-/** Polls `fn` until it returns a truthy value or the deadline passes. */
-async function until<T>(
-  what: string,
-  fn: () => Promise<T | undefined | null | false>,
-  ms = 20_000,
-): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+/** Polling the ledger, the index and BullMQ: up to 20 s, every 100 ms. */
+const POLL = { timeoutMs: 20_000, everyMs: 100 };
 
 describe('operator console in Chromium', {
   skip: noChromium,
@@ -48,6 +35,7 @@ describe('operator console in Chromium', {
   let ledger: LedgerWriter;
   let browser: Browser;
   let distDir: string;
+  const shots = shotsDir('console-e2e');
   const cspErrors: string[] = [];
   const tag = Math.random().toString(16).slice(2, 10);
   const limitsPrefix = `test:ce2e:${tag}:`;
@@ -61,50 +49,13 @@ describe('operator console in Chromium', {
     return page;
   }
 
-  async function signIn(page: Page, who: { email: string; password: string }): Promise<void> {
-    await page.goto(`${stack.url}/console/`);
-    await page.getByLabel('Email').fill(who.email);
-    await page.getByLabel('Password').fill(who.password);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.getByRole('button', { name: 'Sign out' }).waitFor();
-  }
-
-  /** axe-core on the page as it is: no serious or critical violation. */
-  async function axe(page: Page, name: string): Promise<void> {
-    await page.evaluate(AXE_SOURCE);
-    const violations = await page.evaluate(async () => {
-      const r = await (
-        globalThis as unknown as {
-          axe: { run(): Promise<{ violations: Array<{ id: string; impact: string; nodes: unknown[] }> }> };
-        }
-      ).axe.run();
-      return r.violations.map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.length }));
-    });
-    const bad = violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
-    assert.deepEqual(bad, [], `${name}: ${JSON.stringify(bad)}`);
-  }
-
-  /** Screenshots at 1280 and 390 px wide, each checked with axe. */
-  async function capture(page: Page, name: string): Promise<void> {
-    for (const width of [1280, 390]) {
-      await page.setViewportSize({ width, height: 900 });
-      await axe(page, `${name} @${width}`);
-      await page.screenshot({ path: join(SHOTS, `${name}-${width}.png`), fullPage: true });
-    }
-    await page.setViewportSize({ width: 1280, height: 900 });
-  }
+  const signIn = (page: Page, who: { email: string; password: string }) =>
+    consoleSignIn(page, stack.url, who);
+  const capture = (page: Page, name: string) => captureTo(page, shots, name);
 
   before(async () => {
-    mkdirSync(SHOTS, { recursive: true });
-    console.log(`console screenshots: ${SHOTS}`);
-    distDir = mkdtempSync(join(tmpdir(), 'infer-console-'));
-    const { build } = await import('vite');
-    await build({
-      configFile: resolve(ROOT, 'apps/console/vite.config.ts'),
-      root: resolve(ROOT, 'apps/console'),
-      logLevel: 'warn',
-      build: { outDir: distDir, emptyOutDir: true },
-    });
+    console.log(`console screenshots: ${shots}`);
+    distDir = await buildConsole();
     const env = {
       USAGE_STREAM: `USAGE_CE2E${tag.toUpperCase()}`,
       USAGE_SUBJECT_ROOT: `usage_ce2e${tag}.events`,
@@ -115,16 +66,7 @@ describe('operator console in Chromium', {
       BULLMQ_PREFIX: `${limitsPrefix}bull`,
     };
     stack = await startStack({ env });
-    ledger = await startLedgerWriter({
-      env: {
-        ...process.env,
-        DATABASE_URL: stack.databaseUrl,
-        LOG_LEVEL: 'silent',
-        LEDGER_STREAM: env.USAGE_STREAM,
-        LEDGER_SUBJECTS: `${env.USAGE_SUBJECT_ROOT}.>`,
-        LEDGER_CONSUMER: 'ledger-writer',
-      },
-    });
+    ledger = await startStackLedger(stack);
     const ops = new OperatorsRepository(stack.prisma);
     await ops.create({ ...OWNER, role: 'owner' });
     await ops.create({ ...VIEWER, role: 'viewer' });
@@ -267,15 +209,19 @@ describe('operator console in Chromium', {
     );
 
     // The request reaches the ledger and shows in the member's chart and the usage explorer.
-    await until('the usage row in the ledger', async () => {
-      const rows = (await stack.prisma.$queryRawUnsafe(
-        `SELECT count(*)::int AS n FROM "UsageEvent" WHERE "model" = 'chat-A'`,
-      )) as Array<{ n: number }>;
-      return (rows[0]?.n ?? 0) > 0;
-    });
+    await waitFor(
+      'the usage row in the ledger',
+      async () => {
+        const rows = (await stack.prisma.$queryRawUnsafe(
+          `SELECT count(*)::int AS n FROM "UsageEvent" WHERE "model" = 'chat-A'`,
+        )) as Array<{ n: number }>;
+        return (rows[0]?.n ?? 0) > 0;
+      },
+      POLL,
+    );
     // The row is in the ledger (and its rollups, same statement): a reload shows it in the chart. Each
     // attempt waits for the page's own fetch to finish before looking.
-    await until(
+    await waitFor(
       'the usage row in the member chart',
       async () => {
         await page.reload();
@@ -289,7 +235,7 @@ describe('operator console in Chromium', {
             () => false,
           );
       },
-      60_000,
+      { timeoutMs: 60_000, everyMs: 100 },
     );
     await page.getByRole('navigation').getByRole('link', { name: 'Usage' }).click();
     await page.getByRole('figure').getByText('chat-A').first().waitFor();
@@ -339,12 +285,13 @@ describe('operator console in Chromium', {
       .getByRole('dialog', { name: 'Remove this document?' })
       .getByRole('button', { name: 'Remove document' })
       .click();
-    await until(
+    await waitFor(
       'the document to leave the index',
       async () =>
         (await stack.prisma.searchDocument.count({
           where: { url: 'https://docs.example.com/console-e2e' },
         })) === 0,
+      POLL,
     );
     await page.getByRole('cell', { name: 'Console e2e document' }).waitFor({ state: 'detached' });
     await page.context().close();
@@ -368,14 +315,14 @@ describe('operator console in Chromium', {
     );
     try {
       const job = await queue.add('generate', { prompt: 'a fox' });
-      await until('the job to fail', async () => (await job.getState()) === 'failed');
+      await waitFor('the job to fail', async () => (await job.getState()) === 'failed', POLL);
       const page = await newPage(1280);
       await signIn(page, OWNER);
       await page.goto(`${stack.url}/console/queues?queue=image-jobs&state=failed`);
       await page.getByRole('cell', { name: 'engine exploded (test)' }).waitFor();
       await capture(page, '06-queues-failed-job');
       await page.getByRole('button', { name: `Retry job ${job.id}` }).click();
-      await until('the retried job to complete', async () => (await job.getState()) === 'completed');
+      await waitFor('the retried job to complete', async () => (await job.getState()) === 'completed', POLL);
       assert.equal(calls, 2);
       const audit = await page.evaluate(
         async () =>

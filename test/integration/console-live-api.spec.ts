@@ -16,20 +16,16 @@ import {
   OverviewSchema,
   QueueJobDetailSchema,
   Queues,
-  SessionSchema,
 } from '@infer/contracts';
-import { OperatorsRepository } from '@infer/persistence';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import OpenAI from 'openai';
-import { type LedgerWriter, startLedgerWriter } from '../../apps/ledger-writer/src/app.js';
+import type { LedgerWriter } from '../../apps/ledger-writer/src/app.js';
+import { type OperatorSession, operatorCall, operatorSession } from '../support/console-session.js';
 import { waitFor } from '../support/wait-for.js';
-import { type Stack, startStack } from './harness.js';
+import { type Stack, startStack, startStackLedger } from './harness.js';
 
-interface Operator {
-  cookie: string;
-  csrf: string;
-}
+type Operator = OperatorSession;
 
 describe('operator console: live overview, keys, quotas, queue controls (API)', () => {
   let stack: Stack;
@@ -41,32 +37,11 @@ describe('operator console: live overview, keys, quotas, queue controls (API)', 
   const subjectPrefix = `cl${tag}.`;
   const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 
-  const call = async (method: string, path: string, as: Operator, body?: unknown) => {
-    const res = await fetch(`${stack.url}${path}`, {
-      method,
-      headers: {
-        cookie: as.cookie,
-        'x-csrf-token': as.csrf,
-        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-      },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-    const text = await res.text();
-    return { status: res.status, body: text ? JSON.parse(text) : null };
-  };
+  const call = (method: string, path: string, as: Operator, body?: unknown) =>
+    operatorCall(stack.url, as, method, path, body);
 
-  async function signIn(email: string, role: 'admin' | 'viewer'): Promise<Operator> {
-    const password = `${role} password 123`;
-    await new OperatorsRepository(stack.prisma).create({ email, role, password });
-    const res = await fetch(`${stack.url}/admin/session`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ email, password }),
-    });
-    assert.equal(res.status, 200);
-    const session = SessionSchema.parse(await res.json());
-    return { cookie: (res.headers.get('set-cookie') ?? '').split(';')[0] ?? '', csrf: session.csrf_token };
-  }
+  const signIn = (email: string, role: 'admin' | 'viewer') =>
+    operatorSession(stack.url, stack.prisma, { email, role, password: `${role} password 123` });
 
   before(async () => {
     const env = {
@@ -80,17 +55,9 @@ describe('operator console: live overview, keys, quotas, queue controls (API)', 
       SERVICE_VERSION: '9.9.9-test',
     };
     stack = await startStack({ env });
-    ledger = await startLedgerWriter({
-      env: {
-        ...process.env,
-        DATABASE_URL: stack.databaseUrl,
-        LOG_LEVEL: 'silent',
-        LEDGER_STREAM: env.USAGE_STREAM,
-        LEDGER_SUBJECTS: `${env.USAGE_SUBJECT_ROOT}.>`,
-        LEDGER_CONSUMER: 'ledger-writer',
-        STATUS_SUBJECT_PREFIX: subjectPrefix,
-        SERVICE_VERSION: '9.9.9-test',
-      },
+    ledger = await startStackLedger(stack, {
+      STATUS_SUBJECT_PREFIX: subjectPrefix,
+      SERVICE_VERSION: env.SERVICE_VERSION,
     });
     admin = await signIn('admin@example.com', 'admin');
     viewer = await signIn('viewer@example.com', 'viewer');

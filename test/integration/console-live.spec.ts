@@ -15,11 +15,11 @@ import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import OpenAI from 'openai';
 import { type Browser, chromium, type Page } from 'playwright-core';
-import { type LedgerWriter, startLedgerWriter } from '../../apps/ledger-writer/src/app.js';
+import type { LedgerWriter } from '../../apps/ledger-writer/src/app.js';
 import { chromiumOptions, noChromium } from '../support/browser.js';
 import { buildConsole, capture, shotsDir, signIn } from '../support/console-browser.js';
 import { waitFor } from '../support/wait-for.js';
-import { type Stack, startStack } from './harness.js';
+import { type Stack, startStack, startStackLedger } from './harness.js';
 
 const OWNER = { email: 'owner@example.com', password: 'owner password 123' };
 const VIEWER = { email: 'viewer@example.com', password: 'viewer password 123' };
@@ -62,17 +62,9 @@ describe('operator console live pages in Chromium', { skip: noChromium }, () => 
       SERVICE_VERSION: '7.7.7-e2e',
     };
     stack = await startStack({ env });
-    ledger = await startLedgerWriter({
-      env: {
-        ...process.env,
-        DATABASE_URL: stack.databaseUrl,
-        LOG_LEVEL: 'silent',
-        LEDGER_STREAM: env.USAGE_STREAM,
-        LEDGER_SUBJECTS: `${env.USAGE_SUBJECT_ROOT}.>`,
-        LEDGER_CONSUMER: 'ledger-writer',
-        STATUS_SUBJECT_PREFIX: subjectPrefix,
-        SERVICE_VERSION: '7.7.7-e2e',
-      },
+    ledger = await startStackLedger(stack, {
+      STATUS_SUBJECT_PREFIX: subjectPrefix,
+      SERVICE_VERSION: env.SERVICE_VERSION,
     });
     const ops = new OperatorsRepository(stack.prisma);
     await ops.create({ ...OWNER, role: 'owner' });

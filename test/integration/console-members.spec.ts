@@ -6,24 +6,15 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import {
-  AdminMemberSchema,
-  AuditListSchema,
-  ErrorBodySchema,
-  MintedKeySchema,
-  SessionSchema,
-} from '@infer/contracts';
-import { OperatorsRepository } from '@infer/persistence';
+import { AdminMemberSchema, AuditListSchema, ErrorBodySchema, MintedKeySchema } from '@infer/contracts';
 import { Redis } from 'ioredis';
 import OpenAI from 'openai';
+import { type OperatorSession, operatorCall, operatorSession } from '../support/console-session.js';
 import { apiError, type Stack, startStack } from './harness.js';
 
 const hi = [{ role: 'user' as const, content: 'hi' }];
 
-interface Browser {
-  cookie: string;
-  csrf: string;
-}
+type Browser = OperatorSession;
 
 describe('operator console: members, keys, models', () => {
   let stack: Stack;
@@ -31,33 +22,12 @@ describe('operator console: members, keys, models', () => {
   let viewer: Browser;
   const limitsPrefix = `test:clim:${randomBytes(4).toString('hex')}:`;
 
-  const call = async (method: string, path: string, as: Browser, body?: unknown) => {
-    const res = await fetch(`${stack.url}${path}`, {
-      method,
-      headers: {
-        cookie: as.cookie,
-        'x-csrf-token': as.csrf,
-        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-      },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-    const text = await res.text();
-    return { status: res.status, body: text ? JSON.parse(text) : null };
-  };
+  const call = (method: string, path: string, as: Browser, body?: unknown) =>
+    operatorCall(stack.url, as, method, path, body);
   const client = (key: string) => new OpenAI({ baseURL: stack.baseURL, apiKey: key, maxRetries: 0 });
 
-  async function signIn(email: string, role: 'admin' | 'viewer'): Promise<Browser> {
-    const password = `${role} password 123`;
-    await new OperatorsRepository(stack.prisma).create({ email, role, password });
-    const res = await fetch(`${stack.url}/admin/session`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ email, password }),
-    });
-    assert.equal(res.status, 200);
-    const session = SessionSchema.parse(await res.json());
-    return { cookie: (res.headers.get('set-cookie') ?? '').split(';')[0] ?? '', csrf: session.csrf_token };
-  }
+  const signIn = (email: string, role: 'admin' | 'viewer') =>
+    operatorSession(stack.url, stack.prisma, { email, role, password: `${role} password 123` });
 
   before(async () => {
     stack = await startStack({ env: { LIMITS_ENABLED: '1', LIMITS_REDIS_PREFIX: limitsPrefix } });

@@ -30,6 +30,7 @@ async function deleteStream(name: string | undefined, natsUrl?: string): Promise
 
 import { type ChatService, startChatService } from '../../apps/chat-service/src/app.js';
 import { type RunningGateway, startGateway } from '../../apps/gateway/src/app.js';
+import { type LedgerWriter, startLedgerWriter } from '../../apps/ledger-writer/src/app.js';
 
 export type TierName = 'community' | 'inference' | 'premium';
 
@@ -140,6 +141,25 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
 }
 
 /** Calls the SDK and returns the APIError it throws (fails the test if it does not throw). */
+/**
+ * A ledger writer on `stack`'s database, consuming the stack's own usage stream (`extra` wins, e.g.
+ * STATUS_SUBJECT_PREFIX so that its status reaches this stack's gateway). Stop it with stop().
+ */
+export function startStackLedger(stack: Stack, extra: Record<string, string> = {}): Promise<LedgerWriter> {
+  const { USAGE_STREAM, USAGE_SUBJECT_ROOT } = stack.gatewayEnv;
+  return startLedgerWriter({
+    env: {
+      ...process.env,
+      DATABASE_URL: stack.databaseUrl,
+      LOG_LEVEL: 'silent',
+      LEDGER_STREAM: USAGE_STREAM,
+      LEDGER_SUBJECTS: `${USAGE_SUBJECT_ROOT}.>`,
+      LEDGER_CONSUMER: 'ledger-writer',
+      ...extra,
+    },
+  });
+}
+
 export async function apiError(p: Promise<unknown>): Promise<InstanceType<typeof OpenAI.APIError>> {
   try {
     await p;

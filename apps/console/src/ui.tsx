@@ -79,6 +79,42 @@ export function Button(props: {
   );
 }
 
+/**
+ * Previous / Next of a keyset-paged list whose cursor (`after`) and the cursors of the pages before
+ * it (`trail`, '-' for the first page) are in the URL, so "Previous" works without offsets.
+ */
+export function UrlPager(props: {
+  params: URLSearchParams;
+  nextAfter: string | null | undefined;
+  go: (p: { after: string | undefined; trail: string | undefined }) => void;
+}) {
+  const after = props.params.get('after') ?? '';
+  const trail = (props.params.get('trail') ?? '').split(',').filter(Boolean);
+  return (
+    <div className="pager">
+      <Button
+        disabled={!after}
+        onClick={() =>
+          props.go({
+            after: trail.at(-1) === '-' ? undefined : trail.at(-1),
+            trail: trail.slice(0, -1).join(',') || undefined,
+          })
+        }
+      >
+        Previous
+      </Button>
+      <Button
+        disabled={!props.nextAfter}
+        onClick={() =>
+          props.go({ after: props.nextAfter ?? undefined, trail: [...trail, after || '-'].join(',') })
+        }
+      >
+        Next
+      </Button>
+    </div>
+  );
+}
+
 /** A modal dialog; `dismissable=false` ignores Escape (for the one-time key display). */
 export function Dialog(props: {
   open: boolean;

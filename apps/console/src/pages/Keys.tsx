@@ -12,7 +12,7 @@ import { useLoad, useNow } from '../hooks.js';
 import { LimitsStateDialog, OneTimeKeyDialog, RevokeKeyDialog } from '../keys.js';
 import { Link, navigate } from '../router.js';
 import { READ_ONLY_REASON, useCanWrite } from '../session.js';
-import { Button, Dialog, ErrorNote, Field } from '../ui.js';
+import { Button, Dialog, ErrorNote, Field, UrlPager } from '../ui.js';
 import { fieldErrors } from '../validate.js';
 
 /**
@@ -23,7 +23,6 @@ export function KeysPage(props: { params: URLSearchParams }) {
   const q = props.params.get('q') ?? '';
   const status = props.params.get('status') ?? '';
   const after = props.params.get('after') ?? '';
-  const trail = (props.params.get('trail') ?? '').split(',').filter(Boolean);
   const canWrite = useCanWrite();
   const now = useNow(10_000);
   const [search, setSearch] = useState(q);
@@ -141,27 +140,7 @@ export function KeysPage(props: { params: URLSearchParams }) {
         </tbody>
       </table>
       {list.data && list.data.data.length === 0 ? <p>No keys match.</p> : null}
-      <div className="pager">
-        <Button
-          disabled={!after}
-          onClick={() =>
-            go({
-              after: trail.at(-1) === '-' ? undefined : trail.at(-1),
-              trail: trail.slice(0, -1).join(',') || undefined,
-            })
-          }
-        >
-          Previous
-        </Button>
-        <Button
-          disabled={!list.data?.next_after}
-          onClick={() =>
-            go({ after: list.data?.next_after ?? undefined, trail: [...trail, after || '-'].join(',') })
-          }
-        >
-          Next
-        </Button>
-      </div>
+      <UrlPager params={props.params} nextAfter={list.data?.next_after} go={go} />
       {minting ? (
         <MintForMember
           onClose={() => setMinting(false)}

@@ -5,7 +5,7 @@ import { utc } from '../format.js';
 import { useLoad } from '../hooks.js';
 import { Link, navigate } from '../router.js';
 import { READ_ONLY_REASON, useCanWrite } from '../session.js';
-import { Button, Dialog, ErrorNote, Field } from '../ui.js';
+import { Button, Dialog, ErrorNote, Field, UrlPager } from '../ui.js';
 import { compact, type FieldErrors, fieldErrors } from '../validate.js';
 
 interface Page {
@@ -19,8 +19,6 @@ export function MembersPage(props: { params: URLSearchParams }) {
   const tier = props.params.get('tier') ?? '';
   const status = props.params.get('status') ?? '';
   const after = props.params.get('after') ?? '';
-  // Cursors of the pages before this one, so "Previous" works without offsets.
-  const trail = (props.params.get('trail') ?? '').split(',').filter(Boolean);
   const canWrite = useCanWrite();
   const [search, setSearch] = useState(q);
   const [creating, setCreating] = useState(false);
@@ -99,27 +97,7 @@ export function MembersPage(props: { params: URLSearchParams }) {
         </tbody>
       </table>
       {list.data && list.data.data.length === 0 ? <p>No members match.</p> : null}
-      <div className="pager">
-        <Button
-          disabled={!after}
-          onClick={() =>
-            go({
-              after: trail.at(-1) === '-' ? undefined : trail.at(-1),
-              trail: trail.slice(0, -1).join(',') || undefined,
-            })
-          }
-        >
-          Previous
-        </Button>
-        <Button
-          disabled={!list.data?.next_after}
-          onClick={() =>
-            go({ after: list.data?.next_after ?? undefined, trail: [...trail, after || '-'].join(',') })
-          }
-        >
-          Next
-        </Button>
-      </div>
+      <UrlPager params={props.params} nextAfter={list.data?.next_after} go={go} />
       <CreateMember open={creating} onClose={() => setCreating(false)} />
     </section>
   );
