@@ -15,6 +15,8 @@ export interface QueueReport {
 }
 
 const STATES = ['waiting', 'active', 'delayed', 'failed', 'completed'] as const;
+/** Counts that give way on a phone (the `wide` class), so that the pause/resume column stays on screen. */
+const SECONDARY: ReadonlySet<string> = new Set(['delayed', 'completed']);
 
 /** Queue depths per BullMQ queue, polled every 10 s while the tab is visible. */
 export function QueuesPage(props: { params: URLSearchParams }) {
@@ -51,7 +53,7 @@ export function QueuesPage(props: { params: URLSearchParams }) {
           <tr>
             <th scope="col">Queue</th>
             {STATES.map((s) => (
-              <th scope="col" key={s}>
+              <th scope="col" key={s} className={SECONDARY.has(s) ? 'wide' : undefined}>
                 {s}
               </th>
             ))}
@@ -64,7 +66,9 @@ export function QueuesPage(props: { params: URLSearchParams }) {
             <tr key={q.name}>
               <td className="mono">{q.name}</td>
               {STATES.map((s) => (
-                <td key={s}>{q.counts[s] ?? 0}</td>
+                <td key={s} className={SECONDARY.has(s) ? 'wide' : undefined}>
+                  {q.counts[s] ?? 0}
+                </td>
               ))}
               <td>
                 {q.workers === 0 && (q.counts.waiting ?? 0) > 0 ? (
