@@ -3,7 +3,7 @@
 // invalidation.ts). Best effort: when NATS cannot be reached within a second, the gateways follow at
 // their cache TTLs (KEY_CACHE_TTL_MS, CATALOG_REFRESH_MS) and the CLI says so.
 import { randomUUID } from 'node:crypto';
-import { GatewaySubjects, type InvalidationScope } from '@infer/contracts';
+import { encodeAdminInvalidation, GatewaySubjects, type InvalidationScope } from '@infer/contracts';
 import { connect } from '@nats-io/transport-node';
 
 export const DEFAULT_NATS_URL = 'nats://127.0.0.1:4222';
@@ -34,7 +34,7 @@ export async function announceChange(
       reconnect: false,
       maxReconnectAttempts: 0,
     });
-    nc.publish(subject, JSON.stringify({ scopes, origin: `admin-cli:${randomUUID()}` }));
+    nc.publish(subject, encodeAdminInvalidation({ scopes, origin: `admin-cli:${randomUUID()}` }));
     await nc.flush();
     return { announced: true };
   } catch (err) {

@@ -52,3 +52,8 @@ export const AdminInvalidationSchema = z.object({
 });
 export type InvalidationScope = 'keys' | 'catalog';
 export type AdminInvalidation = z.infer<typeof AdminInvalidationSchema>;
+
+/** The bytes published on GatewaySubjects.invalidate (the gateways and the admin CLI both send them). */
+export function encodeAdminInvalidation(msg: AdminInvalidation): string {
+  return JSON.stringify({ scopes: msg.scopes, origin: msg.origin });
+}

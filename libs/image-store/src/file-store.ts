@@ -6,7 +6,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { envBool, envInt } from '@infer/service-kit';
 import { z } from 'zod';
-import { EMPTY_SHA256, type SigV4Credentials, sha256Hex, signV4 } from './sigv4.js';
+import { S3Bucket, type S3BucketOptions } from './s3-bucket.js';
 
 /**
  * Large files streamed in and out (the Files API: batch inputs up to 200 MB and batch outputs):
@@ -79,13 +79,7 @@ export class FsFileStore implements FileStore {
   async close(): Promise<void> {}
 }
 
-export interface S3FileStoreOptions extends SigV4Credentials {
-  endpoint: string;
-  bucket: string;
-  region: string;
-  prefix?: string;
-  forcePathStyle?: boolean;
-  timeoutMs?: number;
+export interface S3FileStoreOptions extends S3BucketOptions {
   /** Size of each multipart-upload part held in memory while it is sent (S3's minimum is 5 MiB). */
   partBytes?: number;
 }
@@ -96,50 +90,16 @@ export interface S3FileStoreOptions extends SigV4Credentials {
  */
 export class S3FileStore implements FileStore {
   readonly kind = 's3';
-  private readonly base: URL;
+  private readonly s3: S3Bucket;
 
   constructor(private readonly opts: S3FileStoreOptions) {
-    this.base = new URL(opts.endpoint);
-    if (!/^https?:$/.test(this.base.protocol)) throw new Error('S3 endpoint must be an http(s) URL');
-  }
-
-  private url(key: string, query: Record<string, string> = {}): URL {
-    const objectKey = `${this.opts.prefix ?? ''}${key}`;
-    const u = new URL(this.base.href);
-    const basePath = u.pathname.replace(/\/+$/, '');
-    if (this.opts.forcePathStyle === false) {
-      u.hostname = `${this.opts.bucket}.${u.hostname}`;
-      u.pathname = `${basePath}/${objectKey}`;
-    } else {
-      u.pathname = `${basePath}/${this.opts.bucket}/${objectKey}`;
-    }
-    for (const [k, v] of Object.entries(query)) u.searchParams.set(k, v);
-    return u;
-  }
-
-  private async send(method: string, url: URL, body?: Buffer, headers: Record<string, string> = {}) {
-    const signed = signV4(
-      { method, url, headers, payloadHash: body ? sha256Hex(body) : EMPTY_SHA256 },
-      this.opts,
-      this.opts.region,
-      's3',
-    );
-    try {
-      return await fetch(url, {
-        method,
-        headers: signed,
-        body,
-        signal: AbortSignal.timeout(this.opts.timeoutMs ?? 60_000),
-      });
-    } catch (e) {
-      throw new Error(`S3 ${method} ${url.host}: ${(e as Error).message}`);
-    }
+    this.s3 = new S3Bucket(opts, 60_000);
   }
 
   async put(key: string, source: AsyncIterable<Uint8Array>): Promise<number> {
     assertKey(key);
     const partBytes = Math.max(5 * 1024 * 1024, this.opts.partBytes ?? 8 * 1024 * 1024);
-    const created = await this.send('POST', this.url(key, { uploads: '' }));
+    const created = await this.s3.send('POST', this.s3.url(key, { uploads: '' }));
     const xml = await created.text();
     const uploadId = /<UploadId>([^<]+)<\/UploadId>/.exec(xml)?.[1];
     if (!created.ok || !uploadId)
@@ -148,7 +108,7 @@ export class S3FileStore implements FileStore {
     let total = 0;
     const sendPart = async (buf: Buffer) => {
       const n = etags.length + 1;
-      const res = await this.send('PUT', this.url(key, { partNumber: String(n), uploadId }), buf);
+      const res = await this.s3.send('PUT', this.s3.url(key, { partNumber: String(n), uploadId }), buf);
       await res.arrayBuffer().catch(() => undefined);
       const etag = res.headers.get('etag');
       if (!res.ok || !etag) throw new Error(`S3 upload of part ${n} failed with status ${res.status}`);
@@ -173,14 +133,14 @@ export class S3FileStore implements FileStore {
           .map((e, i) => `<Part><PartNumber>${i + 1}</PartNumber><ETag>${e}</ETag></Part>`)
           .join('')}</CompleteMultipartUpload>`,
       );
-      const done = await this.send('POST', this.url(key, { uploadId }), body, {
+      const done = await this.s3.send('POST', this.s3.url(key, { uploadId }), body, {
         'content-type': 'application/xml',
       });
       const text = await done.text();
       if (!done.ok || text.includes('<Error>'))
         throw new Error(`S3 multipart upload not completed (status ${done.status})`);
     } catch (e) {
-      const res = await this.send('DELETE', this.url(key, { uploadId })).catch(() => null);
+      const res = await this.s3.send('DELETE', this.s3.url(key, { uploadId })).catch(() => null);
       await res?.arrayBuffer().catch(() => undefined);
       throw e;
     }
@@ -189,7 +149,7 @@ export class S3FileStore implements FileStore {
 
   async get(key: string): Promise<Readable | null> {
     assertKey(key);
-    const res = await this.send('GET', this.url(key));
+    const res = await this.s3.send('GET', this.s3.url(key));
     if (res.status === 404) {
       await res.arrayBuffer().catch(() => undefined);
       return null;
@@ -203,7 +163,7 @@ export class S3FileStore implements FileStore {
 
   async delete(key: string): Promise<void> {
     assertKey(key);
-    const res = await this.send('DELETE', this.url(key));
+    const res = await this.s3.send('DELETE', this.s3.url(key));
     await res.arrayBuffer().catch(() => undefined);
     if (!res.ok && res.status !== 404) throw new Error(`S3 DELETE failed with status ${res.status}`);
   }

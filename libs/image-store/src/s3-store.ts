@@ -1,17 +1,7 @@
-import { EMPTY_SHA256, type SigV4Credentials, sha256Hex, signV4 } from './sigv4.js';
+import { S3Bucket, type S3BucketOptions } from './s3-bucket.js';
 import { assertImageId, assertTtl, type ImageStore, type StoredImage } from './store.js';
 
-export interface S3StoreOptions extends SigV4Credentials {
-  /** `https://s3.eu-west-1.amazonaws.com`, `http://minio:9000`, ... (no bucket in it). */
-  endpoint: string;
-  bucket: string;
-  region: string;
-  /** Key prefix inside the bucket, e.g. `images/`. */
-  prefix?: string;
-  /** `endpoint/bucket/key` (true, the default: MinIO and most S3-compatible stores) or `bucket.endpoint/key`. */
-  forcePathStyle?: boolean;
-  /** Per-request time limit. */
-  timeoutMs?: number;
+export interface S3StoreOptions extends S3BucketOptions {
   /** Clock for expiry checks (signing always uses real time). */
   now?: () => number;
 }
@@ -27,53 +17,23 @@ const EXPIRES_META = 'x-amz-meta-expires-at';
  */
 export class S3ImageStore implements ImageStore {
   readonly kind = 's3';
-  private readonly base: URL;
+  private readonly s3: S3Bucket;
 
   constructor(private readonly opts: S3StoreOptions) {
-    this.base = new URL(opts.endpoint);
-    if (!/^https?:$/.test(this.base.protocol)) throw new Error('S3 endpoint must be an http(s) URL');
+    this.s3 = new S3Bucket(opts, 30_000);
   }
 
   private now(): number {
     return this.opts.now ? this.opts.now() : Date.now();
   }
 
-  private objectUrl(id: string): URL {
-    const key = `${this.opts.prefix ?? ''}${id}`;
-    const u = new URL(this.base.href);
-    const basePath = u.pathname.replace(/\/+$/, '');
-    if (this.opts.forcePathStyle === false) {
-      u.hostname = `${this.opts.bucket}.${u.hostname}`;
-      u.pathname = `${basePath}/${key}`;
-    } else {
-      u.pathname = `${basePath}/${this.opts.bucket}/${key}`;
-    }
-    return u;
-  }
-
-  private async send(
+  private send(
     method: 'PUT' | 'GET' | 'DELETE',
     id: string,
     body?: Uint8Array,
     headers: Record<string, string> = {},
   ): Promise<Response> {
-    const url = this.objectUrl(id);
-    const signed = signV4(
-      { method, url, headers, payloadHash: body ? sha256Hex(body) : EMPTY_SHA256 },
-      this.opts,
-      this.opts.region,
-      's3',
-    );
-    try {
-      return await fetch(url, {
-        method,
-        headers: signed,
-        body: body ? Buffer.from(body.buffer, body.byteOffset, body.byteLength) : undefined,
-        signal: AbortSignal.timeout(this.opts.timeoutMs ?? 30_000),
-      });
-    } catch (e) {
-      throw new Error(`S3 ${method} ${url.host}: ${(e as Error).message}`);
-    }
+    return this.s3.send(method, this.s3.url(id), body, headers);
   }
 
   async put(id: string, bytes: Uint8Array, contentType: string, ttlSeconds: number): Promise<void> {

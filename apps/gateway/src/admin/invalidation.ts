@@ -1,5 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { AdminInvalidationSchema, GatewaySubjects, type InvalidationScope } from '@infer/contracts';
+import {
+  AdminInvalidationSchema,
+  encodeAdminInvalidation,
+  GatewaySubjects,
+  type InvalidationScope,
+} from '@infer/contracts';
 import type { Logger } from '@infer/service-kit';
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import { Inject, Injectable, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
@@ -63,7 +68,7 @@ export class AdminInvalidation implements OnModuleInit, OnApplicationShutdown {
   async changed(...scopes: InvalidationScope[]): Promise<void> {
     await this.apply(scopes);
     try {
-      this.nc.publish(this.subject, JSON.stringify({ scopes, origin: this.instanceId }));
+      this.nc.publish(this.subject, encodeAdminInvalidation({ scopes, origin: this.instanceId }));
     } catch (err) {
       this.log.warn(
         { err, scopes },

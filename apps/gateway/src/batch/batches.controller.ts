@@ -12,15 +12,9 @@ import type { Db, Prisma } from '@infer/persistence';
 import { Controller, Get, HttpCode, Inject, Param, Post, Query, Req } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import { BullQueues } from '../admin-queues/bull-queues.js';
-import type { AuthedKey } from '../auth/key-cache.js';
 import { GATEWAY_CONFIG, type GatewayConfig } from '../config.js';
 import { PRISMA } from '../infra/tokens.js';
-import { batchView, notFound } from './views.js';
-
-function caller(req: FastifyRequest): AuthedKey {
-  if (!req.auth) throw ApiError.invalidKey();
-  return req.auth;
-}
+import { batchView, caller, notFound } from './views.js';
 
 /** BullMQ options of a batch job: the batch id is the job id (added once), retried on infrastructure failures. */
 export const BATCH_JOB_OPTIONS = {

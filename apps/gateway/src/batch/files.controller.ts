@@ -14,11 +14,10 @@ import type { Db } from '@infer/persistence';
 import type { Logger } from '@infer/service-kit';
 import { Controller, Delete, Get, HttpCode, Inject, Param, Post, Query, Req, Res } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { AuthedKey } from '../auth/key-cache.js';
 import { multipartError, partName } from '../common/multipart-errors.js';
 import { GATEWAY_CONFIG, type GatewayConfig } from '../config.js';
 import { FILE_STORE, LOGGER, PRISMA } from '../infra/tokens.js';
-import { fileView, notFound } from './views.js';
+import { caller, fileView, notFound } from './views.js';
 
 const NL = 0x0a;
 
@@ -45,11 +44,6 @@ export class LineCounter {
   get total(): number {
     return this.lines + (this.content ? 1 : 0);
   }
-}
-
-function caller(req: FastifyRequest): AuthedKey {
-  if (!req.auth) throw ApiError.invalidKey();
-  return req.auth;
 }
 
 /**

@@ -8,6 +8,8 @@ import {
   type FilePurpose,
 } from '@infer/contracts';
 import type { Batch, File } from '@infer/persistence';
+import type { FastifyRequest } from 'fastify';
+import type { AuthedKey } from '../auth/key-cache.js';
 
 const secs = (d: Date | null | undefined): number | null => (d ? Math.floor(+d / 1000) : null);
 
@@ -59,4 +61,10 @@ export function notFound(what: 'file' | 'batch', id: string, param: string | nul
     code: 'not_found',
     param,
   });
+}
+
+/** The calling key of a Files/Batch request (the auth guard has set it; a 401 if not). */
+export function caller(req: FastifyRequest): AuthedKey {
+  if (!req.auth) throw ApiError.invalidKey();
+  return req.auth;
 }

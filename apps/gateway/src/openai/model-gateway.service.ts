@@ -13,6 +13,7 @@ import { InteractivePressure } from '../batch/pressure.js';
 import { CatalogService } from '../catalog/catalog.service.js';
 import { workIdOf } from '../common/request-id.js';
 import { GATEWAY_CONFIG, type GatewayConfig } from '../config.js';
+import { hijackEventStream } from '../http/event-stream.js';
 import { LOGGER, REDIS } from '../infra/tokens.js';
 import { estimatePromptTokens } from '../limits/estimate.js';
 import type { Admission } from '../limits/limits.engine.js';
@@ -222,15 +223,7 @@ export class ModelGateway {
       this.settle(envelope, route, e instanceof ApiError ? e.status : 500, started, null);
       throw e;
     }
-    const raw = reply.raw;
-    reply.hijack();
-    raw.writeHead(200, {
-      // What the hooks set (CORS, security headers) goes out with the hijacked head too.
-      ...(reply.getHeaders() as Record<string, string>),
-      'content-type': 'text/event-stream; charset=utf-8',
-      'cache-control': 'no-cache',
-      connection: 'keep-alive',
-      'x-accel-buffering': 'no',
+    const raw = hijackEventStream(reply, {
       'x-request-id': req.id,
       'openai-model': envelope.model.id,
       ...this.admissions.get(envelope)?.headers,

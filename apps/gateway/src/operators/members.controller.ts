@@ -18,7 +18,6 @@ import {
   type ApiKeyInfo,
   ApiKeysRepository,
   type Db,
-  isUserError,
   type Member,
   MembersRepository,
 } from '@infer/persistence';
@@ -28,6 +27,7 @@ import { AdminInvalidation } from '../admin/invalidation.js';
 import { Public } from '../auth/public.decorator.js';
 import { PRISMA } from '../infra/tokens.js';
 import { AdminAccess } from './admin-access.js';
+import { notFound, userError } from './user-error.js';
 
 const secs = (d: Date) => Math.floor(+d / 1000);
 
@@ -74,20 +74,6 @@ const keyAudit = (k: ApiKeyInfo) => ({
   revoked: Boolean(k.revokedAt),
   limits: k.limits ?? null,
 });
-
-function userError(error: unknown): never {
-  if (isUserError(error)) {
-    const status = error.code === 'not_found' ? 404 : error.code === 'conflict' ? 409 : 400;
-    throw new ApiError(status, error.message, {
-      type: 'invalid_request_error',
-      code: error.code === 'invalid_input' ? 'invalid_value' : error.code,
-    });
-  }
-  throw error;
-}
-
-const notFound = (what: string, id: string, param: string) =>
-  new ApiError(404, `No ${what} '${id}'.`, { type: 'invalid_request_error', code: 'not_found', param });
 
 /**
  * Members, their keys and the model catalog for the operator console (and automation with

@@ -7,24 +7,14 @@ import {
   parseOrThrow,
   UpdateOperatorRequestSchema,
 } from '@infer/contracts';
-import { AuditRepository, type Db, isUserError, OperatorsRepository } from '@infer/persistence';
+import { AuditRepository, type Db, OperatorsRepository } from '@infer/persistence';
 import { Body, Controller, Get, Inject, Param, Patch, Post, Query, Req } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import { Public } from '../auth/public.decorator.js';
 import { PRISMA } from '../infra/tokens.js';
 import { AdminAccess } from './admin-access.js';
+import { userError } from './user-error.js';
 import { auditView, operatorAudit, operatorView } from './views.js';
-
-function userError(error: unknown): never {
-  if (isUserError(error)) {
-    const status = error.code === 'not_found' ? 404 : error.code === 'conflict' ? 409 : 400;
-    throw new ApiError(status, error.message, {
-      type: 'invalid_request_error',
-      code: error.code === 'invalid_input' ? 'invalid_value' : error.code,
-    });
-  }
-  throw error;
-}
 
 /**
  * Operators (owner only) and the audit log (any signed-in role).

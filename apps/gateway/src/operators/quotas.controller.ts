@@ -1,4 +1,4 @@
-import { ApiError, type CatalogEntry, type LimitState, type MemberQuotas } from '@infer/contracts';
+import { type CatalogEntry, type LimitState, type MemberQuotas } from '@infer/contracts';
 import { ApiKeysRepository, type Db, MembersRepository } from '@infer/persistence';
 import { Controller, Get, Inject, Param, Req } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
@@ -7,6 +7,7 @@ import { CatalogService } from '../catalog/catalog.service.js';
 import { PRISMA } from '../infra/tokens.js';
 import { LimitsService } from '../limits/limits.service.js';
 import { AdminAccess } from './admin-access.js';
+import { notFound } from './user-error.js';
 
 /** Active keys whose quotas are read (the newest); a member with more gets `keys_omitted`. */
 export const QUOTA_KEYS = 20;
@@ -40,13 +41,7 @@ export class QuotasController {
   async quotas(@Req() req: FastifyRequest, @Param('id') id: string): Promise<MemberQuotas> {
     await this.access.require(req, 'read');
     const member = id.includes('\u0000') ? null : await this.members.get(id).catch(() => null);
-    if (!member) {
-      throw new ApiError(404, `No member '${id}'.`, {
-        type: 'invalid_request_error',
-        code: 'not_found',
-        param: 'id',
-      });
-    }
+    if (!member) throw notFound('member', id, 'id');
     const page = await this.keys.search({ memberId: member.id, status: 'active', limit: QUOTA_KEYS });
     const active = page.rows;
     const snap = this.catalog.current;

@@ -2,6 +2,7 @@ import { ApiError, type Overview, OverviewQuerySchema, parseOrThrow } from '@inf
 import { Controller, Get, Inject, type OnModuleDestroy, Query, Req, Res } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Public } from '../auth/public.decorator.js';
+import { hijackEventStream } from '../http/event-stream.js';
 import { AdminAccess } from '../operators/admin-access.js';
 import { OverviewService } from './overview.service.js';
 
@@ -47,15 +48,7 @@ export class OverviewController implements OnModuleDestroy {
   ): Promise<void> {
     await this.access.require(req, 'read');
     const { minutes } = parseOrThrow(OverviewQuerySchema, query ?? {});
-    const raw = reply.raw;
-    reply.hijack();
-    raw.writeHead(200, {
-      ...(reply.getHeaders() as Record<string, string>),
-      'content-type': 'text/event-stream; charset=utf-8',
-      'cache-control': 'no-cache',
-      connection: 'keep-alive',
-      'x-accel-buffering': 'no',
-    });
+    const raw = hijackEventStream(reply);
     raw.write('retry: 3000\n\n');
     const opened = Date.now();
     let lastCheck = opened;

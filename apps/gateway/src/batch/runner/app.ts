@@ -1,4 +1,4 @@
-import { type BatchJobData, DEFAULT_QUEUE_PREFIX, Queues, UsageStream } from '@infer/contracts';
+import { type BatchJobData, Queues } from '@infer/contracts';
 import { checkFileStoreEnv, createFileStore, FileStoreEnvShape } from '@infer/image-store';
 import {
   AppLifetime,
@@ -6,12 +6,11 @@ import {
   connectNats,
   createLogger,
   ensureUsageStream,
-  envBool,
   envInt,
   type Logger,
   NatsRpcClientProxy,
-  NatsUrlSchema,
   parseConfig,
+  queuePrefixFor,
   requeueOnShutdown,
   startAppContext,
 } from '@infer/service-kit';
@@ -22,7 +21,7 @@ import { Redis } from 'ioredis';
 import { Counter, Gauge, Registry } from 'prom-client';
 import { z } from 'zod';
 import { CatalogService } from '../../catalog/catalog.service.js';
-import type { GatewayConfig } from '../../config.js';
+import { type GatewayConfig, GatewayEnvFields } from '../../config.js';
 import { openPersistence } from '../../infra/persistence.js';
 import { LimitsService } from '../../limits/limits.service.js';
 import { MetricsService } from '../../metrics/metrics.service.js';
@@ -30,27 +29,27 @@ import { PRESSURE_KEY_SUFFIX, readPressure } from '../pressure.js';
 import { BatchRunner } from './batch-runner.js';
 import { BatchLane } from './lane.js';
 
-export const BatchRunnerEnvSchema = z
-  .object({
-    NATS_URL: NatsUrlSchema,
-    DATABASE_URL: z.string().default('postgresql://postgres@127.0.0.1:5432/infer'),
-    REDIS_URL: z.string().default('redis://127.0.0.1:6379'),
-    LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-    BULLMQ_PREFIX: z.string().min(1).default(DEFAULT_QUEUE_PREFIX),
-    /** Tests only: as the gateway's. */
-    MODEL_SUBJECT_PREFIX: z.string().default(''),
-    USAGE_STREAM: z.string().min(1).default(UsageStream.name),
-    USAGE_SUBJECT_ROOT: z
-      .string()
-      .regex(/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/)
-      .default(UsageStream.root),
-    /** The gateway's limits settings: batch lines are checked against the same allowances. */
-    LIMITS_ENABLED: envBool(true),
-    LIMITS_FILE: z.string().optional(),
-    LIMITS_REDIS_PREFIX: z.string().min(1).default('lim:'),
-    CATALOG_REFRESH_MS: envInt(30_000, 1_000),
-    ...FileStoreEnvShape,
-    FILE_RETENTION_DAYS: envInt(30, 1),
+/**
+ * The settings the runner shares with the gateway are the gateway's own fields (same defaults and
+ * checks: it must find the same queues, usage stream, limits keys and file store); then its own.
+ */
+export const BatchRunnerEnvSchema = GatewayEnvFields.pick({
+  NATS_URL: true,
+  DATABASE_URL: true,
+  REDIS_URL: true,
+  LOG_LEVEL: true,
+  BULLMQ_PREFIX: true,
+  MODEL_SUBJECT_PREFIX: true,
+  USAGE_STREAM: true,
+  USAGE_SUBJECT_ROOT: true,
+  LIMITS_ENABLED: true,
+  LIMITS_FILE: true,
+  LIMITS_REDIS_PREFIX: true,
+  CATALOG_REFRESH_MS: true,
+  ...pickAll(FileStoreEnvShape),
+  FILE_RETENTION_DAYS: true,
+})
+  .extend({
     /** Batches one runner works on at once. */
     BATCH_WORKER_CONCURRENCY: envInt(2, 1),
     /** Lines of one model running at once in this runner (the lane's cap). */
@@ -72,6 +71,10 @@ export const BatchRunnerEnvSchema = z
   })
   .superRefine(checkFileStoreEnv);
 export type BatchRunnerConfig = z.infer<typeof BatchRunnerEnvSchema>;
+
+function pickAll<K extends string>(shape: Record<K, unknown>): Record<K, true> {
+  return Object.fromEntries(Object.keys(shape).map((k) => [k, true])) as Record<K, true>;
+}
 
 export interface RunningBatchRunner {
   runner: BatchRunner;
@@ -275,7 +278,9 @@ export interface BatchRunnerOptions {
  * server (OPS_PORT: /healthz, /readyz, /metrics).
  */
 export async function startBatchRunner(opts: BatchRunnerOptions = {}): Promise<RunningBatchRunner> {
-  const config = parseConfig('batch-runner', BatchRunnerEnvSchema, opts.env);
+  const parsed = parseConfig('batch-runner', BatchRunnerEnvSchema, opts.env);
+  // As the gateway's (loadGatewayConfig): on a Redis Cluster the queues' prefix carries a {tag}.
+  const config = { ...parsed, BULLMQ_PREFIX: queuePrefixFor(parsed.REDIS_URL, parsed.BULLMQ_PREFIX) };
   const log = createLogger('batch-runner', config.LOG_LEVEL);
   const host = new BatchRunnerHost(
     () => openRunner(config, log),
