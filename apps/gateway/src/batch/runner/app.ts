@@ -2,9 +2,11 @@ import { type BatchJobData, Queues } from '@infer/contracts';
 import { checkFileStoreEnv, createFileStore, FileStoreEnvShape } from '@infer/image-store';
 import {
   AppLifetime,
+  bullConnection,
   closeWorkerRequeueing,
   connectNats,
   createLogger,
+  createRedisClient,
   ensureUsageStream,
   envInt,
   type Logger,
@@ -17,7 +19,6 @@ import {
 import { jetstream } from '@nats-io/jetstream';
 import { type DynamicModule, Module } from '@nestjs/common';
 import { Worker } from 'bullmq';
-import { Redis } from 'ioredis';
 import { Counter, Gauge, Registry } from 'prom-client';
 import { z } from 'zod';
 import { CatalogService } from '../../catalog/catalog.service.js';
@@ -104,7 +105,8 @@ class BatchRunnerModule {
 async function openRunner(config: BatchRunnerConfig, log: Logger): Promise<Parts> {
   const persistence = await openPersistence(config.DATABASE_URL);
   const prisma = persistence.prisma;
-  const redis = new Redis(config.REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 2 });
+  // One primary or a Redis Cluster, as the gateway (redis+cluster:// URLs: libs/service-kit/src/redis.ts).
+  const redis = createRedisClient(config.REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 2 });
   await redis.connect();
   const nc = await connectNats(config.NATS_URL, 'batch-runner');
   await ensureUsageStream(nc, config.USAGE_STREAM, [`${config.USAGE_SUBJECT_ROOT}.>`]);
@@ -164,7 +166,7 @@ async function openRunner(config: BatchRunnerConfig, log: Logger): Promise<Parts
     Queues.batches,
     requeueOnShutdown((job, _token, signal) => runner.process(job.data.batchId, signal)),
     {
-      connection: { url: config.REDIS_URL, maxRetriesPerRequest: null },
+      connection: bullConnection(config.REDIS_URL),
       prefix: config.BULLMQ_PREFIX,
       concurrency: config.BATCH_WORKER_CONCURRENCY,
       lockDuration: config.BATCH_LOCK_MS,
