@@ -73,7 +73,11 @@ export const GatewayEnvFields = z.object({
    */
   CONSOLE_OIDC_ISSUER: z.string().url().optional(),
   CONSOLE_OIDC_CLIENT_ID: z.string().min(1).optional(),
-  CONSOLE_OIDC_CLIENT_SECRET: z.string().min(1).optional(),
+  /** From the Secret (k8s: optional key); empty counts as unset, so an empty key in the Secret is harmless. */
+  CONSOLE_OIDC_CLIENT_SECRET: z
+    .string()
+    .optional()
+    .transform((v) => v || undefined),
   CONSOLE_OIDC_REDIRECT_URL: z.string().url().optional(),
   /** Shown on the sign-in page: "Sign in with <name>". */
   CONSOLE_OIDC_PROVIDER_NAME: z.string().min(1).max(60).default('single sign-on'),

@@ -1,0 +1,31 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { loadGatewayConfig } from './config.js';
+
+/** The least a development gateway needs. */
+const BASE = { ALLOW_INSECURE_HTTP: '1' };
+const OIDC = {
+  CONSOLE_OIDC_ISSUER: 'https://id.example.com',
+  CONSOLE_OIDC_CLIENT_ID: 'infer-console',
+  CONSOLE_OIDC_REDIRECT_URL: 'https://infer.example.com/admin/oidc/callback',
+};
+
+describe('gateway config: console single sign-on', () => {
+  it('reads an empty client secret (the example Secret key, mounted optional) as unset', () => {
+    const c = loadGatewayConfig({ ...BASE, CONSOLE_OIDC_CLIENT_SECRET: '' });
+    assert.equal(c.CONSOLE_OIDC_CLIENT_SECRET, undefined);
+    assert.equal(c.CONSOLE_OIDC_ISSUER, undefined);
+  });
+
+  it('keeps a client secret that is set', () => {
+    const c = loadGatewayConfig({ ...BASE, ...OIDC, CONSOLE_OIDC_CLIENT_SECRET: 's3cret' });
+    assert.equal(c.CONSOLE_OIDC_CLIENT_SECRET, 's3cret');
+  });
+
+  it('refuses to start with an issuer but an empty client secret, naming the setting', () => {
+    assert.throws(
+      () => loadGatewayConfig({ ...BASE, ...OIDC, CONSOLE_OIDC_CLIENT_SECRET: '' }),
+      /CONSOLE_OIDC_ISSUER: CONSOLE_OIDC_ISSUER needs CONSOLE_OIDC_CLIENT_ID, CONSOLE_OIDC_CLIENT_SECRET/,
+    );
+  });
+});
