@@ -123,39 +123,32 @@ export class RpcServer {
   }
 
   /**
-   * Sends a frame. The first frame of a turn of the event loop is published at once (the NATS client
-   * writes it at the next microtask checkpoint), so the first chunk of a stream does not wait for
-   * the engine's other work in that turn; the frames after it in the same turn are queued and
-   * published together at the end of the turn (flushFrames), in order, so that the answers of the
-   * requests served in one turn leave in two socket writes instead of one each.
+   * Queues a frame; the frames of one turn of the event loop are published together (flushFrames), in
+   * order, so that the answers of the requests served in that turn leave in one socket write instead
+   * of one each (the NATS client writes once per microtask checkpoint).
    */
   private send(reply: string, frame: Uint8Array): void {
-    if (this.flushScheduled) {
-      this.outbox.push(reply, frame);
-      return;
+    this.outbox.push(reply, frame);
+    if (!this.flushScheduled) {
+      this.flushScheduled = true;
+      setImmediate(this.flushFrames);
     }
-    this.flushScheduled = true;
-    setImmediate(this.flushFrames);
-    this.publish(reply, frame);
   }
 
-  /** Publishes the queued frames. */
+  /** Publishes the queued frames; a connection that is closed or draining drops them rather than throwing. */
   private readonly flushFrames = (): void => {
     this.flushScheduled = false;
     const out = this.outbox;
     if (!out.length) return;
     this.outbox = [];
-    for (let i = 0; i < out.length; i += 2) this.publish(out[i] as string, out[i + 1] as Uint8Array);
-  };
-
-  /** A connection that is closed or draining drops the frame rather than throwing. */
-  private publish(reply: string, frame: Uint8Array): void {
-    try {
-      this.nc.publish(reply, frame);
-    } catch (err) {
-      this.log.debug({ err: String(err) }, 'frame not sent: the NATS connection is closed');
+    for (let i = 0; i < out.length; i += 2) {
+      try {
+        this.nc.publish(out[i] as string, out[i + 1] as Uint8Array);
+      } catch (err) {
+        this.log.debug({ err: String(err) }, 'frame not sent: the NATS connection is closed');
+      }
     }
-  }
+  };
 
   get inflightCount(): number {
     return this.inflight.size;
@@ -378,34 +371,24 @@ export class RpcClient {
     }
     this.ensureInbox();
     this.calls.set(token, call);
-    const pub = rpcPublishOptions(subject, `${this.inboxPrefix}.${token}`, req, call.end);
-    if (this.flushScheduled) {
-      this.outbox.push({ subject, data, opts: pub, call });
-    } else {
-      // The first call of this turn of the event loop leaves at once (the NATS client writes it at the
-      // next microtask checkpoint): a lone request never waits for the end of the turn. The calls
-      // opened after it in the same turn are published together at its end (flushOutbox).
+    this.outbox.push({
+      subject,
+      data,
+      opts: rpcPublishOptions(subject, `${this.inboxPrefix}.${token}`, req, call.end),
+      call,
+    });
+    if (!this.flushScheduled) {
       this.flushScheduled = true;
       setImmediate(this.flushOutbox);
-      this.publish(subject, data, pub, call);
     }
     return call;
   }
 
-  private publish(subject: string, data: Uint8Array, opts: PublishOptions, call: InboxCall): void {
-    try {
-      this.nc.publish(subject, data, opts);
-    } catch (e) {
-      // e.g. the connection closed meanwhile: fail cleanly, leak nothing.
-      call.fail(mapNatsError(e), false);
-    }
-  }
-
   /**
-   * Publishes the calls opened during one turn of the event loop after its first one together: the
-   * NATS client writes to its socket once per microtask checkpoint, so publishing each call as it
-   * opens costs one write per request; here the requests that arrived together leave in one write
-   * (two per turn with the first). A call cancelled before its turn came is never published.
+   * Publishes the calls opened during one turn of the event loop together: the NATS client writes to
+   * its socket once per microtask checkpoint, so publishing each call as it opens costs one write per
+   * request; here the requests that arrived together leave in one write. A call cancelled before its
+   * turn came is never published.
    */
   private readonly flushOutbox = (): void => {
     this.flushScheduled = false;
@@ -417,7 +400,12 @@ export class RpcClient {
         o.call.fail(new ApiError(499, 'Client closed the request.'), false);
         continue;
       }
-      this.publish(o.subject, o.data, o.opts, o.call);
+      try {
+        this.nc.publish(o.subject, o.data, o.opts);
+      } catch (e) {
+        // e.g. the connection closed meanwhile: fail cleanly, leak nothing.
+        o.call.fail(mapNatsError(e), false);
+      }
     }
   };
 
