@@ -41,7 +41,9 @@ export class InteractivePressure {
     if (was === 0 && this.timer) setImmediate(this.reportSoon);
   }
 
-  private readonly reportSoon = (): void => void this.report();
+  private readonly reportSoon = (): void => {
+    if (this.timer) void this.report(); // not after stop()
+  };
 
   end(): void {
     if (this.inFlight > 0) this.inFlight--;
