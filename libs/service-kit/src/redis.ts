@@ -126,8 +126,13 @@ export function createRedisClient(url: string, options: RedisClientOptions = {})
   const target = parseRedisUrl(url);
   const { cluster: clusterOpts, ...opts } = options;
   if (target.kind === 'single') return new Redis(url, opts);
-  const { enableOfflineQueue, enableAutoPipelining, autoPipeliningIgnoredCommands, lazyConnect, ...nodeOpts } =
-    opts;
+  const {
+    enableOfflineQueue,
+    enableAutoPipelining,
+    autoPipeliningIgnoredCommands,
+    lazyConnect,
+    ...nodeOpts
+  } = opts;
   const client = new Cluster(target.nodes, {
     ...(enableOfflineQueue !== undefined ? { enableOfflineQueue } : {}),
     ...(enableAutoPipelining !== undefined ? { enableAutoPipelining } : {}),
