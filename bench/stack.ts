@@ -178,7 +178,7 @@ function summarize(samples: Sample[], procNames: string[]): Record<string, strin
  * pool of `connections` keep-alive connections. Each latency runs from the moment the request was due
  * to the end of its answer, so a request that waited for a free connection or a late tick counts its
  * wait (no coordinated omission). Written here because autocannon's rate mode sends each connection's
- * share of a second in one burst (see the fixed-rate part) and wrk2 is not available on this machine.
+ * share of a second in one burst (see the fixed-rate part) and wrk2 is not installed on this machine.
  */
 async function paced(
   t: Target,
