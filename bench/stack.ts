@@ -46,6 +46,11 @@ const { values: opt } = parseArgs({
     /** Only the throughput rounds and the ratios (for re-measuring one change quickly). */
     quick: { type: 'boolean', default: false },
     /**
+     * Only these parts, comma-separated: throughput, fixed, streams, concurrent, errors (and soak when
+     * `--soak` is set). E.g. `--only streams,fixed` re-measures the latency goals in a minute.
+     */
+    only: { type: 'string', default: '' },
+    /**
      * Drive the throughput rounds at this fixed total rate (req/s) instead of a closed loop: on a busy
      * shared machine the CPU per request is then compared at the same load from run to run.
      */
@@ -60,6 +65,12 @@ const CONCURRENT_STREAMS = Number(opt['concurrent-streams']);
 const ERROR_SECONDS = Number(opt['error-seconds']);
 const SOAK = Number(opt.soak);
 const RATE = Number(opt.rate);
+const PARTS = new Set(
+  opt.only
+    ? opt.only.split(',').map((p) => p.trim())
+    : ['throughput', 'fixed', 'streams', 'concurrent', 'errors', 'soak'],
+);
+const part = (name: string) => PARTS.has(name);
 
 const chatBody = (model: string, stream = false, maxTokens = 1) =>
   JSON.stringify({
@@ -162,6 +173,73 @@ function summarize(samples: Sample[], procNames: string[]): Record<string, strin
   });
 }
 
+/**
+ * An open-loop load at `rate` req/s sent at even intervals (request i is due at start + i/rate), on a
+ * pool of `connections` keep-alive connections. Each latency runs from the moment the request was due
+ * to the end of its answer, so a request that waited for a free connection or a late tick counts its
+ * wait (no coordinated omission). Written here because autocannon's rate mode sends each connection's
+ * share of a second in one burst (see the fixed-rate part) and wrk2 is not installed on this machine.
+ */
+async function paced(
+  t: Target,
+  rate: number,
+  seconds: number,
+  connections: number,
+): Promise<{
+  reqPerS: number;
+  p50: number;
+  p99: number;
+  non2xx: number;
+  errors: number;
+}> {
+  const pool = new Pool(t.url, { connections, pipelining: 1 });
+  const headers = {
+    'content-type': 'application/json',
+    ...(t.key ? { authorization: `Bearer ${t.key}` } : {}),
+  };
+  const latencies: number[] = [];
+  let non2xx = 0;
+  let errors = 0;
+  const pending = new Set<Promise<void>>();
+  const one = async (due: number) => {
+    try {
+      const res = await pool.request({ path: t.path, method: 'POST', headers, body: t.body });
+      await res.body.dump();
+      if (res.statusCode < 200 || res.statusCode > 299) non2xx++;
+      latencies.push(performance.now() - due);
+    } catch {
+      errors++;
+    }
+  };
+  const total = Math.round(rate * seconds);
+  const start = performance.now() + 5;
+  let sent = 0;
+  await new Promise<void>((done) => {
+    const tick = () => {
+      const now = performance.now();
+      while (sent < total && start + (sent * 1000) / rate <= now) {
+        const p = one(start + (sent * 1000) / rate);
+        pending.add(p);
+        void p.finally(() => pending.delete(p));
+        sent++;
+      }
+      if (sent < total) setTimeout(tick, 1);
+      else done();
+    };
+    setTimeout(tick, 5);
+  });
+  await Promise.race([Promise.all(pending), new Promise((r) => setTimeout(r, 30_000))]);
+  const elapsed = (performance.now() - start) / 1000;
+  await pool.destroy();
+  return {
+    reqPerS: latencies.length / elapsed,
+    p50: pct(latencies, 50),
+    p99: pct(latencies, 99),
+    non2xx,
+    errors,
+  };
+}
+
 /** Time to the first body byte and to the end of `n` streamed requests, one at a time. */
 async function firstBytes(
   url: string,
@@ -174,7 +252,9 @@ async function firstBytes(
   const first: number[] = [];
   const total: number[] = [];
   try {
-    for (let i = 0; i < n + 10; i++) {
+    // A warm-up of a fifth of the run (at least 10): with `--only streams` the processes are fresh.
+    const warm = Math.max(10, Math.round(n / 5));
+    for (let i = 0; i < n + warm; i++) {
       const t0 = performance.now();
       const res = await pool.request({
         path,
@@ -187,8 +267,7 @@ async function firstBytes(
         if (!t1) t1 = performance.now();
       }
       if (res.statusCode !== 200) throw new Error(`stream answered ${res.statusCode}`);
-      if (i >= 10) {
-        // the first ten warm up
+      if (i >= warm) {
         first.push(t1 - t0);
         total.push(performance.now() - t0);
       }
@@ -284,105 +363,143 @@ async function main(): Promise<void> {
         body: chatBody('chat-A'),
       },
     ];
-    console.log(
-      `warm-up (2 s per target), then ${ROUNDS} rounds of ${DURATION} s, ${CONNECTIONS} connections`,
-    );
-    for (const t of targets) await load(stack, t, 2);
-    const samples: Sample[] = [];
-    const cpuRate = Number(opt['cpu-rate']);
-    for (let r = 0; r < ROUNDS; r++) {
-      for (const t of targets)
-        samples.push(await load(stack, t, DURATION, cpuRate ? { overallRate: cpuRate } : {}));
-    }
-    const rows = summarize(samples, procNames);
-    console.log(
-      '\nThroughput (closed loop) and CPU per request per process (median of rounds; nats* is shared):',
-    );
-    console.table(rows);
-    const raw = samples.filter((s) => s.target === 'raw proxy').map((s) => s.cpu['raw proxy'] ?? 0);
-    const rawUs = median(raw);
-    for (const [target, proc] of [
-      ['gw off, upstream', 'gw off'],
-      ['gw on, upstream', 'gw on'],
-      ['gw on, simulator', 'gw on'],
-      ['gw on, 429', 'gw on'],
-    ] as const) {
-      const us = median(samples.filter((s) => s.target === target).map((s) => s.cpu[proc] ?? 0));
+    let afterLoad = rssKiB(stack.gatewayOn.pid);
+    if (part('throughput')) {
       console.log(
-        `${target}: gateway ${us.toFixed(0)} us/req = ${(us / rawUs).toFixed(2)}x the raw proxy (${rawUs.toFixed(0)} us/req)`,
+        `warm-up (2 s per target), then ${ROUNDS} rounds of ${DURATION} s, ${CONNECTIONS} connections`,
+      );
+      for (const t of targets) await load(stack, t, 2);
+      const samples: Sample[] = [];
+      const cpuRate = Number(opt['cpu-rate']);
+      for (let r = 0; r < ROUNDS; r++) {
+        for (const t of targets)
+          samples.push(await load(stack, t, DURATION, cpuRate ? { overallRate: cpuRate } : {}));
+      }
+      const rows = summarize(samples, procNames);
+      console.log(
+        '\nThroughput (closed loop) and CPU per request per process (median of rounds; nats* is shared):',
+      );
+      console.table(rows);
+      const raw = samples.filter((s) => s.target === 'raw proxy').map((s) => s.cpu['raw proxy'] ?? 0);
+      const rawUs = median(raw);
+      for (const [target, proc] of [
+        ['gw off, upstream', 'gw off'],
+        ['gw on, upstream', 'gw on'],
+        ['gw on, simulator', 'gw on'],
+        ['gw on, 429', 'gw on'],
+      ] as const) {
+        const us = median(samples.filter((s) => s.target === target).map((s) => s.cpu[proc] ?? 0));
+        console.log(
+          `${target}: gateway ${us.toFixed(0)} us/req = ${(us / rawUs).toFixed(2)}x the raw proxy (${rawUs.toFixed(0)} us/req)`,
+        );
+      }
+      const simOn = samples.filter((s) => s.target === 'gw on, simulator');
+      const stackUs = median(
+        simOn.map(
+          (s) =>
+            (s.cpu['gw on'] ?? 0) + (s.cpu['chat-svc'] ?? 0) + (s.cpu.ledger ?? 0) + (s.cpu['nats*'] ?? 0),
+        ),
+      );
+      console.log(
+        `whole stack CPU per simulator request (gateway + chat-service + ledger + nats): ${stackUs.toFixed(0)} us`,
+      );
+
+      if (opt.quick) return;
+      afterLoad = rssKiB(stack.gatewayOn.pid);
+    }
+
+    if (part('fixed')) {
+      // autocannon's "fixed rate" is a budget per connection per second: each connection sends its
+      // share back to back (a closed loop) at the start of every second, then waits for the next one,
+      // so 1,000 req/s over 64 connections is a burst of 64 in flight for ~1/4 s, then silence; and it
+      // records each latency with a coordinated-omission correction of 1 ms (a 30 ms answer also adds
+      // 29 synthetic samples). Kept for comparison with earlier runs; `paced` sends at even intervals.
+      console.log(
+        `\nFixed rate: ${RATE} req/s for ${DURATION} s, ms (autocannon: bursts each second; paced: even intervals):`,
+      );
+      const fixedRows: Record<string, string | number>[] = [];
+      for (const t of [targets[0]!, targets[3]!]) {
+        const a = await load(stack, t, DURATION, { overallRate: RATE, connections: 64 });
+        fixedRows.push({
+          target: t.name,
+          generator: 'autocannon',
+          'req/s': a.reqPerS.toFixed(0),
+          'p50 ms': a.p50.toFixed(1),
+          'p99 ms': a.p99.toFixed(1),
+          'non-2xx': a.non2xx + a.errors,
+        });
+        const p = await paced(t, RATE, DURATION, 64);
+        fixedRows.push({
+          target: t.name,
+          generator: 'paced',
+          'req/s': p.reqPerS.toFixed(0),
+          'p50 ms': p.p50.toFixed(2),
+          'p99 ms': p.p99.toFixed(2),
+          'non-2xx': p.non2xx + p.errors,
+        });
+      }
+      console.table(fixedRows);
+    }
+
+    if (part('streams')) {
+      console.log(`\nStreams one at a time (${STREAMS} each): time to first byte / to end, ms`);
+      const streamRows: Record<string, string>[] = [];
+      let upstreamFirst = 0;
+      for (const [name, url, key, model] of [
+        ['upstream direct', stack.upstream.url, undefined, 'bench'],
+        ['raw proxy', stack.rawProxy.url, undefined, 'bench'],
+        ['gw on, upstream', stack.gatewayOn.url, stack.key, 'chat-up'],
+        ['gw off, upstream', stack.gatewayOff.url, stack.key, 'chat-up'],
+      ] as const) {
+        const r = await firstBytes(url, '/v1/chat/completions', chatBody(model, true, 2), key, STREAMS);
+        const p50 = pct(r.first, 50);
+        if (!upstreamFirst) upstreamFirst = p50;
+        streamRows.push({
+          path: name,
+          'first byte p50': p50.toFixed(2),
+          'first byte p99': pct(r.first, 99).toFixed(2),
+          'added p50': (p50 - upstreamFirst).toFixed(2),
+          'end p50': pct(r.total, 50).toFixed(2),
+        });
+      }
+      console.table(streamRows);
+    }
+
+    if (part('concurrent')) {
+      console.log(`\n${CONCURRENT_STREAMS} streams at once (chat-slow, 100 tokens at 20 ms) through gw on:`);
+      const cs = await concurrentStreams(stack, CONCURRENT_STREAMS);
+      console.log(
+        `  ${cs.ok} ok, ${cs.maxOpen} open at once; RSS ${mib(cs.before!)} -> peak ${mib(cs.peak!)} MiB ` +
+          `(${((cs.peak! - cs.before!) / Math.max(1, cs.maxOpen!)).toFixed(1)} KiB per stream) -> ${mib(cs.after!)} MiB 3 s later`,
       );
     }
-    const simOn = samples.filter((s) => s.target === 'gw on, simulator');
-    const stackUs = median(
-      simOn.map(
-        (s) => (s.cpu['gw on'] ?? 0) + (s.cpu['chat-svc'] ?? 0) + (s.cpu.ledger ?? 0) + (s.cpu['nats*'] ?? 0),
-      ),
-    );
-    console.log(
-      `whole stack CPU per simulator request (gateway + chat-service + ledger + nats): ${stackUs.toFixed(0)} us`,
-    );
 
-    if (opt.quick) return;
-    console.log(`\nFixed rate: ${RATE} req/s for ${DURATION} s (gw on, simulator):`);
-    const fixed = await load(stack, targets[3]!, DURATION, { overallRate: RATE, connections: 64 });
-    console.log(
-      `  ${fixed.reqPerS.toFixed(0)} req/s, p50 ${fixed.p50.toFixed(1)} ms, p99 ${fixed.p99.toFixed(1)} ms, non-2xx ${fixed.non2xx}, errors ${fixed.errors}`,
-    );
-
-    console.log(`\nStreams one at a time (${STREAMS} each): time to first byte / to end, ms`);
-    const streamRows: Record<string, string>[] = [];
-    let upstreamFirst = 0;
-    for (const [name, url, key, model] of [
-      ['upstream direct', stack.upstream.url, undefined, 'bench'],
-      ['raw proxy', stack.rawProxy.url, undefined, 'bench'],
-      ['gw on, upstream', stack.gatewayOn.url, stack.key, 'chat-up'],
-      ['gw off, upstream', stack.gatewayOff.url, stack.key, 'chat-up'],
-    ] as const) {
-      const r = await firstBytes(url, '/v1/chat/completions', chatBody(model, true, 2), key, STREAMS);
-      const p50 = pct(r.first, 50);
-      if (!upstreamFirst) upstreamFirst = p50;
-      streamRows.push({
-        path: name,
-        'first byte p50': p50.toFixed(2),
-        'first byte p99': pct(r.first, 99).toFixed(2),
-        'added p50': (p50 - upstreamFirst).toFixed(2),
-        'end p50': pct(r.total, 50).toFixed(2),
-      });
+    if (part('errors')) {
+      console.log(`\n${ERROR_SECONDS} s of 503s (embeddings; no embedding-service runs) through gw on:`);
+      const errBefore = rssKiB(stack.gatewayOn.pid);
+      const burst = await load(
+        stack,
+        {
+          name: '503 burst',
+          url: stack.gatewayOn.url,
+          path: '/v1/embeddings',
+          key: stack.key,
+          body: JSON.stringify({ model: 'embed-model', input: 'hello' }),
+        },
+        ERROR_SECONDS,
+      );
+      const errAfter = rssKiB(stack.gatewayOn.pid);
+      await new Promise((r) => setTimeout(r, 5_000));
+      const errSettled = rssKiB(stack.gatewayOn.pid);
+      await new Promise((r) => setTimeout(r, 25_000));
+      const errLater = rssKiB(stack.gatewayOn.pid);
+      console.log(
+        `  ${burst.responses} answers (${burst.non2xx} non-2xx) at ${burst.reqPerS.toFixed(0)} req/s, gateway ${(burst.cpu['gw on'] ?? 0).toFixed(0)} us/req; ` +
+          `RSS ${mib(errBefore)} -> ${mib(errAfter)} MiB, ${mib(errSettled)} MiB 5 s later, ${mib(errLater)} MiB 30 s later`,
+      );
     }
-    console.table(streamRows);
 
-    const afterLoad = rssKiB(stack.gatewayOn.pid);
-    console.log(`\n${CONCURRENT_STREAMS} streams at once (chat-slow, 100 tokens at 20 ms) through gw on:`);
-    const cs = await concurrentStreams(stack, CONCURRENT_STREAMS);
-    console.log(
-      `  ${cs.ok} ok, ${cs.maxOpen} open at once; RSS ${mib(cs.before!)} -> peak ${mib(cs.peak!)} MiB ` +
-        `(${((cs.peak! - cs.before!) / Math.max(1, cs.maxOpen!)).toFixed(1)} KiB per stream) -> ${mib(cs.after!)} MiB 3 s later`,
-    );
-
-    console.log(`\n${ERROR_SECONDS} s of 503s (embeddings; no embedding-service runs) through gw on:`);
-    const errBefore = rssKiB(stack.gatewayOn.pid);
-    const burst = await load(
-      stack,
-      {
-        name: '503 burst',
-        url: stack.gatewayOn.url,
-        path: '/v1/embeddings',
-        key: stack.key,
-        body: JSON.stringify({ model: 'embed-model', input: 'hello' }),
-      },
-      ERROR_SECONDS,
-    );
-    const errAfter = rssKiB(stack.gatewayOn.pid);
-    await new Promise((r) => setTimeout(r, 5_000));
-    const errSettled = rssKiB(stack.gatewayOn.pid);
-    await new Promise((r) => setTimeout(r, 25_000));
-    const errLater = rssKiB(stack.gatewayOn.pid);
-    console.log(
-      `  ${burst.responses} answers (${burst.non2xx} non-2xx) at ${burst.reqPerS.toFixed(0)} req/s, gateway ${(burst.cpu['gw on'] ?? 0).toFixed(0)} us/req; ` +
-        `RSS ${mib(errBefore)} -> ${mib(errAfter)} MiB, ${mib(errSettled)} MiB 5 s later, ${mib(errLater)} MiB 30 s later`,
-    );
-
-    if (SOAK > 0) {
+    if (SOAK > 0 && part('soak')) {
       console.log(`\nSoak: ${SOAK} s at ${RATE} req/s (gw on, simulator), gateway RSS every 10 s:`);
       const rss: number[] = [];
       const sampler = setInterval(() => rss.push(rssKiB(stack.gatewayOn.pid)), 10_000);

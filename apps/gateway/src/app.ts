@@ -56,6 +56,9 @@ export async function startGateway(env: NodeJS.ProcessEnv = process.env): Promis
     createRedisClient(config.REDIS_URL, {
       lazyConnect: true,
       enableAutoPipelining: true,
+      // The limits engine batches its script calls itself (per turn of the event loop, at most two in
+      // flight per slot): auto-pipelining them again would only hold each call for one more turn.
+      autoPipeliningIgnoredCommands: ['evalsha', 'eval'],
       ...failFastRedisOptions(1_000),
     }),
     log,

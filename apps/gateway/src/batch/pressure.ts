@@ -36,8 +36,14 @@ export class InteractivePressure {
   begin(): void {
     const was = this.inFlight++;
     if (this.inFlight > this.peak) this.peak = this.inFlight;
-    if (was === 0 && this.timer) void this.report();
+    // Leaving zero is reported at once, but after the request has gone on its way (the end of this
+    // turn of the event loop): the Redis write does not delay its NATS publish.
+    if (was === 0 && this.timer) setImmediate(this.reportSoon);
   }
+
+  private readonly reportSoon = (): void => {
+    if (this.timer) void this.report(); // not after stop()
+  };
 
   end(): void {
     if (this.inFlight > 0) this.inFlight--;

@@ -460,6 +460,47 @@ describe('LimitsEngine (real Redis, injected clock)', () => {
     assert.equal(after['models.chat-A.allowance_tokens'], 320);
   });
 
+  it('an idle lane sends a lone admission before the end of the turn; admissions opened together still share calls', async () => {
+    now = Date.UTC(2031, 4, 10, 12, 0, 30, 250);
+    const counted = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 2 });
+    await counted.connect();
+    let calls = 0;
+    let turnEnded = false;
+    let sentInTurn: boolean | null = null;
+    const evalsha = counted.evalsha.bind(counted);
+    (counted as unknown as { evalsha: typeof evalsha }).evalsha = ((...a: Parameters<typeof evalsha>) => {
+      calls++;
+      sentInTurn ??= !turnEnded;
+      return evalsha(...a);
+    }) as typeof evalsha;
+    try {
+      const e = new LimitsEngine({
+        redis: counted,
+        ledger,
+        log,
+        prefix,
+        file: { key: { requests_per_minute: 1000, concurrent: null } },
+        clock: () => now,
+      });
+      // Queued before the admission: it runs at the end of this turn, before any batch of the engine.
+      setImmediate(() => {
+        turnEnded = true;
+      });
+      await e.admitModel(subject, embed, { input: 'hi' });
+      assert.equal(calls, 1);
+      assert.equal(sentInTurn, true, 'the lone admission waited for the end of the turn');
+      calls = 0;
+      const many = await Promise.all(
+        Array.from({ length: 20 }, () => e.admitModel(subject, embed, { input: 'hi' })),
+      );
+      assert.equal(many.length, 20);
+      assert.ok(calls >= 1 && calls <= 2, `${calls} script calls for 20 admissions opened in one turn`);
+      assert.equal(many[19]!.headers['x-ratelimit-remaining-requests'], '979');
+    } finally {
+      counted.disconnect();
+    }
+  });
+
   it('off: admits everything and counts nothing', async () => {
     const e = new LimitsEngine({
       redis,

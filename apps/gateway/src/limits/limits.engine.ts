@@ -417,7 +417,10 @@ export class LimitsEngine {
     if (lane.down && lane.inFlight > 0) return Promise.reject(storeUnavailable());
     return new Promise((resolve, reject) => {
       lane.queue.push({ t: 'A', keys, args, resolve, reject });
-      this.schedule(lane);
+      // An idle lane sends at once (with whatever settlements wait): at low load an admission does
+      // not wait for the end of the turn of the event loop. A busy lane batches as below.
+      if (lane.inFlight === 0 && !lane.scheduled && !lane.down) this.flush(lane);
+      else this.schedule(lane);
     });
   }
 
