@@ -119,17 +119,24 @@ export type RedisClientOptions = RedisOptions & {
  * `redis+cluster://` (typed as Redis: both have the same command API, pipelines, defineCommand and
  * duplicate(); callers must keep every multi-key command, transaction and script within one hash slot,
  * with a `{tag}` in the keys, which is what all of this repository does). For a cluster the options
- * apply to every node connection, and `enableOfflineQueue` / `enableAutoPipelining` / `lazyConnect` to
- * the cluster client.
+ * apply to every node connection, and `enableOfflineQueue` / `enableAutoPipelining` /
+ * `autoPipeliningIgnoredCommands` / `lazyConnect` to the cluster client.
  */
 export function createRedisClient(url: string, options: RedisClientOptions = {}): Redis {
   const target = parseRedisUrl(url);
   const { cluster: clusterOpts, ...opts } = options;
   if (target.kind === 'single') return new Redis(url, opts);
-  const { enableOfflineQueue, enableAutoPipelining, lazyConnect, ...nodeOpts } = opts;
+  const {
+    enableOfflineQueue,
+    enableAutoPipelining,
+    autoPipeliningIgnoredCommands,
+    lazyConnect,
+    ...nodeOpts
+  } = opts;
   const client = new Cluster(target.nodes, {
     ...(enableOfflineQueue !== undefined ? { enableOfflineQueue } : {}),
     ...(enableAutoPipelining !== undefined ? { enableAutoPipelining } : {}),
+    ...(autoPipeliningIgnoredCommands !== undefined ? { autoPipeliningIgnoredCommands } : {}),
     ...(lazyConnect !== undefined ? { lazyConnect } : {}),
     scaleReads: 'master',
     // Fail over quickly: a moved slot or a promoted replica is picked up within a few hundred ms.
