@@ -56,6 +56,8 @@ const { values: opt } = parseArgs({
      * autocannon (in this process). Fixed-rate runs always use autocannon.
      */
     loadgen: { type: 'string', default: '' },
+    /** Node flags for the limits-on gateway only (e.g. "--max-semi-space-size=32"), to compare a setting. */
+    'gw-flags': { type: 'string', default: '' },
   },
 });
 const LOADGEN = opt.loadgen || (hasWrk() ? 'wrk' : 'autocannon');
@@ -303,7 +305,10 @@ async function main(): Promise<void> {
     console.log('building the production output (tools/build.js) ...');
     buildProduction();
   }
-  const stack = await startStack({ pin: opt.pin });
+  const stack = await startStack({
+    pin: opt.pin,
+    ...(opt['gw-flags'] ? { gatewayOnNodeArgs: opt['gw-flags'].split(/\s+/).filter(Boolean) } : {}),
+  });
   try {
     const procs = processes(stack);
     const procNames = procs.map((p) => p.name);
