@@ -8,8 +8,9 @@
 // Starts (bench/stack/lib.ts) a fake upstream (a test double answering at once), a raw node:http proxy
 // in front of it (the baseline), and the production build of the stack (NODE_ENV=production, dist/):
 // chat-service, ledger-writer, a gateway with limits on and one with limits off, on private ports,
-// NATS subjects, usage stream and Redis prefix. Then, with autocannon (bounded in time, keep-alive,
-// `--connections` in flight), alternating targets each round:
+// NATS subjects, usage stream and Redis prefix. Then, with wrk when installed (bench/stack/wrk.ts) or
+// autocannon (`--loadgen`; fixed rates always autocannon), bounded in time, keep-alive, `--connections`
+// in flight, alternating targets each round:
 //
 //   raw proxy          POST /v1/chat/completions through the raw proxy to the upstream
 //   gw off, upstream   the gateway, limits off, model chat-up (chat-service's openai engine -> upstream)
@@ -18,7 +19,8 @@
 //   gw on, 429         a key allowed 1 request a minute: refused by the limits
 //
 // For each: req/s, p50/p99 latency, and the CPU time per request of every process (user + system from
-// /proc/<pid>/stat over the round), the median over the rounds; the gateway/raw-proxy CPU ratio. Then
+// /proc/<pid>/stat over the round; the load generator's too) and its write system calls per request
+// (/proc/<pid>/io), the median over the rounds; the gateway/raw-proxy CPU ratio. Then
 // p50/p99 at a fixed 1,000 req/s, the time to the first byte of streams one at a time (upstream
 // direct, raw proxy, gateway), and the gateway's RSS: idle, after the load, during and after
 // `--concurrent-streams` long streams at once (chat-slow, 20 ms per token), and after
