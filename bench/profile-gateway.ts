@@ -9,6 +9,14 @@
 // (the gateway writes its .cpuprofile on exit, under var/profiles/) and prints the functions with the
 // most self time, and the self time by area (our code by folder, packages, Node internals, GC).
 // Open the file in Chrome DevTools (Performance) or VS Code for the call tree.
+//
+// `--perf` records with Linux `perf` instead (the gateway with --perf-basic-prof-only-functions, so
+// that JIT frames have names) and prints the CPU by binary (kernel, node, JIT code), by thread (main,
+// V8 workers: GC and compilation) and the top frames by inclusive time. The V8 profiler samples the
+// main thread only and charges time around native socket writes to `writeBuffer` / `writeUtf8String`
+// far beyond what the write system calls cost (docs/performance.md, perf-cpu section); perf sees the
+// kernel's share and the other threads as they are.
+import { execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -22,6 +30,7 @@ const { values: opt } = parseArgs({
     model: { type: 'string', default: 'chat-up' },
     top: { type: 'string', default: '30' },
     'no-build': { type: 'boolean', default: false },
+    perf: { type: 'boolean', default: false },
   },
 });
 
@@ -91,8 +100,11 @@ async function main(): Promise<void> {
   const dir = resolve('var/profiles');
   mkdirSync(dir, { recursive: true });
   const started = Date.now();
+  const perfData = join(dir, `perf-${started}.data`);
   const stack = await startStack({
-    gatewayOnNodeArgs: ['--cpu-prof', `--cpu-prof-dir=${dir}`],
+    gatewayOnNodeArgs: opt.perf
+      ? ['--perf-basic-prof-only-functions', '--interpreted-frames-native-stack']
+      : ['--cpu-prof', `--cpu-prof-dir=${dir}`],
     withGatewayOff: false,
   });
   let requests = 0;
@@ -111,13 +123,32 @@ async function main(): Promise<void> {
         duration: seconds,
       });
     await run(2); // warm-up (in the profile too: start-up is in it anyway)
+    // perf records the gateway for the measured run (a second less, so that it ends inside it).
+    const recording = opt.perf
+      ? new Promise((r) =>
+          spawn(
+            'perf',
+            [
+              'record',
+              ...['-F', '999', '-g', '-o', perfData, '-p', String(stack.gatewayOn.pid)],
+              ...['--', 'sleep', String(Math.max(1, Number(opt.seconds) - 1))],
+            ],
+            { stdio: 'ignore' },
+          ).once('exit', r),
+        )
+      : null;
     const r = await run(Number(opt.seconds));
+    await recording;
     requests = r['2xx'];
     console.log(
       `${requests} requests answered 200 (${r.non2xx} non-2xx) in ${r.duration.toFixed(1)} s, p50 ${r.latency.p50} ms, p99 ${r.latency.p99} ms`,
     );
   } finally {
     await stack.close();
+  }
+  if (opt.perf) {
+    summarizePerf(perfData, Number(opt.top));
+    return;
   }
   const newest = readdirSync(dir)
     .filter((f) => f.endsWith('.cpuprofile'))
@@ -126,6 +157,31 @@ async function main(): Promise<void> {
     .sort((a, b) => statSync(b).mtimeMs - statSync(a).mtimeMs)[0];
   if (!newest) throw new Error(`no .cpuprofile written under ${dir}`);
   summarizeProfile(newest, Number(opt.top));
+}
+
+/** What `perf report` says about a recording: by binary, by thread, top frames by inclusive time. */
+function summarizePerf(data: string, top: number): void {
+  const report = (...args: string[]) =>
+    execFileSync('perf', ['report', '-i', data, '--stdio', ...args], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+      maxBuffer: 256 * 1024 * 1024,
+    })
+      .split('\n')
+      .filter((l) => l.trim() && !l.startsWith('#'));
+  console.log(`perf recording ${data}`);
+  console.log('\nCPU by binary ([kernel.kallsyms]: system calls, TCP, scheduling; [JIT]: compiled JS):');
+  console.log(report('--no-children', '-g', 'none', '--sort=dso').slice(0, 8).join('\n'));
+  console.log('\nCPU by thread (node-V8Worker: parallel GC and optimizing compilation):');
+  console.log(report('--no-children', '-g', 'none', '--sort=comm').slice(0, 6).join('\n'));
+  console.log('\nSystem calls and JS frames by inclusive time:');
+  console.log(
+    report('--children', '-g', 'none', '--sort=sym')
+      .filter((l) => /JS:|ksys_|__x64_sys_|GarbageCollect|Scaveng|Compil/.test(l))
+      .slice(0, top)
+      .map((l) => l.slice(0, 160))
+      .join('\n'),
+  );
 }
 
 if (process.argv[1]?.endsWith('profile-gateway.ts')) await main();

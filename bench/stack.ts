@@ -8,8 +8,9 @@
 // Starts (bench/stack/lib.ts) a fake upstream (a test double answering at once), a raw node:http proxy
 // in front of it (the baseline), and the production build of the stack (NODE_ENV=production, dist/):
 // chat-service, ledger-writer, a gateway with limits on and one with limits off, on private ports,
-// NATS subjects, usage stream and Redis prefix. Then, with autocannon (bounded in time, keep-alive,
-// `--connections` in flight), alternating targets each round:
+// NATS subjects, usage stream and Redis prefix. Then, with wrk when installed (bench/stack/wrk.ts) or
+// autocannon (`--loadgen`; fixed rates always autocannon), bounded in time, keep-alive, `--connections`
+// in flight, alternating targets each round:
 //
 //   raw proxy          POST /v1/chat/completions through the raw proxy to the upstream
 //   gw off, upstream   the gateway, limits off, model chat-up (chat-service's openai engine -> upstream)
@@ -18,7 +19,8 @@
 //   gw on, 429         a key allowed 1 request a minute: refused by the limits
 //
 // For each: req/s, p50/p99 latency, and the CPU time per request of every process (user + system from
-// /proc/<pid>/stat over the round), the median over the rounds; the gateway/raw-proxy CPU ratio. Then
+// /proc/<pid>/stat over the round; the load generator's too) and its write system calls per request
+// (/proc/<pid>/io), the median over the rounds; the gateway/raw-proxy CPU ratio. Then
 // p50/p99 at a fixed 1,000 req/s, the time to the first byte of streams one at a time (upstream
 // direct, raw proxy, gateway), and the gateway's RSS: idle, after the load, during and after
 // `--concurrent-streams` long streams at once (chat-slow, 20 ms per token), and after
@@ -29,7 +31,8 @@ import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { Pool } from 'undici';
 import { buildProduction, rssKiB, type Stack, startStack } from './stack/lib.js';
-import { cpuMs, pct } from './support.js';
+import { hasWrk, runWrk, type WrkResult } from './stack/wrk.js';
+import { cpuMs, pct, writeCalls } from './support.js';
 
 const { values: opt } = parseArgs({
   options: {
@@ -55,8 +58,20 @@ const { values: opt } = parseArgs({
      * shared machine the CPU per request is then compared at the same load from run to run.
      */
     'cpu-rate': { type: 'string', default: '0' },
+    /**
+     * Closed-loop load generator: wrk (C, one thread; far less CPU per request) when installed, else
+     * autocannon (in this process). Fixed-rate runs always use autocannon.
+     */
+    loadgen: { type: 'string', default: '' },
+    /** Node flags for the limits-on gateway only (e.g. "--max-semi-space-size=32"), to compare a setting. */
+    'gw-flags': { type: 'string', default: '' },
   },
 });
+const LOADGEN = opt.loadgen || (hasWrk() ? 'wrk' : 'autocannon');
+if (LOADGEN !== 'wrk' && LOADGEN !== 'autocannon')
+  throw new Error(`--loadgen wrk|autocannon, not ${LOADGEN}`);
+if (LOADGEN === 'wrk' && !hasWrk())
+  throw new Error('--loadgen wrk: no wrk on the PATH (apt-get install wrk)');
 const DURATION = Number(opt.duration);
 const ROUNDS = Number(opt.rounds);
 const CONNECTIONS = Number(opt.connections);
@@ -98,6 +113,8 @@ interface Sample {
   errors: number;
   /** CPU microseconds per response, by process name. */
   cpu: Record<string, number>;
+  /** Write system calls (socket writes) per response, by process name (absent when unreadable). */
+  writes: Record<string, number>;
 }
 
 const median = (xs: number[]): number => {
@@ -115,6 +132,7 @@ function processes(stack: Stack): Array<{ name: string; pid: number }> {
     { name: 'upstream', pid: stack.upstream.pid },
   ];
   if (stack.natsPid) list.push({ name: 'nats*', pid: stack.natsPid });
+  if (stack.redisPid) list.push({ name: 'redis*', pid: stack.redisPid });
   return list;
 }
 
@@ -126,35 +144,80 @@ async function load(
 ): Promise<Sample> {
   const procs = processes(stack);
   const before = procs.map((p) => cpuMs(p.pid));
-  const r = await autocannon({
-    url: `${t.url}${t.path}`,
-    method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      ...(t.key ? { authorization: `Bearer ${t.key}` } : {}),
-    },
-    body: t.body,
-    connections: extra.connections ?? CONNECTIONS,
-    duration: seconds,
-    timeout: 30,
-    ...(extra.overallRate ? { overallRate: extra.overallRate } : {}),
-  });
+  const writesBefore = procs.map((p) => writeCalls(p.pid));
+  const headers = {
+    'content-type': 'application/json',
+    ...(t.key ? { authorization: `Bearer ${t.key}` } : {}),
+  };
+  const connections = extra.connections ?? CONNECTIONS;
+  // wrk for closed loops when installed (it has no fixed-rate mode); autocannon otherwise.
+  const viaWrk = LOADGEN === 'wrk' && !extra.overallRate;
+  const selfBefore = cpuMs(process.pid);
+  let r: Omit<WrkResult, 'cpuMs'>;
+  let loadgenMs: number;
+  if (viaWrk) {
+    const w = await runWrk({ url: `${t.url}${t.path}`, headers, body: t.body, connections, seconds });
+    r = w;
+    loadgenMs = w.cpuMs;
+  } else {
+    const a = await autocannon({
+      url: `${t.url}${t.path}`,
+      method: 'POST',
+      headers,
+      body: t.body,
+      connections,
+      duration: seconds,
+      timeout: 30,
+      ...(extra.overallRate ? { overallRate: extra.overallRate } : {}),
+    });
+    r = {
+      responses: Object.values(a.statusCodeStats).reduce((s, c) => s + Number(c.count), 0),
+      durationS: a.duration,
+      p50: a.latency.p50,
+      p99: a.latency.p99,
+      non2xx: a.non2xx,
+      errors: a.errors,
+    };
+    // autocannon runs in this process: its CPU is this process's over the run.
+    loadgenMs = cpuMs(process.pid) - selfBefore;
+  }
   const after = procs.map((p) => cpuMs(p.pid));
-  const responses = Object.values(r.statusCodeStats).reduce((s, c) => s + Number(c.count), 0);
-  const cpu: Record<string, number> = {};
+  const writesAfter = procs.map((p) => writeCalls(p.pid));
+  const responses = r.responses;
+  const cpu: Record<string, number> = { [viaWrk ? 'wrk' : 'autocannon']: 0 };
+  const writes: Record<string, number> = {};
   procs.forEach((p, i) => {
     cpu[p.name] = responses ? ((after[i]! - before[i]!) * 1000) / responses : 0;
+    const w0 = writesBefore[i];
+    const w1 = writesAfter[i];
+    if (w0 != null && w1 != null) writes[p.name] = responses ? (w1 - w0) / responses : 0;
   });
+  cpu[viaWrk ? 'wrk' : 'autocannon'] = responses ? (loadgenMs * 1000) / responses : 0;
   return {
     target: t.name,
-    reqPerS: responses / r.duration,
-    p50: r.latency.p50,
-    p99: r.latency.p99,
+    reqPerS: responses / r.durationS,
+    p50: r.p50,
+    p99: r.p99,
     responses,
     non2xx: r.non2xx,
     errors: r.errors,
     cpu,
+    writes,
   };
+}
+
+/** Write system calls per request of each process (median of rounds): the socket writes a request costs. */
+function summarizeWrites(samples: Sample[], procNames: string[]): Record<string, string>[] {
+  const byTarget = new Map<string, Sample[]>();
+  for (const s of samples) byTarget.set(s.target, [...(byTarget.get(s.target) ?? []), s]);
+  return [...byTarget.entries()].map(([target, ss]) => {
+    const row: Record<string, string> = { target };
+    for (const p of procNames) {
+      const xs = ss.map((s) => s.writes[p]).filter((x): x is number => x !== undefined);
+      row[p] = xs.length ? median(xs).toFixed(2) : '-';
+    }
+    return row;
+  });
 }
 
 function summarize(samples: Sample[], procNames: string[]): Record<string, string | number>[] {
@@ -323,13 +386,16 @@ async function main(): Promise<void> {
     console.log('building the production output (tools/build.js) ...');
     buildProduction();
   }
-  const stack = await startStack({ pin: opt.pin });
+  const stack = await startStack({
+    pin: opt.pin,
+    ...(opt['gw-flags'] ? { gatewayOnNodeArgs: opt['gw-flags'].split(/\s+/).filter(Boolean) } : {}),
+  });
   try {
     const procs = processes(stack);
     const procNames = procs.map((p) => p.name);
     await new Promise((r) => setTimeout(r, 3_000));
     const idle = Object.fromEntries(
-      procs.filter((p) => p.name !== 'nats*').map((p) => [p.name, rssKiB(p.pid)]),
+      procs.filter((p) => !p.name.endsWith('*')).map((p) => [p.name, rssKiB(p.pid)]),
     );
 
     const targets: Target[] = [
@@ -365,21 +431,26 @@ async function main(): Promise<void> {
     ];
     let afterLoad = rssKiB(stack.gatewayOn.pid);
     if (part('throughput')) {
+      const cpuRate = Number(opt['cpu-rate']);
+      const loadgen = LOADGEN === 'wrk' && !cpuRate ? 'wrk' : 'autocannon';
       console.log(
-        `warm-up (2 s per target), then ${ROUNDS} rounds of ${DURATION} s, ${CONNECTIONS} connections`,
+        `warm-up (2 s per target), then ${ROUNDS} rounds of ${DURATION} s, ${CONNECTIONS} connections, load generator ${loadgen}`,
       );
       for (const t of targets) await load(stack, t, 2);
       const samples: Sample[] = [];
-      const cpuRate = Number(opt['cpu-rate']);
       for (let r = 0; r < ROUNDS; r++) {
         for (const t of targets)
           samples.push(await load(stack, t, DURATION, cpuRate ? { overallRate: cpuRate } : {}));
       }
-      const rows = summarize(samples, procNames);
+      const rows = summarize(samples, [...procNames, loadgen]);
       console.log(
-        '\nThroughput (closed loop) and CPU per request per process (median of rounds; nats* is shared):',
+        `\nThroughput (${cpuRate ? `${cpuRate} req/s` : 'closed loop'}) and CPU per request per process (median of rounds; * is shared; ${loadgen} is the load generator):`,
       );
       console.table(rows);
+      console.log(
+        '\nWrite system calls (socket writes) per request per process (median of rounds; * is shared):',
+      );
+      console.table(summarizeWrites(samples, procNames));
       const raw = samples.filter((s) => s.target === 'raw proxy').map((s) => s.cpu['raw proxy'] ?? 0);
       const rawUs = median(raw);
       for (const [target, proc] of [
@@ -400,8 +471,10 @@ async function main(): Promise<void> {
             (s.cpu['gw on'] ?? 0) + (s.cpu['chat-svc'] ?? 0) + (s.cpu.ledger ?? 0) + (s.cpu['nats*'] ?? 0),
         ),
       );
+      const redisUs = median(simOn.map((s) => s.cpu['redis*'] ?? 0));
       console.log(
-        `whole stack CPU per simulator request (gateway + chat-service + ledger + nats): ${stackUs.toFixed(0)} us`,
+        `whole stack CPU per simulator request (gateway + chat-service + ledger + nats): ${stackUs.toFixed(0)} us` +
+          ` (+ redis ${redisUs.toFixed(0)} us)`,
       );
 
       if (opt.quick) return;
@@ -520,7 +593,7 @@ async function main(): Promise<void> {
     console.log('\nRSS MiB (idle = 3 s after start, before any load):');
     console.table(
       procs
-        .filter((p) => p.name !== 'nats*')
+        .filter((p) => !p.name.endsWith('*'))
         .map((p) => ({ process: p.name, idle: mib(idle[p.name] ?? 0), now: mib(rssKiB(p.pid)) })),
     );
     console.log(`gw on after the throughput rounds: ${mib(afterLoad)} MiB`);

@@ -83,6 +83,19 @@ export function cpuMs(pid: number): number {
 }
 
 /**
+ * Write system calls a process made so far (`syscw` of /proc/<pid>/io: write, writev and the like, every
+ * thread): with the answers counted, the socket writes per request. null when not readable.
+ */
+export function writeCalls(pid: number): number | null {
+  try {
+    const m = /syscw:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/io`, 'utf8'));
+    return m ? Number(m[1]) : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
  * The gateway from its main.ts in a process of its own on a free port, once /readyz answers 200.
  * `nodeFlags` go before main.ts (preloads, profiling); `stdout: 'pipe'` keeps its stdout readable;
  * `ipc` opens a message channel to it; `name` labels the errors.

@@ -44,6 +44,8 @@ export interface Stack {
   gatewayOff: Proc & { url: string };
   /** The NATS server's pid when it runs on this machine (shared with everything else on it). */
   natsPid: number | null;
+  /** The Redis server's pid when it runs on this machine (shared too). */
+  redisPid: number | null;
   db: BenchDatabase;
   /** Limits out of reach / 1 request a minute. */
   key: string;
@@ -112,9 +114,9 @@ const listeningPort = (out: string): number | null => {
   return m ? Number(m[1]) : null;
 };
 
-function natsServerPid(): number | null {
+function serverPid(name: string): number | null {
   try {
-    const pids = execFileSync('pgrep', ['-x', 'nats-server'], { encoding: 'utf8' }).trim().split('\n');
+    const pids = execFileSync('pgrep', ['-x', name], { encoding: 'utf8' }).trim().split('\n');
     return pids[0] ? Number(pids[0]) : null;
   } catch {
     return null;
@@ -266,7 +268,8 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       ledger,
       gatewayOn,
       gatewayOff,
-      natsPid: natsServerPid(),
+      natsPid: serverPid('nats-server'),
+      redisPid: serverPid('redis-server'),
       db,
       key: db.key,
       limitedKey: limited.key,

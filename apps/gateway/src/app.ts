@@ -56,8 +56,10 @@ export async function startGateway(env: NodeJS.ProcessEnv = process.env): Promis
     createRedisClient(config.REDIS_URL, {
       lazyConnect: true,
       enableAutoPipelining: true,
-      // The limits engine batches its script calls itself (per turn of the event loop, at most two in
-      // flight per slot): auto-pipelining them again would only hold each call for one more turn.
+      // Scripts are sent as they are called. The limits engine already sends what one turn of the event
+      // loop gathered as one EVALSHA per Redis slot, up to two calls in flight (ADR 0013); through the
+      // auto-pipeline each call also paid a Pipeline object, one more event-loop turn (setImmediate), and
+      // waited for the slot's previous pipeline to be answered (one pipeline in flight per slot).
       autoPipeliningIgnoredCommands: ['evalsha', 'eval'],
       ...failFastRedisOptions(1_000),
     }),

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { ApiError, ErrorCode, ErrorType, type Tier } from '@infer/contracts';
 
 /** Who a valid key belongs to: everything the hot path needs, from one lookup. */
@@ -17,8 +17,9 @@ export interface KeyStore {
   findActiveByHash(hash: string): Promise<AuthedKey | null>;
 }
 
+/** SHA-256 hex of a key: Node's one-shot `crypto.hash` (no Hash object per request; same digest). */
 export function hashKey(key: string): string {
-  return createHash('sha256').update(key).digest('hex');
+  return hash('sha256', key, 'hex');
 }
 
 interface Entry {

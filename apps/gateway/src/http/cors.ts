@@ -38,9 +38,10 @@ export function corsOptions(origins: string[]): FastifyCorsOptions | null {
   const any = origins.includes('*');
   return {
     origin: any ? '*' : origins,
-    methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'],
+    // Joined once here: @fastify/cors joins an array again for every answer (the same header value).
+    methods: 'GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS',
     credentials: false,
-    exposedHeaders: CORS_EXPOSED_HEADERS,
+    exposedHeaders: CORS_EXPOSED_HEADERS.join(', '),
     maxAge: 600,
     // Answered with 204 before any route, guard or body parser runs.
     preflight: true,

@@ -80,7 +80,8 @@ const MAX_PLANS = 50_000;
 /**
  * A Lua script called by its SHA1 (EVALSHA), loaded with EVAL when a Redis does not know it yet (a new,
  * restarted or promoted node). Called as plain EVALSHA rather than an ioredis custom command so that
- * ioredis routes it (and auto-pipelines it on a cluster) by its first key.
+ * ioredis routes it by its first key on a cluster. The gateway's client sends EVALSHA/EVAL outside its
+ * auto-pipeline (app.ts): the engine batches per turn itself.
  */
 class Script {
   readonly sha: string;
