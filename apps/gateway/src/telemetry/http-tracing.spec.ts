@@ -29,7 +29,9 @@ function install() {
     const set: Record<string, string> = {};
     const listeners: string[] = [];
     let close: (() => void) | undefined;
+    // As Node's ServerResponse, `req` names its request.
     const res = {
+      req: raw,
       statusCode: 200,
       writableFinished: true,
       setHeader: (k: string, v: string) => {
