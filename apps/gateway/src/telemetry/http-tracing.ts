@@ -116,10 +116,6 @@ export function traceHttpServer(server: Server, f: FastifyInstance): void {
   if (!tracer) return;
   const listeners = server.listeners('request') as Array<(req: IncomingMessage, res: ServerResponse) => void>;
   server.removeAllListeners('request');
-  // Called as Node calls a request listener (`this`: the server), without a bound function per request.
-  const dispatch = (req: IncomingMessage, res: ServerResponse) => {
-    for (const l of listeners) l.call(server, req, res);
-  };
   server.on('request', (req: TracedMessage, res: ServerResponse) => {
     // No traceparent (most API clients): nothing to parse.
     const parent =
@@ -133,8 +129,9 @@ export function traceHttpServer(server: Server, f: FastifyInstance): void {
       span.setAttribute('http.request.method', req.method ?? '');
       res.once('close', endServerSpan);
     }
-    // Hooks up to the body's arrival run in the request's context from here.
-    context.with(ctx, dispatch, undefined, req, res);
+    // Not entered here: what runs before preHandler (routing, onRequest hooks, the body's parsing)
+    // reads the trace from the raw request (requestTraceId) or logs nothing; preHandler enters it.
+    for (const l of listeners) l.call(server, req, res);
   });
   f.addHook('onRequest', onRequest);
   f.addHook('preHandler', reenterContext);
