@@ -97,14 +97,16 @@ function reenterContext(req: FastifyRequest, _reply: FastifyReply, done: HookHan
 
 /**
  * With tracing on, gives every HTTP request a SERVER span that continues an incoming `traceparent`,
- * made active for all the work of the request (Fastify hooks, guards, handlers, the NATS call), and a
- * response header with its trace id. Off (no tracer), installs nothing.
+ * made active from preHandler on for the request's own work (guards, handlers, the NATS call, the
+ * stream relay), and a response header with its trace id. Off (no tracer), installs nothing.
  *
  * A request the sampler leaves out (90 % of them at a 10 % ratio) costs: the `traceparent` parse when
- * the client sent one, the sampler's decision and a non-recording span (the SDK's), one context, the
- * response header (in onRequest), and the context re-entered once in preHandler (so the NATS call can pass
- * `traceparent` with sampled=0 on, and log lines name the trace). No attributes, no listener, no
- * closure.
+ * the client sent one, the sampler's decision (startRequestSpan: no SDK span, a non-recording one with
+ * new ids from the pool), one context, the response header (in onRequest), and the context entered
+ * once in preHandler (so the NATS call can pass `traceparent` with sampled=0 on, and log lines name the
+ * trace). No attributes, no listener, no closure. The request listener does not enter the context:
+ * what runs before preHandler (routing, onRequest hooks, the body's parsing) logs nothing of the
+ * request or reads its trace id from the raw request (`requestTraceId`, the gateway's access line).
  *
  * Why not @opentelemetry/instrumentation-http + instrumentation-fastify: they patch node:http and
  * fastify at module load (before our imports; the ESM loader hook they need does not run under our

@@ -48,7 +48,7 @@ export function rpcPublishOptions(
   if (!active) return { reply };
   if (!active.isRecording()) {
     // A trace the sampler left out: pass it on as it is (no span of ours), so the service leaves it out too.
-    return { reply, headers: traceHeaders(active, context.active()) };
+    return { reply, headers: traceHeaders(active) };
   }
   const span = tracer.startSpan(`${subject} send`, {
     kind: SpanKind.CLIENT,
@@ -70,7 +70,7 @@ export function rpcPublishOptions(
       span.end();
     },
   );
-  return { reply, headers: traceHeaders(span, context.active()) };
+  return { reply, headers: traceHeaders(span) };
 }
 
 /**
@@ -78,10 +78,10 @@ export function rpcPublishOptions(
  * id, parent id, flags), without a context or a propagator call; through the propagator only when there
  * is a `tracestate` to carry as well.
  */
-function traceHeaders(span: Span, ctx: Context): MsgHdrs {
+function traceHeaders(span: Span): MsgHdrs {
   const sc = span.spanContext();
   const h = natsHeaders();
-  if (sc.traceState) propagation.inject(trace.setSpan(ctx, span), h, natsSetter);
+  if (sc.traceState) propagation.inject(trace.setSpan(context.active(), span), h, natsSetter);
   else h.set('traceparent', `00-${sc.traceId}-${sc.spanId}-0${sc.traceFlags & TraceFlags.SAMPLED}`);
   return h;
 }
