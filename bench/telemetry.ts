@@ -3,6 +3,7 @@
 //   node --conditions=source --import ./tools/ts-register.js bench/telemetry.ts
 //   BENCH_REQUESTS=1000 BENCH_ROUNDS=12 BENCH_CONCURRENCY=1,16 BENCH_SCHEDULE=parallel node ... bench/telemetry.ts
 //   BENCH_HOOKS_ONLY=1 node ... bench/telemetry.ts      (only the in-process part, a few seconds)
+//   BENCH_BEFORE=<tree of another commit> node ... bench/telemetry.ts   (its gateways in the same rounds)
 //
 // Starts four gateway processes on the same fresh database, Redis and NATS (limits off, so that tracing
 // is what differs): tracing off (no OTEL_* variable: the SDK is not even loaded) and tracing on with
@@ -45,9 +46,11 @@ const HOOK_ITERATIONS = Number(process.env.BENCH_HOOK_ITERATIONS ?? 100_000);
 const CONTROL = process.env.BENCH_CONTROL !== '0';
 /**
  * Requests each gateway serves before the rounds (JIT, pools, caches). At a 10 % ratio only a tenth
- * of them warm the sampled path: BENCH_WARMUP=5000 gives it as many calls as 500 give it at 100 %.
+ * of them run the sampled path (SDK spans, the export): with the 500 this was, the 10 % gateway's
+ * sampled code was still being compiled during the rounds and its figure came out near the 100 % one
+ * (+40 to +56 us; +18 to +25 us after 5,000, in the same runs). A gateway serves for hours: 5,000.
  */
-const WARMUP = Number(process.env.BENCH_WARMUP ?? Math.min(500, REQUESTS));
+const WARMUP = Number(process.env.BENCH_WARMUP ?? 5000);
 /**
  * BENCH_BEFORE=<dir>: a tree of another commit (apps/, libs/, tools/, bench/cpu-probe.ts and a
  * node_modules/ whose @infer/* links point into it; see bench/README.md): its gateways run beside
