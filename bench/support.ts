@@ -98,7 +98,8 @@ export function writeCalls(pid: number): number | null {
 /**
  * The gateway from its main.ts in a process of its own on a free port, once /readyz answers 200.
  * `nodeFlags` go before main.ts (preloads, profiling); `stdout: 'pipe'` keeps its stdout readable;
- * `ipc` opens a message channel to it; `name` labels the errors.
+ * `ipc` opens a message channel to it; `name` labels the errors; `cwd`: another checkout's tree to run
+ * (its own apps/, libs/, tools/ and a node_modules/ whose @infer links point into it).
  */
 export async function startGatewayProcess(
   env: Record<string, string>,
@@ -107,7 +108,15 @@ export async function startGatewayProcess(
     stdout = 'ignore',
     ipc = false,
     name = 'gateway',
-  }: { nodeFlags?: string[]; stdout?: 'ignore' | 'pipe'; ipc?: boolean; name?: string } = {},
+    cwd,
+  }: {
+    nodeFlags?: string[];
+    /** or a file descriptor to write it to */
+    stdout?: 'ignore' | 'pipe' | number;
+    ipc?: boolean;
+    name?: string;
+    cwd?: string;
+  } = {},
 ): Promise<{ child: ChildProcess; url: string }> {
   const port = await freePort();
   const child = spawn(
@@ -123,6 +132,7 @@ export async function startGatewayProcess(
         LOG_LEVEL: 'warn',
       },
       stdio: ['ignore', stdout, 'inherit', ...(ipc ? (['ipc'] as const) : [])],
+      cwd,
     },
   );
   const url = `http://127.0.0.1:${port}`;

@@ -3,6 +3,7 @@
 //   node --conditions=source --import ./tools/ts-register.js bench/telemetry.ts
 //   BENCH_REQUESTS=1000 BENCH_ROUNDS=12 BENCH_CONCURRENCY=1,16 BENCH_SCHEDULE=parallel node ... bench/telemetry.ts
 //   BENCH_HOOKS_ONLY=1 node ... bench/telemetry.ts      (only the in-process part, a few seconds)
+//   BENCH_BEFORE=<tree of another commit> node ... bench/telemetry.ts   (its gateways in the same rounds)
 //
 // Starts four gateway processes on the same fresh database, Redis and NATS (limits off, so that tracing
 // is what differs): tracing off (no OTEL_* variable: the SDK is not even loaded) and tracing on with
@@ -26,7 +27,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
-import { createWriteStream, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
 import type { Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -43,11 +44,31 @@ const CONCURRENCY = (process.env.BENCH_CONCURRENCY ?? '1,16').split(',').map(Num
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 12);
 const HOOK_ITERATIONS = Number(process.env.BENCH_HOOK_ITERATIONS ?? 100_000);
 const CONTROL = process.env.BENCH_CONTROL !== '0';
+/**
+ * Requests each gateway serves before the rounds (JIT, pools, caches). At a 10 % ratio only a tenth
+ * of them run the sampled path (SDK spans, the export): with the 500 this was, the 10 % gateway's
+ * sampled code was still being compiled during the rounds and its figure came out near the 100 % one
+ * (+40 to +56 us; +18 to +25 us after 5,000, in the same runs). A gateway serves for hours: 5,000.
+ */
+const WARMUP = Number(process.env.BENCH_WARMUP ?? 5000);
+/**
+ * BENCH_BEFORE=<dir>: a tree of another commit (apps/, libs/, tools/, bench/cpu-probe.ts and a
+ * node_modules/ whose @infer/* links point into it; see bench/README.md): its gateways run beside
+ * this tree's, in the same rounds, at the ratios of BENCH_BEFORE_RATIOS (default 0.1): before/after
+ * side by side, paired round by round.
+ */
+const BEFORE = process.env.BENCH_BEFORE;
+const BEFORE_RATIOS = (process.env.BENCH_BEFORE_RATIOS ?? '0.1').split(',').filter(Boolean);
+/** BENCH_RATIOS: the sampler ratios of this tree's tracing gateways (default 0,0.1,1). */
+const RATIOS = (process.env.BENCH_RATIOS ?? '0,0.1,1').split(',').filter(Boolean);
+const pctOf = (ratio: string) => `${Number(ratio) * 100} %`;
 /** BENCH_GATEWAY_FLAGS: more node flags for the gateways (stdout then to $TMPDIR/bench-gateway-<mode>.log). */
 const GATEWAY_FLAGS = (process.env.BENCH_GATEWAY_FLAGS ?? '').split(' ').filter(Boolean);
 /** BENCH_PROFILE=1: the gateways run under --cpu-prof; their profiles say how much CPU tracing code took. */
 const PROFILE_DIR =
-  process.env.BENCH_PROFILE === '1' ? mkdtempSync(join(tmpdir(), 'infer-bench-prof-')) : null;
+  process.env.BENCH_PROFILE === '1'
+    ? (process.env.BENCH_PROFILE_DIR ?? mkdtempSync(join(tmpdir(), 'infer-bench-prof-')))
+    : null;
 /** How many of the tracing functions with the most CPU to list per profile. */
 const TOP = Number(process.env.BENCH_PROFILE_TOP ?? 8);
 const slug = (mode: string) => mode.replace(/[^a-z0-9]+/gi, '-').replace(/-+$/, '');
@@ -144,8 +165,9 @@ interface Gateway {
 }
 
 /** The gateway from its main.ts with the CPU probe preloaded, on a free port, once /readyz answers. */
-async function startGateway(mode: string, env: Record<string, string>): Promise<Gateway> {
+async function startGateway(mode: string, env: Record<string, string>, cwd?: string): Promise<Gateway> {
   const { child, url } = await startGatewayProcess(env, {
+    cwd,
     nodeFlags: [
       '--import',
       './bench/cpu-probe.ts',
@@ -154,14 +176,14 @@ async function startGateway(mode: string, env: Record<string, string>): Promise<
         ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`, `--cpu-prof-name=${slug(mode)}.cpuprofile`]
         : []),
     ],
-    stdout: GATEWAY_FLAGS.length ? 'pipe' : 'ignore',
+    // With extra node flags (e.g. --trace-deopt), the gateway's stdout goes to a file per mode, from the
+    // start (a pipe read only once it is ready would fill up and stall it).
+    stdout: GATEWAY_FLAGS.length
+      ? openSync(join(tmpdir(), `bench-gateway-${slug(mode)}.log`), 'w')
+      : 'ignore',
     ipc: true,
     name: `gateway (${mode})`,
   });
-  // With extra node flags (e.g. --trace-deopt), the gateway's stdout goes to a file per mode.
-  if (GATEWAY_FLAGS.length) {
-    child.stdout?.pipe(createWriteStream(join(tmpdir(), `bench-gateway-${slug(mode)}.log`)));
-  }
   const cpuUs = () =>
     new Promise<number>((resolve, reject) => {
       const t = setTimeout(() => reject(new Error(`gateway (${mode}) did not report its CPU`)), 5_000);
@@ -239,6 +261,7 @@ async function hookCost(otlpUrl: string): Promise<Array<{ mode: string; ns: numb
       const raw = { method: 'POST', url: '/v1/chat/completions', headers: { host: 'h' } };
       let close: (() => void) | undefined;
       const res = {
+        req: raw,
         statusCode: 200,
         writableFinished: true,
         setHeader() {},
@@ -348,11 +371,19 @@ async function main(): Promise<void> {
     // luck of two processes amount to (an A/A control); a tracing mode's difference means something
     // only where it clearly exceeds the control's.
     if (CONTROL) gateways.push(await startGateway('off, control', env));
-    gateways.push(await startGateway('on, 0 %', { ...env, ...otel, OTEL_TRACES_SAMPLER_ARG: '0' }));
-    gateways.push(await startGateway('on, 10 %', { ...env, ...otel, OTEL_TRACES_SAMPLER_ARG: '0.1' }));
-    gateways.push(await startGateway('on, 100 %', { ...env, ...otel, OTEL_TRACES_SAMPLER_ARG: '1' }));
+    for (const ratio of RATIOS) {
+      gateways.push(
+        await startGateway(`on, ${pctOf(ratio)}`, { ...env, ...otel, OTEL_TRACES_SAMPLER_ARG: ratio }),
+      );
+    }
+    if (BEFORE) {
+      for (const ratio of BEFORE_RATIOS) {
+        const mode = `before, ${pctOf(ratio)}`;
+        gateways.push(await startGateway(mode, { ...env, ...otel, OTEL_TRACES_SAMPLER_ARG: ratio }, BEFORE));
+      }
+    }
     // Warm-up: JIT, connection pools, caches.
-    for (const g of gateways) await measuredRound(g, key, Math.min(500, REQUESTS), 8);
+    for (const g of gateways) await measuredRound(g, key, WARMUP, 8);
     const rows: Array<Record<string, string | number>> = [];
     served_.clear();
     const diffs: string[] = [];
@@ -376,7 +407,7 @@ async function main(): Promise<void> {
         const n = rs.reduce((t, x) => t + x.ok + x.failed, 0);
         const failed = rs.reduce((t, x) => t + x.failed, 0);
         const d = rs.map((x, i) => x.us - (off[i] as { us: number }).us);
-        served_.set(mode, (served_.get(mode) ?? Math.min(500, REQUESTS)) + n);
+        served_.set(mode, (served_.get(mode) ?? WARMUP) + n);
         rows.push({
           mode,
           'in flight': c,
@@ -396,6 +427,17 @@ async function main(): Promise<void> {
               `(paired over ${rs.length} rounds; p25..p75 ${pct(d, 25).toFixed(1)}..${pct(d, 75).toFixed(1)})`,
           );
         }
+      }
+      // This tree against the other commit's at the same ratio, paired round by round.
+      for (const ratio of BEFORE ? BEFORE_RATIOS : []) {
+        const a = per.get(`on, ${pctOf(ratio)}`);
+        const b = per.get(`before, ${pctOf(ratio)}`);
+        if (!a || !b) continue;
+        const d = a.map((x, i) => x.us - (b[i] as { us: number }).us);
+        diffs.push(
+          `${c} in flight, on vs before at ${pctOf(ratio)}: ${median(d) >= 0 ? '+' : ''}${median(d).toFixed(1)} ` +
+            `us/req (paired over ${d.length} rounds; p25..p75 ${pct(d, 25).toFixed(1)}..${pct(d, 75).toFixed(1)})`,
+        );
       }
     }
     console.log(
@@ -439,7 +481,8 @@ async function main(): Promise<void> {
         console.log(`  ${g.mode}: no profile (${(e as Error).message})`);
       }
     }
-    rmSync(PROFILE_DIR, { recursive: true, force: true });
+    // BENCH_PROFILE_DIR=<dir>: the profiles stay there (e.g. to compare two modes function by function).
+    if (!process.env.BENCH_PROFILE_DIR) rmSync(PROFILE_DIR, { recursive: true, force: true });
   }
   try {
     await printHookCost();

@@ -6,7 +6,6 @@ import {
   connectNats,
   createLogger,
   createRedisClient,
-  currentTraceId,
   ensureUsageStream,
   failFastRedisOptions,
   type Logger,
@@ -29,7 +28,7 @@ import { securityHeaders } from './http/security-headers.js';
 import { openPersistence } from './infra/persistence.js';
 import { loadLimitsFile } from './limits/limits-file.js';
 import { MetricsService } from './metrics/metrics.service.js';
-import { traceHttpServer } from './telemetry/http-tracing.js';
+import { requestTraceId, traceHttpServer } from './telemetry/http-tracing.js';
 import { UsagePublisher } from './usage/usage-publisher.js';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -158,8 +157,8 @@ function installHooks(f: FastifyInstance, config: GatewayConfig, metrics: Metric
   f.addHook('onRequest', (req, reply, done) => {
     const start = performance.now();
     const route = req.routeOptions.url ?? 'unmatched';
-    // The request's trace (tracing on): the close event below runs outside its context.
-    const traceId = currentTraceId();
+    // The request's trace (tracing on), kept for the close event below (it runs outside its context).
+    const traceId = requestTraceId(req.raw);
     reply.header('x-request-id', req.id);
     void reply.headers(req.protocol === 'https' ? SECURITY_HEADERS.https : SECURITY_HEADERS.http);
     // The public API's requests in flight (the console's overview); the console's own routes are not.

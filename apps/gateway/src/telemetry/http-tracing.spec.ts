@@ -1,21 +1,22 @@
 import assert from 'node:assert/strict';
 import { EventEmitter } from 'node:events';
-import type { Server } from 'node:http';
+import type { IncomingMessage, Server } from 'node:http';
 import { afterEach, describe, it } from 'node:test';
 import { currentTraceId, startTelemetry, type TelemetryHandle } from '@infer/service-kit';
 import { trace } from '@opentelemetry/api';
 import type { FastifyInstance } from 'fastify';
 import { type OtlpReceiver, startOtlpReceiver } from '../../../../test/support/otlp-receiver.js';
-import { TRACE_ID_HEADER, traceHttpServer } from './http-tracing.js';
+import { requestTraceId, TRACE_ID_HEADER, traceHttpServer } from './http-tracing.js';
 
 type Hook = (req: unknown, reply: unknown, done: () => void) => void;
 
 /** traceHttpServer on a stand-in server and Fastify instance; `request()` drives one request through. */
 function install() {
   const server = new EventEmitter();
-  const seen: Array<{ traceId: string | undefined; recording: boolean | undefined }> = [];
-  server.on('request', () => {
-    seen.push({ traceId: currentTraceId(), recording: trace.getActiveSpan()?.isRecording() });
+  const seen: Array<{ traceId: string | undefined; active: string | undefined }> = [];
+  server.on('request', (raw: IncomingMessage) => {
+    // Fastify's listener: the trace is on the raw request; its context is entered later, in preHandler.
+    seen.push({ traceId: requestTraceId(raw), active: currentTraceId() });
   });
   const hooks: Record<string, Hook> = {};
   const f = {
@@ -29,7 +30,9 @@ function install() {
     const set: Record<string, string> = {};
     const listeners: string[] = [];
     let close: (() => void) | undefined;
+    // As Node's ServerResponse, `req` names its request.
     const res = {
+      req: raw,
       statusCode: 200,
       writableFinished: true,
       setHeader: (k: string, v: string) => {
@@ -55,11 +58,13 @@ function install() {
     };
     hooks.onRequest?.(freq, reply, () => undefined);
     let inHandler: string | undefined;
+    let recording: boolean | undefined;
     hooks.preHandler?.(freq, null, () => {
       inHandler = currentTraceId();
+      recording = trace.getActiveSpan()?.isRecording();
     });
     close?.call(res);
-    return { set, listeners, inHandler, seen: seen.at(-1) };
+    return { set, listeners, inHandler, recording, seen: seen.at(-1) };
   };
   return { hooks, request };
 }
@@ -98,7 +103,7 @@ describe('traceHttpServer', () => {
     assert.match(r.set[TRACE_ID_HEADER] ?? '', /^[0-9a-f]{32}$/);
     assert.deepEqual(r.listeners, [], 'no close listener for a span that records nothing');
     assert.equal(r.seen?.traceId, r.set[TRACE_ID_HEADER]);
-    assert.equal(r.seen?.recording, false);
+    assert.equal(r.seen?.active, undefined, 'the request listener runs outside the request context');
     assert.equal(r.inHandler, r.set[TRACE_ID_HEADER], 'the handler runs in the request context');
     // An incoming traceparent that is not sampled is continued, unsampled.
     const given = 'e'.repeat(32);
@@ -117,7 +122,9 @@ describe('traceHttpServer', () => {
     const r = request({ traceparent: `00-${given}-${parent}-01` });
     assert.equal(r.set[TRACE_ID_HEADER], given);
     assert.deepEqual(r.listeners, ['close']);
-    assert.equal(r.seen?.recording, true);
+    assert.equal(r.seen?.traceId, given);
+    assert.equal(r.inHandler, given);
+    assert.equal(r.recording, true);
     await h?.flush();
     const span = otlp?.spans.find((s) => s.traceId === given);
     assert.ok(span);

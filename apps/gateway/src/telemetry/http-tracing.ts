@@ -1,5 +1,5 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
-import { activeTracer } from '@infer/service-kit';
+import { activeTracer, startRequestSpan } from '@infer/service-kit';
 import {
   type Context,
   context,
@@ -16,20 +16,30 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunc
 /** Response header that names the trace of the request (tracing on). */
 export const TRACE_ID_HEADER = 'x-trace-id';
 
-/** The request's span and context, and its Fastify request, kept on the raw request (no WeakMap). */
-const SPAN = Symbol('infer.span');
-const CTX = Symbol('infer.trace-context');
-const FREQ = Symbol('infer.fastify-request');
-const REQ = Symbol('infer.raw-request');
-const TRACE_ID = Symbol('infer.trace-id');
-interface TracedMessage extends IncomingMessage {
-  [TRACE_ID]?: string;
-  [SPAN]?: Span;
-  [CTX]?: Context;
-  [FREQ]?: FastifyRequest;
+/**
+ * The request's trace, kept on the raw request under one symbol, in an object of one shape whether
+ * the request is sampled or not: Node's, Fastify's and Nest's code that handles every request then
+ * sees one hidden class of IncomingMessage at any sampling ratio (properties added only to sampled
+ * requests made two, and their call sites polymorphic, at 10 %). No WeakMap.
+ */
+const TRACE = Symbol('infer.request-trace');
+class RequestTrace {
+  /** The Fastify request, for a sampled request's span attributes (set in onRequest). */
+  freq: FastifyRequest | undefined = undefined;
+  constructor(
+    readonly ctx: Context,
+    readonly traceId: string,
+    /** Only when the span records. */
+    readonly span: Span | undefined,
+  ) {}
 }
-interface TracedResponse extends ServerResponse {
-  [REQ]?: TracedMessage;
+interface TracedMessage extends IncomingMessage {
+  [TRACE]?: RequestTrace;
+}
+
+/** The trace id of a request (tracing on), read from its raw request: no context lookup. */
+export function requestTraceId(raw: IncomingMessage): string | undefined {
+  return (raw as TracedMessage)[TRACE]?.traceId;
 }
 
 /** One options object for every request's span (startSpan does not keep or change it). */
@@ -49,12 +59,11 @@ function describe(span: Span, req: FastifyRequest): void {
 }
 
 /** `close` listener of a sampled request's response (`this`: the response; no closure per request). */
-function endServerSpan(this: TracedResponse): void {
-  const req = this[REQ];
-  const span = req?.[SPAN];
-  if (!req || !span) return;
-  const freq = req[FREQ];
-  if (freq) describe(span, freq);
+function endServerSpan(this: ServerResponse): void {
+  const t = (this.req as TracedMessage)[TRACE];
+  const span = t?.span;
+  if (!span) return;
+  if (t.freq) describe(span, t.freq);
   const status = this.writableFinished ? this.statusCode : 499;
   span.setAttribute('http.response.status_code', status);
   if (status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
@@ -67,10 +76,11 @@ function endServerSpan(this: TracedResponse): void {
  * for a sampled request, its Fastify request for the span's attributes.
  */
 function onRequest(req: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void {
-  const raw = req.raw as TracedMessage;
-  const traceId = raw[TRACE_ID];
-  if (traceId) reply.header(TRACE_ID_HEADER, traceId);
-  if (raw[SPAN]) raw[FREQ] = req;
+  const t = (req.raw as TracedMessage)[TRACE];
+  if (t) {
+    reply.header(TRACE_ID_HEADER, t.traceId);
+    t.freq = req;
+  }
   done();
 }
 
@@ -80,21 +90,23 @@ function onRequest(req: FastifyRequest, reply: FastifyReply, done: HookHandlerDo
  * here. Cheaper than binding the request and response emitters (measured: bench/telemetry.ts).
  */
 function reenterContext(req: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction): void {
-  const ctx = (req.raw as TracedMessage)[CTX];
-  if (ctx) context.with(ctx, done);
+  const t = (req.raw as TracedMessage)[TRACE];
+  if (t) context.with(t.ctx, done);
   else done();
 }
 
 /**
  * With tracing on, gives every HTTP request a SERVER span that continues an incoming `traceparent`,
- * made active for all the work of the request (Fastify hooks, guards, handlers, the NATS call), and a
- * response header with its trace id. Off (no tracer), installs nothing.
+ * made active from preHandler on for the request's own work (guards, handlers, the NATS call, the
+ * stream relay), and a response header with its trace id. Off (no tracer), installs nothing.
  *
  * A request the sampler leaves out (90 % of them at a 10 % ratio) costs: the `traceparent` parse when
- * the client sent one, the sampler's decision and a non-recording span (the SDK's), one context, the
- * response header (in onRequest), and the context re-entered once in preHandler (so the NATS call can pass
- * `traceparent` with sampled=0 on, and log lines name the trace). No attributes, no listener, no
- * closure.
+ * the client sent one, the sampler's decision (startRequestSpan: no SDK span, a non-recording one with
+ * new ids from the pool), one context, the response header (in onRequest), and the context entered
+ * once in preHandler (so the NATS call can pass `traceparent` with sampled=0 on, and log lines name the
+ * trace). No attributes, no listener, no closure. The request listener does not enter the context:
+ * what runs before preHandler (routing, onRequest hooks, the body's parsing) logs nothing of the
+ * request or reads its trace id from the raw request (`requestTraceId`, the gateway's access line).
  *
  * Why not @opentelemetry/instrumentation-http + instrumentation-fastify: they patch node:http and
  * fastify at module load (before our imports; the ESM loader hook they need does not run under our
@@ -106,29 +118,22 @@ export function traceHttpServer(server: Server, f: FastifyInstance): void {
   if (!tracer) return;
   const listeners = server.listeners('request') as Array<(req: IncomingMessage, res: ServerResponse) => void>;
   server.removeAllListeners('request');
-  const dispatch =
-    listeners.length === 1
-      ? (listeners[0] as (req: IncomingMessage, res: ServerResponse) => void)
-      : (req: IncomingMessage, res: ServerResponse) => {
-          for (const l of listeners) l.call(server, req, res);
-        };
-  server.on('request', (req: TracedMessage, res: TracedResponse) => {
+  server.on('request', (req: TracedMessage, res: ServerResponse) => {
     // No traceparent (most API clients): nothing to parse.
     const parent =
       req.headers.traceparent === undefined ? ROOT_CONTEXT : propagation.extract(ROOT_CONTEXT, req.headers);
-    const span = tracer.startSpan('HTTP', SERVER_SPAN, parent);
+    const span = startRequestSpan('HTTP', SERVER_SPAN, parent);
     const ctx = trace.setSpan(parent, span);
-    req[CTX] = ctx;
-    req[TRACE_ID] = span.spanContext().traceId;
-    if (span.isRecording()) {
-      req[SPAN] = span;
-      res[REQ] = req;
+    const recording = span.isRecording();
+    req[TRACE] = new RequestTrace(ctx, span.spanContext().traceId, recording ? span : undefined);
+    if (recording) {
       span.updateName(req.method ?? 'HTTP');
       span.setAttribute('http.request.method', req.method ?? '');
       res.once('close', endServerSpan);
     }
-    // Hooks up to the body's arrival run in the request's context from here.
-    context.with(ctx, dispatch, server, req, res);
+    // Not entered here: what runs before preHandler (routing, onRequest hooks, the body's parsing)
+    // reads the trace from the raw request (requestTraceId) or logs nothing; preHandler enters it.
+    for (const l of listeners) l.call(server, req, res);
   });
   f.addHook('onRequest', onRequest);
   f.addHook('preHandler', reenterContext);

@@ -47,13 +47,8 @@ export function rpcPublishOptions(
   const active = trace.getActiveSpan();
   if (!active) return { reply };
   if (!active.isRecording()) {
-    // A trace the sampler left out: pass it on as it is (no span of ours, no propagator call), so the
-    // service leaves it out too. W3C traceparent: version 00, trace id, parent id, flags (00: not sampled).
-    const sc = active.spanContext();
-    const h = natsHeaders();
-    if (sc.traceState) propagation.inject(context.active(), h, natsSetter);
-    else h.set('traceparent', `00-${sc.traceId}-${sc.spanId}-0${sc.traceFlags & TraceFlags.SAMPLED}`);
-    return { reply, headers: h };
+    // A trace the sampler left out: pass it on as it is (no span of ours), so the service leaves it out too.
+    return { reply, headers: traceHeaders(active) };
   }
   const span = tracer.startSpan(`${subject} send`, {
     kind: SpanKind.CLIENT,
@@ -75,9 +70,20 @@ export function rpcPublishOptions(
       span.end();
     },
   );
+  return { reply, headers: traceHeaders(span) };
+}
+
+/**
+ * NATS headers with the W3C trace context of `span`: `traceparent` written directly (version 00, trace
+ * id, parent id, flags), without a context or a propagator call; through the propagator only when there
+ * is a `tracestate` to carry as well.
+ */
+function traceHeaders(span: Span): MsgHdrs {
+  const sc = span.spanContext();
   const h = natsHeaders();
-  propagation.inject(trace.setSpan(context.active(), span), h, natsSetter);
-  return { reply, headers: h };
+  if (sc.traceState) propagation.inject(trace.setSpan(context.active(), span), h, natsSetter);
+  else h.set('traceparent', `00-${sc.traceId}-${sc.spanId}-0${sc.traceFlags & TraceFlags.SAMPLED}`);
+  return h;
 }
 
 /**

@@ -1,6 +1,19 @@
 import { randomFillSync } from 'node:crypto';
 import { createRequire } from 'node:module';
-import { context, propagation, type Tracer, trace } from '@opentelemetry/api';
+import {
+  type Attributes,
+  type Context,
+  context,
+  type Link,
+  propagation,
+  SamplingDecision,
+  type Span,
+  SpanKind,
+  type SpanOptions,
+  TraceFlags,
+  type Tracer,
+  trace,
+} from '@opentelemetry/api';
 import type * as ContextAsyncHooks from '@opentelemetry/context-async-hooks';
 import type * as Core from '@opentelemetry/core';
 import type * as OtlpHttp from '@opentelemetry/exporter-trace-otlp-http';
@@ -141,6 +154,11 @@ export function telemetryConfig(env: NodeJS.ProcessEnv, defaultName: string): Te
 export class PooledIdGenerator implements IdGenerator {
   private readonly pool = Buffer.allocUnsafe(4096);
   private at = this.pool.length;
+  /**
+   * The trace id the next generateTraceId() returns (then cleared): startRequestSpan draws the id,
+   * asks the sampler, and hands the same id to the SDK's startSpan for a request it keeps.
+   */
+  next: string | undefined = undefined;
 
   private hex(bytes: number): string {
     if (this.at + bytes > this.pool.length) {
@@ -157,7 +175,10 @@ export class PooledIdGenerator implements IdGenerator {
   }
 
   generateTraceId(): string {
-    return this.hex(16);
+    const next = this.next;
+    if (next === undefined) return this.hex(16);
+    this.next = undefined;
+    return next;
   }
 
   generateSpanId(): string {
@@ -166,6 +187,9 @@ export class PooledIdGenerator implements IdGenerator {
 }
 
 let provider: TracerProvider | null = null;
+/** The configured sampler and the provider's id generator, while tracing is on (startRequestSpan). */
+let sampler: Sampler | null = null;
+let ids: PooledIdGenerator | null = null;
 let undici: InstrumentationUndici.UndiciInstrumentation | null = null;
 /** The process's tracer while tracing is on; null when off (the hot paths test this and do nothing). */
 export let activeTracer: Tracer | null = null;
@@ -205,10 +229,12 @@ export function startTelemetry(name: string, env: NodeJS.ProcessEnv = process.en
   const { AsyncLocalStorageContextManager } =
     require('@opentelemetry/context-async-hooks') as typeof ContextAsyncHooks;
   const { W3CTraceContextPropagator } = require('@opentelemetry/core') as typeof Core;
+  sampler = cfg.sampler;
+  ids = new PooledIdGenerator();
   provider = new TracerProvider({
     resource: resourceFromAttributes({ ...cfg.resource, 'service.name': cfg.serviceName }),
     sampler: cfg.sampler,
-    idGenerator: new PooledIdGenerator(),
+    idGenerator: ids,
     spanProcessors: [
       new BatchSpanProcessor({ exporter: new OTLPTraceExporter({ url: cfg.tracesUrl }), ...cfg.batch }),
     ],
@@ -233,6 +259,8 @@ function handle(p: TracerProvider): TelemetryHandle {
       undici?.disable();
       undici = null;
       activeTracer = null;
+      sampler = null;
+      ids = null;
       provider = null;
       await p.shutdown();
       trace.disable();
@@ -240,4 +268,43 @@ function handle(p: TracerProvider): TelemetryHandle {
       context.disable();
     },
   };
+}
+
+const NO_ATTRIBUTES: Attributes = Object.freeze({});
+const NO_LINKS: Link[] = Object.freeze([]) as unknown as Link[];
+
+/**
+ * The span of a request entering this process (the gateway's HTTP SERVER span), with the sampler's
+ * decision made first: a request the sampler leaves out (90 % of them at a 10 % ratio) gets no SDK
+ * span at all, only a non-recording span that carries its trace context (trace id from the parent or
+ * a new one, a new span id, flags 00), which is what the SDK would return, without its other work
+ * (links, attribute cleaning, its self-metrics, a debug log call). A request the sampler keeps is
+ * started by the SDK as usual, with the same trace id (so a ratio sampler, which decides by trace id,
+ * decides the same again). Same decision as the SDK's for the standard samplers we configure (they
+ * depend only on the parent and the trace id). Tracing off: must not be called (activeTracer null).
+ */
+export function startRequestSpan(name: string, options: SpanOptions, parent: Context): Span {
+  const s = sampler as Sampler;
+  const gen = ids as PooledIdGenerator;
+  const parentSc = trace.getSpanContext(parent);
+  const valid = parentSc !== undefined && trace.isSpanContextValid(parentSc);
+  const traceId = valid ? parentSc.traceId : gen.generateTraceId();
+  const r = s.shouldSample(
+    parent,
+    traceId,
+    name,
+    options.kind ?? SpanKind.INTERNAL,
+    options.attributes ?? NO_ATTRIBUTES,
+    NO_LINKS,
+  );
+  if (r.decision === SamplingDecision.NOT_RECORD) {
+    return trace.wrapSpanContext({
+      traceId,
+      spanId: gen.generateSpanId(),
+      traceFlags: TraceFlags.NONE,
+      traceState: r.traceState ?? (valid ? parentSc.traceState : undefined),
+    });
+  }
+  if (!valid) gen.next = traceId;
+  return (activeTracer as Tracer).startSpan(name, options, parent);
 }

@@ -3,7 +3,8 @@ import { createServer } from 'node:http';
 import { Writable } from 'node:stream';
 import { describe, it } from 'node:test';
 import type { EndFrame, ServiceRequest } from '@infer/contracts';
-import { context, ROOT_CONTEXT, TraceFlags, trace } from '@opentelemetry/api';
+import { context, ROOT_CONTEXT, SamplingDecision, SpanKind, TraceFlags, trace } from '@opentelemetry/api';
+import { TraceIdRatioBasedSampler } from '@opentelemetry/sdk-trace';
 import { createLogger } from '../logger.js';
 import { genAiOperation } from './genai.js';
 import {
@@ -13,7 +14,14 @@ import {
   traceRpcHandler,
   withJobTrace,
 } from './propagation.js';
-import { activeTracer, PooledIdGenerator, startTelemetry, telemetryConfig, tracingOn } from './sdk.js';
+import {
+  activeTracer,
+  PooledIdGenerator,
+  startRequestSpan,
+  startTelemetry,
+  telemetryConfig,
+  tracingOn,
+} from './sdk.js';
 
 const req = {
   requestId: 'req_1',
@@ -252,5 +260,73 @@ describe('tracing off then on (one process)', () => {
       server.close();
     }
     assert.equal(tracingOn(), false);
+  });
+});
+
+describe('startRequestSpan: the sampler decides before any SDK span', () => {
+  /** Tracing on with these sampler variables, exporting to a local sink that answers 200. */
+  async function on(env: Record<string, string>) {
+    const server = createServer((r, res) => {
+      r.resume();
+      r.on('end', () => res.end('{}'));
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const port = (server.address() as { port: number }).port;
+    const h = startTelemetry('unit', { OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}`, ...env });
+    return {
+      stop: async () => {
+        await h.shutdown();
+        server.close();
+      },
+    };
+  }
+
+  it('a ratio sampler keeps exactly the trace ids it would keep; the rest get a non-recording span', async () => {
+    const h = await on({ OTEL_TRACES_SAMPLER: 'traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.5' });
+    try {
+      // The same decision, by trace id alone: the span the SDK records must carry the id the
+      // decision was made on (a fresh id drawn by the SDK would disagree about half of the time).
+      const ratio = new TraceIdRatioBasedSampler(0.5);
+      const kept = (traceId: string) =>
+        ratio.shouldSample(ROOT_CONTEXT, traceId).decision === SamplingDecision.RECORD_AND_SAMPLED;
+      let recorded = 0;
+      for (let i = 0; i < 400; i++) {
+        const span = startRequestSpan('HTTP', { kind: SpanKind.SERVER }, ROOT_CONTEXT);
+        const sc = span.spanContext();
+        assert.ok(trace.isSpanContextValid(sc), 'valid ids either way');
+        assert.equal(span.isRecording(), kept(sc.traceId), sc.traceId);
+        assert.equal(sc.traceFlags, span.isRecording() ? TraceFlags.SAMPLED : TraceFlags.NONE);
+        if (span.isRecording()) recorded++;
+        span.end();
+      }
+      assert.ok(recorded > 100 && recorded < 300, `about half recorded: ${recorded}`);
+    } finally {
+      await h.stop();
+    }
+  });
+
+  it("parentbased: an incoming traceparent's flag decides, and its trace id is continued", async () => {
+    const h = await on({ OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0' });
+    try {
+      const parent = (flags: TraceFlags) =>
+        trace.setSpanContext(ROOT_CONTEXT, {
+          traceId: 'a'.repeat(32),
+          spanId: 'b'.repeat(16),
+          traceFlags: flags,
+          isRemote: true,
+        });
+      const sampled = startRequestSpan('HTTP', { kind: SpanKind.SERVER }, parent(TraceFlags.SAMPLED));
+      assert.equal(sampled.isRecording(), true);
+      assert.equal(sampled.spanContext().traceId, 'a'.repeat(32));
+      sampled.end();
+      const dropped = startRequestSpan('HTTP', { kind: SpanKind.SERVER }, parent(TraceFlags.NONE));
+      assert.equal(dropped.isRecording(), false);
+      assert.equal(dropped.spanContext().traceId, 'a'.repeat(32));
+      assert.notEqual(dropped.spanContext().spanId, 'b'.repeat(16), 'a span id of its own');
+      // No parent: the ratio 0 root leaves it out.
+      assert.equal(startRequestSpan('HTTP', { kind: SpanKind.SERVER }, ROOT_CONTEXT).isRecording(), false);
+    } finally {
+      await h.stop();
+    }
   });
 });
