@@ -50,6 +50,10 @@ const { values: opt } = parseArgs({
      * shared machine the CPU per request is then compared at the same load from run to run.
      */
     'cpu-rate': { type: 'string', default: '0' },
+    /** Only the memory figures: idle RSS, the concurrent streams, the 503 burst and `--soak`. */
+    rss: { type: 'boolean', default: false },
+    /** Node flags of the limits-on gateway instead of its image's (docker/gateway.Dockerfile CMD), e.g. "" or "--max-semi-space-size=4". */
+    'gateway-flags': { type: 'string' },
   },
 });
 const DURATION = Number(opt.duration);
@@ -234,7 +238,10 @@ async function concurrentStreams(stack: Stack, n: number): Promise<Record<string
     await pool.close();
   }
   await new Promise((r) => setTimeout(r, 3_000));
-  return { before, peak, after: rssKiB(gw.pid), ok, maxOpen };
+  const after = rssKiB(gw.pid);
+  // The idle collection (infra/heap-trim.ts) looks every 10 s.
+  await new Promise((r) => setTimeout(r, 12_000));
+  return { before, peak, after, later: rssKiB(gw.pid), ok, maxOpen };
 }
 
 const mib = (kib: number) => (kib / 1024).toFixed(1);
@@ -244,7 +251,8 @@ async function main(): Promise<void> {
     console.log('building the production output (tools/build.js) ...');
     buildProduction();
   }
-  const stack = await startStack({ pin: opt.pin });
+  const gatewayFlags = opt['gateway-flags']?.split(' ').filter(Boolean);
+  const stack = await startStack({ pin: opt.pin, ...(gatewayFlags ? { gatewayFlags } : {}) });
   try {
     const procs = processes(stack);
     const procNames = procs.map((p) => p.name);
@@ -252,6 +260,14 @@ async function main(): Promise<void> {
     const idle = Object.fromEntries(
       procs.filter((p) => p.name !== 'nats*').map((p) => [p.name, rssKiB(p.pid)]),
     );
+    console.log(`gateway (limits on) node flags: ${stack.gatewayOnFlags.join(' ') || '(none)'}`);
+    if (opt.rss) {
+      // The gateway's idle collection (infra/heap-trim.ts) looks every 10 s.
+      await new Promise((r) => setTimeout(r, 12_000));
+      console.log(
+        `gw on idle RSS: ${mib(idle['gw on'] ?? 0)} MiB 3 s after start, ${mib(rssKiB(stack.gatewayOn.pid))} MiB 15 s after`,
+      );
+    }
 
     const targets: Target[] = [
       { name: 'raw proxy', url: stack.rawProxy.url, path: '/v1/chat/completions', body: chatBody('bench') },
@@ -284,79 +300,85 @@ async function main(): Promise<void> {
         body: chatBody('chat-A'),
       },
     ];
-    console.log(
-      `warm-up (2 s per target), then ${ROUNDS} rounds of ${DURATION} s, ${CONNECTIONS} connections`,
-    );
-    for (const t of targets) await load(stack, t, 2);
-    const samples: Sample[] = [];
-    const cpuRate = Number(opt['cpu-rate']);
-    for (let r = 0; r < ROUNDS; r++) {
-      for (const t of targets)
-        samples.push(await load(stack, t, DURATION, cpuRate ? { overallRate: cpuRate } : {}));
-    }
-    const rows = summarize(samples, procNames);
-    console.log(
-      '\nThroughput (closed loop) and CPU per request per process (median of rounds; nats* is shared):',
-    );
-    console.table(rows);
-    const raw = samples.filter((s) => s.target === 'raw proxy').map((s) => s.cpu['raw proxy'] ?? 0);
-    const rawUs = median(raw);
-    for (const [target, proc] of [
-      ['gw off, upstream', 'gw off'],
-      ['gw on, upstream', 'gw on'],
-      ['gw on, simulator', 'gw on'],
-      ['gw on, 429', 'gw on'],
-    ] as const) {
-      const us = median(samples.filter((s) => s.target === target).map((s) => s.cpu[proc] ?? 0));
+    if (!opt.rss) await throughput();
+    async function throughput(): Promise<void> {
       console.log(
-        `${target}: gateway ${us.toFixed(0)} us/req = ${(us / rawUs).toFixed(2)}x the raw proxy (${rawUs.toFixed(0)} us/req)`,
+        `warm-up (2 s per target), then ${ROUNDS} rounds of ${DURATION} s, ${CONNECTIONS} connections`,
+      );
+      for (const t of targets) await load(stack, t, 2);
+      const samples: Sample[] = [];
+      const cpuRate = Number(opt['cpu-rate']);
+      for (let r = 0; r < ROUNDS; r++) {
+        for (const t of targets)
+          samples.push(await load(stack, t, DURATION, cpuRate ? { overallRate: cpuRate } : {}));
+      }
+      const rows = summarize(samples, procNames);
+      console.log(
+        '\nThroughput (closed loop) and CPU per request per process (median of rounds; nats* is shared):',
+      );
+      console.table(rows);
+      const raw = samples.filter((s) => s.target === 'raw proxy').map((s) => s.cpu['raw proxy'] ?? 0);
+      const rawUs = median(raw);
+      for (const [target, proc] of [
+        ['gw off, upstream', 'gw off'],
+        ['gw on, upstream', 'gw on'],
+        ['gw on, simulator', 'gw on'],
+        ['gw on, 429', 'gw on'],
+      ] as const) {
+        const us = median(samples.filter((s) => s.target === target).map((s) => s.cpu[proc] ?? 0));
+        console.log(
+          `${target}: gateway ${us.toFixed(0)} us/req = ${(us / rawUs).toFixed(2)}x the raw proxy (${rawUs.toFixed(0)} us/req)`,
+        );
+      }
+      const simOn = samples.filter((s) => s.target === 'gw on, simulator');
+      const stackUs = median(
+        simOn.map(
+          (s) =>
+            (s.cpu['gw on'] ?? 0) + (s.cpu['chat-svc'] ?? 0) + (s.cpu.ledger ?? 0) + (s.cpu['nats*'] ?? 0),
+        ),
+      );
+      console.log(
+        `whole stack CPU per simulator request (gateway + chat-service + ledger + nats): ${stackUs.toFixed(0)} us`,
       );
     }
-    const simOn = samples.filter((s) => s.target === 'gw on, simulator');
-    const stackUs = median(
-      simOn.map(
-        (s) => (s.cpu['gw on'] ?? 0) + (s.cpu['chat-svc'] ?? 0) + (s.cpu.ledger ?? 0) + (s.cpu['nats*'] ?? 0),
-      ),
-    );
-    console.log(
-      `whole stack CPU per simulator request (gateway + chat-service + ledger + nats): ${stackUs.toFixed(0)} us`,
-    );
-
     if (opt.quick) return;
-    console.log(`\nFixed rate: ${RATE} req/s for ${DURATION} s (gw on, simulator):`);
-    const fixed = await load(stack, targets[3]!, DURATION, { overallRate: RATE, connections: 64 });
-    console.log(
-      `  ${fixed.reqPerS.toFixed(0)} req/s, p50 ${fixed.p50.toFixed(1)} ms, p99 ${fixed.p99.toFixed(1)} ms, non-2xx ${fixed.non2xx}, errors ${fixed.errors}`,
-    );
+    if (!opt.rss) await fixedRateAndStreams();
+    async function fixedRateAndStreams(): Promise<void> {
+      console.log(`\nFixed rate: ${RATE} req/s for ${DURATION} s (gw on, simulator):`);
+      const fixed = await load(stack, targets[3]!, DURATION, { overallRate: RATE, connections: 64 });
+      console.log(
+        `  ${fixed.reqPerS.toFixed(0)} req/s, p50 ${fixed.p50.toFixed(1)} ms, p99 ${fixed.p99.toFixed(1)} ms, non-2xx ${fixed.non2xx}, errors ${fixed.errors}`,
+      );
 
-    console.log(`\nStreams one at a time (${STREAMS} each): time to first byte / to end, ms`);
-    const streamRows: Record<string, string>[] = [];
-    let upstreamFirst = 0;
-    for (const [name, url, key, model] of [
-      ['upstream direct', stack.upstream.url, undefined, 'bench'],
-      ['raw proxy', stack.rawProxy.url, undefined, 'bench'],
-      ['gw on, upstream', stack.gatewayOn.url, stack.key, 'chat-up'],
-      ['gw off, upstream', stack.gatewayOff.url, stack.key, 'chat-up'],
-    ] as const) {
-      const r = await firstBytes(url, '/v1/chat/completions', chatBody(model, true, 2), key, STREAMS);
-      const p50 = pct(r.first, 50);
-      if (!upstreamFirst) upstreamFirst = p50;
-      streamRows.push({
-        path: name,
-        'first byte p50': p50.toFixed(2),
-        'first byte p99': pct(r.first, 99).toFixed(2),
-        'added p50': (p50 - upstreamFirst).toFixed(2),
-        'end p50': pct(r.total, 50).toFixed(2),
-      });
+      console.log(`\nStreams one at a time (${STREAMS} each): time to first byte / to end, ms`);
+      const streamRows: Record<string, string>[] = [];
+      let upstreamFirst = 0;
+      for (const [name, url, key, model] of [
+        ['upstream direct', stack.upstream.url, undefined, 'bench'],
+        ['raw proxy', stack.rawProxy.url, undefined, 'bench'],
+        ['gw on, upstream', stack.gatewayOn.url, stack.key, 'chat-up'],
+        ['gw off, upstream', stack.gatewayOff.url, stack.key, 'chat-up'],
+      ] as const) {
+        const r = await firstBytes(url, '/v1/chat/completions', chatBody(model, true, 2), key, STREAMS);
+        const p50 = pct(r.first, 50);
+        if (!upstreamFirst) upstreamFirst = p50;
+        streamRows.push({
+          path: name,
+          'first byte p50': p50.toFixed(2),
+          'first byte p99': pct(r.first, 99).toFixed(2),
+          'added p50': (p50 - upstreamFirst).toFixed(2),
+          'end p50': pct(r.total, 50).toFixed(2),
+        });
+      }
+      console.table(streamRows);
     }
-    console.table(streamRows);
 
     const afterLoad = rssKiB(stack.gatewayOn.pid);
     console.log(`\n${CONCURRENT_STREAMS} streams at once (chat-slow, 100 tokens at 20 ms) through gw on:`);
     const cs = await concurrentStreams(stack, CONCURRENT_STREAMS);
     console.log(
       `  ${cs.ok} ok, ${cs.maxOpen} open at once; RSS ${mib(cs.before!)} -> peak ${mib(cs.peak!)} MiB ` +
-        `(${((cs.peak! - cs.before!) / Math.max(1, cs.maxOpen!)).toFixed(1)} KiB per stream) -> ${mib(cs.after!)} MiB 3 s later`,
+        `(${((cs.peak! - cs.before!) / Math.max(1, cs.maxOpen!)).toFixed(1)} KiB per stream) -> ${mib(cs.after!)} MiB 3 s later, ${mib(cs.later!)} MiB 15 s later`,
     );
 
     console.log(`\n${ERROR_SECONDS} s of 503s (embeddings; no embedding-service runs) through gw on:`);
@@ -376,6 +398,7 @@ async function main(): Promise<void> {
     await new Promise((r) => setTimeout(r, 5_000));
     const errSettled = rssKiB(stack.gatewayOn.pid);
     await new Promise((r) => setTimeout(r, 25_000));
+    // (the idle collection looks every 10 s: 30 s later it has had its chance)
     const errLater = rssKiB(stack.gatewayOn.pid);
     console.log(
       `  ${burst.responses} answers (${burst.non2xx} non-2xx) at ${burst.reqPerS.toFixed(0)} req/s, gateway ${(burst.cpu['gw on'] ?? 0).toFixed(0)} us/req; ` +
