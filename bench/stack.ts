@@ -3,7 +3,7 @@
 //   node --conditions=source --import ./tools/ts-register.js bench/stack.ts
 //   node ... bench/stack.ts --duration 5 --rounds 3 --connections 32 --streams 200 \
 //        --concurrent-streams 1000 --error-seconds 15 [--soak 600 --rate 1000] [--pin] [--no-build] [--quick]
-//        [--cpu-rate 300]
+//        [--cpu-rate 300] [--rss] [--gateway-flags="<node flags>"]
 //
 // Starts (bench/stack/lib.ts) a fake upstream (a test double answering at once), a raw node:http proxy
 // in front of it (the baseline), and the production build of the stack (NODE_ENV=production, dist/):
@@ -25,6 +25,8 @@
 // `--error-seconds` of 503s (embeddings: no embedding-service runs). `--soak N` adds N seconds at
 // `--rate` req/s with the gateway's RSS sampled every 10 s. Numbers, not pass/fail; everything stops
 // by itself. The machine is shared: rely on the same-run ratios and CPU per request, and repeat runs.
+// `--rss`: only the memory part. The gateways run with their image's node flags (lib.ts imageNodeFlags);
+// `--gateway-flags` replaces them.
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { Pool } from 'undici';
