@@ -7,14 +7,15 @@ import { runInNewContext } from 'node:vm';
  *
  * Why: V8's own memory reducer never runs in this process. After a burst (15 s of 503s: heap 50 ->
  * 190 MiB, RSS 210 -> 380 MiB), `--trace-memory-reducer` prints "high alloc, foreground" every 8 s for
- * as long as the gateway stays idle: its allocation-rate estimate is only refreshed by a collection, and
- * an idle process allocates too little to trigger one, so the garbage of the burst (and the pages V8
- * pools for reuse) stay resident until the next load. Node offers no other hint (no memory-pressure or
+ * as long as the gateway stays idle: its allocation-rate estimate does not come down while nothing
+ * collects (after one collection the reducer works again), and an idle process allocates too little to
+ * trigger one, so the garbage of the burst (and the pages V8 pools for reuse) stay resident until the
+ * next load. Node offers no other hint (no memory-pressure or
  * background notification), so this asks V8 for the collection the reducer would have made: a full
  * "last resort" GC (compacts, shrinks the young generation, releases the pooled pages).
  *
  * When: every `intervalMs`, only if the event loop was busy less than `maxIdleUtilization` of that
- * interval (no load: the pause of a few tens of ms delays nobody) and RSS grew by at least
+ * interval (60-90 ms of pauses: a request arriving meanwhile waits that long) and RSS grew by at least
  * `minGrowthBytes` since the last collection this made (or since start-up, whose garbage counts too).
  * Under load it never runs; after a collection RSS is the new reference, so a heap that really holds
  * more (caches) is not collected again and again.
@@ -38,7 +39,7 @@ export class IdleHeapTrim {
   /** RSS right after the last collection (0 before the first: start-up's garbage is worth one). */
   private reference = 0;
   private timer: NodeJS.Timeout | null = null;
-  /** Collections made (metrics, tests). */
+  /** Collections made so far. */
   collections = 0;
 
   constructor(private readonly opts: HeapTrimOptions = {}) {
