@@ -3,7 +3,7 @@
 //   node --conditions=source --import ./tools/ts-register.js bench/stack.ts
 //   node ... bench/stack.ts --duration 5 --rounds 3 --connections 32 --streams 200 \
 //        --concurrent-streams 1000 --error-seconds 15 [--soak 600 --rate 1000] [--pin] [--no-build] [--quick]
-//        [--cpu-rate 300]
+//        [--cpu-rate 300] [--rss] [--gateway-flags="<node flags>"]
 //
 // Starts (bench/stack/lib.ts) a fake upstream (a test double answering at once), a raw node:http proxy
 // in front of it (the baseline), and the production build of the stack (NODE_ENV=production, dist/):
@@ -27,6 +27,8 @@
 // `--error-seconds` of 503s (embeddings: no embedding-service runs). `--soak N` adds N seconds at
 // `--rate` req/s with the gateway's RSS sampled every 10 s. Numbers, not pass/fail; everything stops
 // by itself. The machine is shared: rely on the same-run ratios and CPU per request, and repeat runs.
+// `--rss`: only the memory part. The gateways run with their image's node flags (lib.ts imageNodeFlags);
+// `--gateway-flags` replaces them.
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { Pool } from 'undici';
@@ -63,8 +65,10 @@ const { values: opt } = parseArgs({
      * autocannon (in this process). Fixed-rate runs always use autocannon.
      */
     loadgen: { type: 'string', default: '' },
-    /** Node flags for the limits-on gateway only (e.g. "--max-semi-space-size=32"), to compare a setting. */
-    'gw-flags': { type: 'string', default: '' },
+    /** Only the memory figures: idle RSS, the concurrent streams, the 503 burst and `--soak`. */
+    rss: { type: 'boolean', default: false },
+    /** Node flags of the limits-on gateway instead of its image's (docker/gateway.Dockerfile CMD), e.g. "" or "--max-semi-space-size=4". */
+    'gateway-flags': { type: 'string' },
   },
 });
 const LOADGEN = opt.loadgen || (hasWrk() ? 'wrk' : 'autocannon');
@@ -83,7 +87,9 @@ const RATE = Number(opt.rate);
 const PARTS = new Set(
   opt.only
     ? opt.only.split(',').map((p) => p.trim())
-    : ['throughput', 'fixed', 'streams', 'concurrent', 'errors', 'soak'],
+    : opt.rss
+      ? ['concurrent', 'errors', 'soak']
+      : ['throughput', 'fixed', 'streams', 'concurrent', 'errors', 'soak'],
 );
 const part = (name: string) => PARTS.has(name);
 
@@ -376,7 +382,10 @@ async function concurrentStreams(stack: Stack, n: number): Promise<Record<string
     await pool.close();
   }
   await new Promise((r) => setTimeout(r, 3_000));
-  return { before, peak, after: rssKiB(gw.pid), ok, maxOpen };
+  const after = rssKiB(gw.pid);
+  // The idle collection (infra/heap-trim.ts) looks every 10 s.
+  await new Promise((r) => setTimeout(r, 12_000));
+  return { before, peak, after, later: rssKiB(gw.pid), ok, maxOpen };
 }
 
 const mib = (kib: number) => (kib / 1024).toFixed(1);
@@ -386,10 +395,8 @@ async function main(): Promise<void> {
     console.log('building the production output (tools/build.js) ...');
     buildProduction();
   }
-  const stack = await startStack({
-    pin: opt.pin,
-    ...(opt['gw-flags'] ? { gatewayOnNodeArgs: opt['gw-flags'].split(/\s+/).filter(Boolean) } : {}),
-  });
+  const gatewayFlags = opt['gateway-flags']?.split(' ').filter(Boolean);
+  const stack = await startStack({ pin: opt.pin, ...(gatewayFlags ? { gatewayFlags } : {}) });
   try {
     const procs = processes(stack);
     const procNames = procs.map((p) => p.name);
@@ -397,6 +404,14 @@ async function main(): Promise<void> {
     const idle = Object.fromEntries(
       procs.filter((p) => !p.name.endsWith('*')).map((p) => [p.name, rssKiB(p.pid)]),
     );
+    console.log(`gateway (limits on) node flags: ${stack.gatewayOnFlags.join(' ') || '(none)'}`);
+    if (opt.rss) {
+      // The gateway's idle collection (infra/heap-trim.ts) looks every 10 s.
+      await new Promise((r) => setTimeout(r, 12_000));
+      console.log(
+        `gw on idle RSS: ${mib(idle['gw on'] ?? 0)} MiB 3 s after start, ${mib(rssKiB(stack.gatewayOn.pid))} MiB 15 s after`,
+      );
+    }
 
     const targets: Target[] = [
       { name: 'raw proxy', url: stack.rawProxy.url, path: '/v1/chat/completions', body: chatBody('bench') },
@@ -543,7 +558,7 @@ async function main(): Promise<void> {
       const cs = await concurrentStreams(stack, CONCURRENT_STREAMS);
       console.log(
         `  ${cs.ok} ok, ${cs.maxOpen} open at once; RSS ${mib(cs.before!)} -> peak ${mib(cs.peak!)} MiB ` +
-          `(${((cs.peak! - cs.before!) / Math.max(1, cs.maxOpen!)).toFixed(1)} KiB per stream) -> ${mib(cs.after!)} MiB 3 s later`,
+          `(${((cs.peak! - cs.before!) / Math.max(1, cs.maxOpen!)).toFixed(1)} KiB per stream) -> ${mib(cs.after!)} MiB 3 s later, ${mib(cs.later!)} MiB 15 s later`,
       );
     }
 
@@ -565,6 +580,7 @@ async function main(): Promise<void> {
       await new Promise((r) => setTimeout(r, 5_000));
       const errSettled = rssKiB(stack.gatewayOn.pid);
       await new Promise((r) => setTimeout(r, 25_000));
+      // (the idle collection looks every 10 s: 30 s later it has had its chance)
       const errLater = rssKiB(stack.gatewayOn.pid);
       console.log(
         `  ${burst.responses} answers (${burst.non2xx} non-2xx) at ${burst.reqPerS.toFixed(0)} req/s, gateway ${(burst.cpu['gw on'] ?? 0).toFixed(0)} us/req; ` +

@@ -13,7 +13,7 @@ mkdir -p var/bench var/tmp
 build_at() {
   local src="var/tmp/src-$1"
   rm -rf "$src" && mkdir -p "$src"
-  git archive "$1" apps libs | tar -x -C "$src"
+  git archive "$1" apps libs docker | tar -x -C "$src"
   # The generated Prisma client is not in git (npm run db:generate makes it).
   cp -a libs/persistence/src/generated "$src/libs/persistence/src/"
   for p in libs/contracts libs/persistence libs/service-kit libs/image-store libs/search-index \
@@ -26,7 +26,8 @@ build_at() {
 }
 for c in "$BEFORE" "$AFTER"; do
   build_at "$c"
-  node --conditions=source --import ./tools/ts-register.js bench/stack.ts --no-build "$@" \
+  # The gateway's node flags from that commit's image (docker/gateway.Dockerfile CMD).
+  BENCH_IMAGE_DIR="var/tmp/src-$c/docker" node --conditions=source --import ./tools/ts-register.js bench/stack.ts --no-build "$@" \
     >"var/bench/compare-$(git rev-parse --short "$c").txt" 2>&1
   echo "var/bench/compare-$(git rev-parse --short "$c").txt"
 done

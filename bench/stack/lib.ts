@@ -42,6 +42,8 @@ export interface Stack {
   ledger: Proc;
   gatewayOn: Proc & { url: string };
   gatewayOff: Proc & { url: string };
+  /** The node flags the gateways run with (their image's CMD unless `gatewayFlags` replaced them). */
+  gatewayOnFlags: string[];
   /** The NATS server's pid when it runs on this machine (shared with everything else on it). */
   natsPid: number | null;
   /** The Redis server's pid when it runs on this machine (shared too). */
@@ -54,8 +56,13 @@ export interface Stack {
 }
 
 export interface StackOptions {
-  /** Extra node flags for the limits-on gateway (e.g. --cpu-prof). */
+  /** Extra node flags for the limits-on gateway (e.g. --cpu-prof), after its production flags. */
   gatewayOnNodeArgs?: string[];
+  /**
+   * The production node flags of both gateways, in place of those of docker/gateway.Dockerfile's CMD
+   * (comparing flags: `[]` is a bare `node`).
+   */
+  gatewayFlags?: string[];
   /** Start the limits-off gateway too (default true). */
   withGatewayOff?: boolean;
   /** Pin each gateway to one core with taskset (cpu 0 / cpu 1). */
@@ -75,6 +82,21 @@ export function buildProduction(): void {
     if (!existsSync(p)) continue;
     execFileSync(process.execPath, ['tools/build.js', p], { stdio: 'ignore' });
   }
+}
+
+/**
+ * The node flags an app's image starts it with: what stands between `node` and the script in the CMD of
+ * docker/<app>.Dockerfile (so the bench runs the gateway as production does).
+ */
+export function imageNodeFlags(app: string): string[] {
+  // compare.sh points BENCH_IMAGE_DIR at the docker/ folder of the commit it measures.
+  const cmd = readFileSync(`${process.env.BENCH_IMAGE_DIR ?? 'docker'}/${app}.Dockerfile`, 'utf8')
+    .split('\n')
+    .filter((l) => l.startsWith('CMD ['))
+    .at(-1);
+  if (!cmd) return [];
+  const argv = JSON.parse(cmd.slice(4)) as string[];
+  return argv[0] === 'node' ? argv.slice(1, -1) : [];
 }
 
 /** Spawns a production process; resolves once `ready(stdout so far)` says so (or the probe answers). */
@@ -235,16 +257,17 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       procs.push(p);
       return { ...p, url };
     };
+    const gatewayFlags = opts.gatewayFlags ?? imageNodeFlags('gateway');
     const gatewayOn = await startGateway(
       'gateway (limits on)',
       true,
-      opts.gatewayOnNodeArgs ?? [],
+      [...gatewayFlags, ...(opts.gatewayOnNodeArgs ?? [])],
       opts.pin ? 0 : undefined,
     );
     const gatewayOff =
       opts.withGatewayOff === false
         ? { ...gatewayOn }
-        : await startGateway('gateway (limits off)', false, [], opts.pin ? 1 : undefined);
+        : await startGateway('gateway (limits off)', false, gatewayFlags, opts.pin ? 1 : undefined);
     // The ledger writer after the gateway, which creates the usage stream.
     const ledger = await spawnProc(
       'ledger-writer',
@@ -270,6 +293,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       gatewayOff,
       natsPid: serverPid('nats-server'),
       redisPid: serverPid('redis-server'),
+      gatewayOnFlags: gatewayFlags,
       db,
       key: db.key,
       limitedKey: limited.key,

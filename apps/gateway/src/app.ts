@@ -25,6 +25,7 @@ import { corsOptions } from './http/cors.js';
 import { checkHttps } from './http/https-policy.js';
 import { lazyChildLoggerFactory } from './http/lazy-logger.js';
 import { securityHeaders } from './http/security-headers.js';
+import { IdleHeapTrim } from './infra/heap-trim.js';
 import { openPersistence } from './infra/persistence.js';
 import { loadLimitsFile } from './limits/limits-file.js';
 import { MetricsService } from './metrics/metrics.service.js';
@@ -131,6 +132,8 @@ export async function startGateway(env: NodeJS.ProcessEnv = process.env): Promis
   log.info({ url, tls: Boolean(tls), insecureDev: config.ALLOW_INSECURE_HTTP }, 'gateway listening');
 
   const usage = app.get(UsagePublisher);
+  // Memory back to the system once idle after the heap grew (V8's memory reducer does not run here).
+  const heapTrim = new IdleHeapTrim().start();
   let closing: Promise<void> | undefined;
   return {
     app,
@@ -138,6 +141,7 @@ export async function startGateway(env: NodeJS.ProcessEnv = process.env): Promis
     config,
     close: () => {
       closing ??= (async () => {
+        heapTrim.stop();
         await app.close();
         await usage.close();
         await nc.drain().catch(() => undefined);

@@ -1,0 +1,63 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { IdleHeapTrim } from './heap-trim.js';
+
+const MiB = 1024 * 1024;
+
+/** A trim over a scripted process: RSS and event-loop utilization set by the test, collections counted. */
+function scripted(opts: { afterCollect: number }) {
+  const state = { rss: 200 * MiB, busy: 0, collected: 0 };
+  const trim = new IdleHeapTrim({
+    rss: () => state.rss,
+    utilization: () => state.busy,
+    collect: () => {
+      state.collected++;
+      state.rss = opts.afterCollect;
+    },
+  });
+  return { state, trim };
+}
+
+describe('IdleHeapTrim', () => {
+  it('collects once when idle after start-up, then only after the heap grew again while idle', () => {
+    const { state, trim } = scripted({ afterCollect: 160 * MiB });
+    assert.equal(trim.check(), true, "start-up's garbage is worth one collection");
+    assert.equal(state.collected, 1);
+    state.rss = 180 * MiB; // +20 MiB: below the 32 MiB threshold
+    assert.equal(trim.check(), false);
+    state.rss = 380 * MiB; // a burst left 220 MiB behind
+    state.busy = 0.6; // still under load: never
+    assert.equal(trim.check(), false);
+    state.busy = 0.01; // idle again
+    assert.equal(trim.check(), true);
+    assert.equal(state.collected, 2);
+    assert.equal(trim.check(), false, 'RSS after the collection is the new reference');
+  });
+
+  it('does not collect again and again a heap that really holds more', () => {
+    const { state, trim } = scripted({ afterCollect: 300 * MiB });
+    state.rss = 300 * MiB;
+    assert.equal(trim.check(), true);
+    for (let i = 0; i < 5; i++) assert.equal(trim.check(), false);
+    assert.equal(state.collected, 1);
+  });
+
+  it('follows RSS down when V8 gave memory back by itself', () => {
+    const { state, trim } = scripted({ afterCollect: 250 * MiB });
+    assert.equal(trim.check(), true); // reference 250 MiB
+    state.rss = 150 * MiB; // V8 shrank the heap on its own
+    assert.equal(trim.check(), false);
+    state.rss = 190 * MiB; // +40 MiB over 150, although below the old reference
+    assert.equal(trim.check(), true);
+  });
+
+  it('really collects: the default collection runs a full GC in this process', async () => {
+    const trim = new IdleHeapTrim({ utilization: () => 0 });
+    const ref = (() => new WeakRef(Array.from({ length: 100_000 }, (_, i) => ({ i }))))();
+    // A WeakRef keeps its target for the rest of the job that made it.
+    await new Promise((r) => setImmediate(r));
+    assert.equal(trim.check(), true);
+    assert.equal(ref.deref(), undefined);
+    assert.equal(typeof (globalThis as { gc?: unknown }).gc, 'undefined', 'no global gc() leaks out');
+  });
+});

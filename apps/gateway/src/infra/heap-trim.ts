@@ -1,0 +1,100 @@
+import { performance } from 'node:perf_hooks';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+
+/**
+ * Gives memory back to the system once the gateway is idle again after its heap grew (ADR 0014, "Memory").
+ *
+ * Why: V8's own memory reducer never runs in this process. After a burst (15 s of 503s: heap 50 ->
+ * 190 MiB, RSS 210 -> 380 MiB), `--trace-memory-reducer` prints "high alloc, foreground" every 8 s for
+ * as long as the gateway stays idle: its allocation-rate estimate does not come down while nothing
+ * collects (after one collection the reducer works again), and an idle process allocates too little to
+ * trigger one, so the garbage of the burst (and the pages V8 pools for reuse) stay resident until the
+ * next load. Node offers no other hint (no memory-pressure or
+ * background notification), so this asks V8 for the collection the reducer would have made: a full
+ * "last resort" GC (compacts, shrinks the young generation, releases the pooled pages).
+ *
+ * When: every `intervalMs`, only if the event loop was busy less than `maxIdleUtilization` of that
+ * interval (60-90 ms of pauses: a request arriving meanwhile waits that long) and RSS grew by at least
+ * `minGrowthBytes` since the last collection this made (or since start-up, whose garbage counts too).
+ * Under load it never runs; after a collection RSS is the new reference, so a heap that really holds
+ * more (caches) is not collected again and again.
+ */
+export interface HeapTrimOptions {
+  intervalMs?: number;
+  maxIdleUtilization?: number;
+  minGrowthBytes?: number;
+  /** Test seams: resident set size, event-loop utilization since the previous call, the collection. */
+  rss?: () => number;
+  utilization?: () => number;
+  collect?: () => void;
+}
+
+export class IdleHeapTrim {
+  private readonly maxUtil: number;
+  private readonly minGrowth: number;
+  private readonly rss: () => number;
+  private readonly utilization: () => number;
+  private readonly collect: () => void;
+  /** RSS right after the last collection (0 before the first: start-up's garbage is worth one). */
+  private reference = 0;
+  private timer: NodeJS.Timeout | null = null;
+  /** Collections made so far. */
+  collections = 0;
+
+  constructor(private readonly opts: HeapTrimOptions = {}) {
+    this.maxUtil = opts.maxIdleUtilization ?? 0.05;
+    this.minGrowth = opts.minGrowthBytes ?? 32 * 1024 * 1024;
+    this.rss = opts.rss ?? process.memoryUsage.rss;
+    this.utilization = opts.utilization ?? eventLoopUtilizationSinceLastCall();
+    this.collect = opts.collect ?? lastResortGc();
+  }
+
+  start(): this {
+    this.timer ??= setInterval(() => this.check(), this.opts.intervalMs ?? 10_000);
+    this.timer.unref();
+    return this;
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+  }
+
+  /** One look; true when it collected. */
+  check(): boolean {
+    const busy = this.utilization();
+    const rss = this.rss();
+    if (this.reference && rss < this.reference) this.reference = rss; // V8 gave memory back itself
+    if (busy > this.maxUtil) return false;
+    if (this.reference && rss - this.reference < this.minGrowth) return false;
+    this.collect();
+    this.collections++;
+    this.reference = this.rss();
+    return true;
+  }
+}
+
+function eventLoopUtilizationSinceLastCall(): () => number {
+  let last = performance.eventLoopUtilization();
+  return () => {
+    const now = performance.eventLoopUtilization();
+    const u = performance.eventLoopUtilization(now, last).utilization;
+    last = now;
+    return u;
+  };
+}
+
+/**
+ * V8's `gc()` without `--expose-gc` on the command line: the flag set at run time makes it available to
+ * contexts created afterwards, so only this function holds it (the main context gets no global `gc`).
+ */
+function lastResortGc(): () => void {
+  setFlagsFromString('--expose-gc');
+  const gc = runInNewContext('gc') as (o: {
+    type: 'major';
+    execution: 'sync';
+    flavor: 'last-resort';
+  }) => void;
+  return () => gc({ type: 'major', execution: 'sync', flavor: 'last-resort' });
+}
