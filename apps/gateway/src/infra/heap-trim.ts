@@ -39,8 +39,6 @@ export class IdleHeapTrim {
   /** RSS right after the last collection (0 before the first: start-up's garbage is worth one). */
   private reference = 0;
   private timer: NodeJS.Timeout | null = null;
-  /** Collections made so far. */
-  collections = 0;
 
   constructor(private readonly opts: HeapTrimOptions = {}) {
     this.maxUtil = opts.maxIdleUtilization ?? 0.05;
@@ -69,7 +67,6 @@ export class IdleHeapTrim {
     if (busy > this.maxUtil) return false;
     if (this.reference && rss - this.reference < this.minGrowth) return false;
     this.collect();
-    this.collections++;
     this.reference = this.rss();
     return true;
   }

@@ -87,12 +87,18 @@ export class LimitsService implements OnModuleInit, OnApplicationShutdown {
     this.engine.clock = clock;
   }
 
-  // A span only where there is an admission to time: with limits off the engine answers at once, and
-  // a sampled request's span for nothing cost ~1/3 of its tracing work (bench/telemetry.ts runs limits off).
+  /**
+   * A `limits.admit` span only where there is an admission to time: with limits off the engine answers
+   * at once, and a sampled request's span for nothing cost ~1/3 of its tracing work (bench/telemetry.ts
+   * runs limits off).
+   */
+  private timed(): boolean {
+    return this.engine.enabled && inSampledTrace();
+  }
 
   /** A request to a model endpoint, once its model is resolved. */
   admitModel(auth: LimitSubject, model: CatalogEntry, body: unknown): Promise<Admission> {
-    if (this.engine.enabled && inSampledTrace()) {
+    if (this.timed()) {
       return withSpan('limits.admit', { 'infer.limits.kind': 'model', 'infer.tier': auth.tier }, () =>
         this.engine.admitModel(auth, model, body),
       );
@@ -102,7 +108,7 @@ export class LimitsService implements OnModuleInit, OnApplicationShutdown {
 
   /** One web search or MCP tool call: 20/min, 3 concurrent (429 rate_limit_exceeded), 500/day (429 insufficient_quota). */
   admitSearch(auth: LimitSubject): Promise<Admission> {
-    if (this.engine.enabled && inSampledTrace()) {
+    if (this.timed()) {
       return withSpan('limits.admit', { 'infer.limits.kind': 'search' }, () => this.engine.admitSearch(auth));
     }
     return this.engine.admitSearch(auth);
@@ -110,7 +116,7 @@ export class LimitsService implements OnModuleInit, OnApplicationShutdown {
 
   /** One image request (whatever `n`): 20/min and 100/month per member, 429. */
   admitImages(auth: LimitSubject): Promise<Admission> {
-    if (this.engine.enabled && inSampledTrace()) {
+    if (this.timed()) {
       return withSpan('limits.admit', { 'infer.limits.kind': 'images' }, () => this.engine.admitImages(auth));
     }
     return this.engine.admitImages(auth);
