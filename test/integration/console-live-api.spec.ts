@@ -5,7 +5,6 @@
  * members, a member's quotas, queue pause/resume and one job by id, with viewers refused server side.
  */
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import {
   AdminKeyListSchema,
@@ -20,21 +19,18 @@ import {
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import OpenAI from 'openai';
-import type { LedgerWriter } from '../../apps/ledger-writer/src/app.js';
 import { type OperatorSession, operatorCall, operatorSession } from '../support/console-session.js';
 import { waitFor } from '../support/wait-for.js';
-import { type Stack, startStack, startStackLedger } from './harness.js';
+import { type LiveStack, type Stack, startLiveStack } from './harness.js';
 
 type Operator = OperatorSession;
 
 describe('operator console: live overview, keys, quotas, queue controls (API)', () => {
+  let live: LiveStack;
   let stack: Stack;
-  let ledger: LedgerWriter;
+  let prefix: string;
   let admin: Operator;
   let viewer: Operator;
-  const tag = randomBytes(4).toString('hex');
-  const prefix = `test:clive:${tag}:`;
-  const subjectPrefix = `cl${tag}.`;
   const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 
   const call = (method: string, path: string, as: Operator, body?: unknown) =>
@@ -44,32 +40,14 @@ describe('operator console: live overview, keys, quotas, queue controls (API)', 
     operatorSession(stack.url, stack.prisma, { email, role, password: `${role} password 123` });
 
   before(async () => {
-    const env = {
-      MODEL_SUBJECT_PREFIX: subjectPrefix,
-      USAGE_STREAM: `USAGE_CLIVE${tag.toUpperCase()}`,
-      USAGE_SUBJECT_ROOT: `usage_clive${tag}.events`,
-      LIMITS_ENABLED: '1',
-      LIMITS_REDIS_PREFIX: prefix,
-      CONSOLE_REDIS_PREFIX: `${prefix}console:`,
-      BULLMQ_PREFIX: `${prefix}bull`,
-      SERVICE_VERSION: '9.9.9-test',
-    };
-    stack = await startStack({ env });
-    ledger = await startStackLedger(stack, {
-      STATUS_SUBJECT_PREFIX: subjectPrefix,
-      SERVICE_VERSION: env.SERVICE_VERSION,
-    });
+    live = await startLiveStack('clive', '9.9.9-test');
+    ({ stack, prefix } = live);
     admin = await signIn('admin@example.com', 'admin');
     viewer = await signIn('viewer@example.com', 'viewer');
   });
 
   after(async () => {
-    await ledger?.stop();
-    await stack?.close();
-    const redis = new Redis(redisUrl);
-    const keys = await redis.keys(`${prefix}*`);
-    if (keys.length) await redis.del(...keys);
-    redis.disconnect();
+    await live?.close();
   });
 
   it('overview: traffic per model with p50/p99 and tokens/min, instances with versions, ledger lag', async () => {

@@ -7,7 +7,6 @@
  * billing anchor is edited. Every page is checked with axe-core and screenshotted at 1280 and 390 px.
  */
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { OperatorsRepository } from '@infer/persistence';
@@ -15,25 +14,23 @@ import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import OpenAI from 'openai';
 import { type Browser, chromium, type Page } from 'playwright-core';
-import type { LedgerWriter } from '../../apps/ledger-writer/src/app.js';
 import { chromiumOptions, noChromium } from '../support/browser.js';
 import { buildConsole, capture, shotsDir, signIn } from '../support/console-browser.js';
 import { waitFor } from '../support/wait-for.js';
-import { type Stack, startStack, startStackLedger } from './harness.js';
+import { type LiveStack, type Stack, startLiveStack } from './harness.js';
 
 const OWNER = { email: 'owner@example.com', password: 'owner password 123' };
 const VIEWER = { email: 'viewer@example.com', password: 'viewer password 123' };
 const hi = [{ role: 'user' as const, content: 'hi' }];
 
 describe('operator console live pages in Chromium', { skip: noChromium }, () => {
+  let live: LiveStack;
   let stack: Stack;
-  let ledger: LedgerWriter;
+  let prefix: string;
   let browser: Browser;
   let distDir: string;
   let shots: string;
   const cspErrors: string[] = [];
-  const tag = randomBytes(4).toString('hex');
-  const prefix = `test:clv:${tag}:`;
   const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 
   async function newPage(): Promise<Page> {
@@ -49,23 +46,8 @@ describe('operator console live pages in Chromium', { skip: noChromium }, () => 
     shots = shotsDir('console-live');
     console.log(`console screenshots: ${shots}`);
     distDir = await buildConsole();
-    const subjectPrefix = `clv${tag}.`;
-    const env = {
-      MODEL_SUBJECT_PREFIX: subjectPrefix,
-      USAGE_STREAM: `USAGE_CLV${tag.toUpperCase()}`,
-      USAGE_SUBJECT_ROOT: `usage_clv${tag}.events`,
-      CONSOLE_DIR: distDir,
-      LIMITS_ENABLED: '1',
-      LIMITS_REDIS_PREFIX: prefix,
-      CONSOLE_REDIS_PREFIX: `${prefix}console:`,
-      BULLMQ_PREFIX: `${prefix}bull`,
-      SERVICE_VERSION: '7.7.7-e2e',
-    };
-    stack = await startStack({ env });
-    ledger = await startStackLedger(stack, {
-      STATUS_SUBJECT_PREFIX: subjectPrefix,
-      SERVICE_VERSION: env.SERVICE_VERSION,
-    });
+    live = await startLiveStack('clv', '7.7.7-e2e', { CONSOLE_DIR: distDir });
+    ({ stack, prefix } = live);
     const ops = new OperatorsRepository(stack.prisma);
     await ops.create({ ...OWNER, role: 'owner' });
     await ops.create({ ...VIEWER, role: 'viewer' });
@@ -74,12 +56,7 @@ describe('operator console live pages in Chromium', { skip: noChromium }, () => 
 
   after(async () => {
     await browser?.close();
-    await ledger?.stop();
-    await stack?.close();
-    const redis = new Redis(redisUrl);
-    const keys = await redis.keys(`${prefix}*`);
-    if (keys.length) await redis.del(...keys);
-    redis.disconnect();
+    await live?.close();
     if (distDir) rmSync(distDir, { recursive: true, force: true });
   });
 

@@ -16,6 +16,7 @@ import {
 } from '@infer/persistence';
 import { connectNats } from '@infer/service-kit';
 import { jetstreamManager } from '@nats-io/jetstream';
+import { Redis } from 'ioredis';
 import OpenAI from 'openai';
 
 async function deleteStream(name: string | undefined, natsUrl?: string): Promise<void> {
@@ -140,7 +141,6 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
   };
 }
 
-/** Calls the SDK and returns the APIError it throws (fails the test if it does not throw). */
 /**
  * A ledger writer on `stack`'s database, consuming the stack's own usage stream (`extra` wins, e.g.
  * STATUS_SUBJECT_PREFIX so that its status reaches this stack's gateway). Stop it with stop().
@@ -160,6 +160,61 @@ export function startStackLedger(stack: Stack, extra: Record<string, string> = {
   });
 }
 
+export interface LiveStack {
+  stack: Stack;
+  ledger: LedgerWriter;
+  /** The Redis prefix of its limits, console state (`console:`) and BullMQ queues (`bull`). */
+  prefix: string;
+  /** Stops the ledger writer and the stack, and deletes the Redis keys under `prefix`. */
+  close(): Promise<void>;
+}
+
+/**
+ * A stack as the console's live pages see it: limits on, its own usage stream, subjects and Redis
+ * prefixes (named after `name` and a random tag), `version` as every app's SERVICE_VERSION, and a
+ * ledger writer whose status messages reach this gateway. `env` adds to the gateway's environment.
+ */
+export async function startLiveStack(
+  name: string,
+  version: string,
+  env: Record<string, string> = {},
+): Promise<LiveStack> {
+  const tag = randomBytes(4).toString('hex');
+  const prefix = `test:${name}:${tag}:`;
+  const subjectPrefix = `${name}${tag}.`;
+  const stack = await startStack({
+    env: {
+      MODEL_SUBJECT_PREFIX: subjectPrefix,
+      USAGE_STREAM: `USAGE_${name.toUpperCase()}${tag.toUpperCase()}`,
+      USAGE_SUBJECT_ROOT: `usage_${name}${tag}.events`,
+      LIMITS_ENABLED: '1',
+      LIMITS_REDIS_PREFIX: prefix,
+      CONSOLE_REDIS_PREFIX: `${prefix}console:`,
+      BULLMQ_PREFIX: `${prefix}bull`,
+      SERVICE_VERSION: version,
+      ...env,
+    },
+  });
+  const ledger = await startStackLedger(stack, {
+    STATUS_SUBJECT_PREFIX: subjectPrefix,
+    SERVICE_VERSION: version,
+  });
+  return {
+    stack,
+    ledger,
+    prefix,
+    close: async () => {
+      await ledger.stop();
+      await stack.close();
+      const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
+      const keys = await redis.keys(`${prefix}*`);
+      if (keys.length) await redis.del(...keys);
+      redis.disconnect();
+    },
+  };
+}
+
+/** Calls the SDK and returns the APIError it throws (fails the test if it does not throw). */
 export async function apiError(p: Promise<unknown>): Promise<InstanceType<typeof OpenAI.APIError>> {
   try {
     await p;
