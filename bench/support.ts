@@ -96,6 +96,53 @@ export function writeCalls(pid: number): number | null {
 }
 
 /**
+ * Read system calls a process made so far (`syscr` of /proc/<pid>/io: read, recvmsg and the like, every
+ * thread). null when not readable.
+ */
+export function readCalls(pid: number): number | null {
+  try {
+    const m = /syscr:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/io`, 'utf8'));
+    return m ? Number(m[1]) : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Voluntary context switches of a process's main thread so far (`/proc/<pid>/status`): each one is its
+ * event loop going to sleep with nothing to do, so between two readings, the times it woke up again.
+ */
+export function wakeups(pid: number): number | null {
+  return statusField(pid, 'voluntary_ctxt_switches');
+}
+
+/** Involuntary context switches of a process's main thread so far: the times it was preempted. */
+export function preemptions(pid: number): number | null {
+  return statusField(pid, 'nonvoluntary_ctxt_switches');
+}
+
+function statusField(pid: number, name: string): number | null {
+  try {
+    const m = new RegExp(`^${name}:\\s+(\\d+)`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Bytes a process read and wrote so far through system calls (`rchar` / `wchar`: sockets included). */
+export function ioBytes(pid: number): { read: number; written: number } | null {
+  try {
+    const io = readFileSync(`/proc/${pid}/io`, 'utf8');
+    const r = /rchar:\s+(\d+)/.exec(io);
+    const w = /wchar:\s+(\d+)/.exec(io);
+    return r && w ? { read: Number(r[1]), written: Number(w[1]) } : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
  * The gateway from its main.ts in a process of its own on a free port, once /readyz answers 200.
  * `nodeFlags` go before main.ts (preloads, profiling); `stdout: 'pipe'` keeps its stdout readable;
  * `ipc` opens a message channel to it; `name` labels the errors; `cwd`: another checkout's tree to run
