@@ -32,6 +32,7 @@
 // the socket writes, reads, event-loop wake-ups, preemptions and bytes in/out; `--gc` adds the gateway's
 // promoted bytes and GC pauses (`--trace-gc-nvp`), also for the 503 burst; `--lag-ms N` a target on the
 // simulator answering after N ms (the upstream path's timing without its work).
+import { type ChildProcess, spawn } from 'node:child_process';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { Pool } from 'undici';
@@ -84,6 +85,12 @@ const { values: opt } = parseArgs({
      * upstream path costs the gateway through timing alone.
      */
     'lag-ms': { type: 'string', default: '0' },
+    /**
+     * Adds a target "gw on, simulator, burn F": the simulator target while another process keeps F of
+     * one core busy (e.g. 0.4: what chat-service, the upstream and NATS spend in addition on the upstream
+     * path): what contention alone does to the gateway's CPU per request.
+     */
+    burn: { type: 'string', default: '0' },
   },
 });
 const LOADGEN = opt.loadgen || (hasWrk() ? 'wrk' : 'autocannon');
@@ -100,6 +107,7 @@ const ERROR_SECONDS = Number(opt['error-seconds']);
 const SOAK = Number(opt.soak);
 const RATE = Number(opt.rate);
 const LAG_MS = Number(opt['lag-ms']);
+const BURN = Number(opt.burn);
 const PARTS = new Set(
   opt.only
     ? opt.only.split(',').map((p) => p.trim())
@@ -123,6 +131,17 @@ interface Target {
   path: string;
   key?: string;
   body: string;
+  /** A process spinning this share of one core while the target is driven (`--burn`). */
+  burn?: number;
+}
+
+/**
+ * A process that keeps this share of one core busy (spins 2*share ms, sleeps the rest of each 2 ms):
+ * other work on the machine, to see what contention alone does to a process's CPU per request.
+ */
+function startBurner(share: number): ChildProcess {
+  const code = `const b=new Int32Array(new SharedArrayBuffer(4));for(;;){const t=performance.now();while(performance.now()-t<${2 * share}){}Atomics.wait(b,0,0,${2 * (1 - share)})}`;
+  return spawn(process.execPath, ['-e', code], { stdio: 'ignore' });
 }
 
 interface Sample {
@@ -221,6 +240,26 @@ async function load(
   t: Target,
   seconds: number,
   extra: { connections?: number; overallRate?: number } = {},
+): Promise<Sample> {
+  const burner = t.burn ? startBurner(t.burn) : null;
+  try {
+    const t0 = performance.now();
+    const sample = await measure(stack, t, seconds, extra);
+    if (burner?.pid) {
+      const share = cpuMs(burner.pid) / (performance.now() - t0);
+      console.log(`  (${t.name}: the burner used ${(share * 100).toFixed(0)} % of a core)`);
+    }
+    return sample;
+  } finally {
+    burner?.kill('SIGKILL');
+  }
+}
+
+async function measure(
+  stack: Stack,
+  t: Target,
+  seconds: number,
+  extra: { connections?: number; overallRate?: number },
 ): Promise<Sample> {
   const procs = processes(stack);
   const before = procs.map((p) => cpuMs(p.pid));
@@ -597,6 +636,16 @@ async function main(): Promise<void> {
         body: chatBody('chat-A'),
       },
     ];
+    if (BURN > 0) {
+      targets.push({
+        name: `gw on, simulator, burn ${BURN}`,
+        url: stack.gatewayOn.url,
+        path: '/v1/chat/completions',
+        key: stack.key,
+        body: chatBody('chat-A'),
+        burn: BURN,
+      });
+    }
     if (LAG_MS > 0) {
       targets.push({
         name: `gw on, sim +${LAG_MS} ms`,
@@ -640,6 +689,7 @@ async function main(): Promise<void> {
         ['gw on, simulator', 'gw on'],
         ['gw on, 429', 'gw on'],
         ...(LAG_MS > 0 ? [[`gw on, sim +${LAG_MS} ms`, 'gw on'] as const] : []),
+        ...(BURN > 0 ? [[`gw on, simulator, burn ${BURN}`, 'gw on'] as const] : []),
       ] as const) {
         const us = median(samples.filter((s) => s.target === target).map((s) => s.cpu[proc] ?? 0));
         console.log(
