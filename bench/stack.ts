@@ -38,7 +38,7 @@ import autocannon from 'autocannon';
 import { Pool } from 'undici';
 import { buildProduction, rssKiB, type Stack, startStack } from './stack/lib.js';
 import { hasWrk, runWrk, type WrkResult } from './stack/wrk.js';
-import { cpuMs, ioBytes, pct, preemptions, readCalls, wakeups, writeCalls } from './support.js';
+import { cpuMs, ioBytes, pct, preemptions, readCalls, sysMs, wakeups, writeCalls } from './support.js';
 
 const { values: opt } = parseArgs({
   options: {
@@ -91,6 +91,13 @@ const { values: opt } = parseArgs({
      * path): what contention alone does to the gateway's CPU per request.
      */
     burn: { type: 'string', default: '0' },
+    /**
+     * Adds a target "gw on, simulator + side load": the simulator target while the raw proxy -> upstream
+     * path is driven at the same rate beside it (needs --cpu-rate). The machine then carries about what
+     * the upstream path adds (chat-service's upstream calls, the upstream's answers: ~170 us of CPU per
+     * request in other processes) while the gateway does the simulator target's work.
+     */
+    'side-load': { type: 'boolean', default: false },
   },
 });
 const LOADGEN = opt.loadgen || (hasWrk() ? 'wrk' : 'autocannon');
@@ -133,6 +140,8 @@ interface Target {
   body: string;
   /** A process spinning this share of one core while the target is driven (`--burn`). */
   burn?: number;
+  /** Another target driven at the same time and rate (its answers are not counted): `--side-load`. */
+  side?: Target;
 }
 
 /**
@@ -165,6 +174,8 @@ interface Sample {
   /** Bytes read / written through system calls per response, by process name. */
   bytesIn: Record<string, number>;
   bytesOut: Record<string, number>;
+  /** System (kernel) CPU microseconds per response, by process name. */
+  sys: Record<string, number>;
   /** The limits-on gateway's collections over the round (`--gc`), per response. */
   gc?: GcPerRequest;
 }
@@ -277,6 +288,19 @@ async function measure(
   // wrk for closed loops when installed (it has no fixed-rate mode); autocannon otherwise.
   const viaWrk = LOADGEN === 'wrk' && !extra.overallRate;
   const selfBefore = cpuMs(process.pid);
+  const sysBefore = procs.map((p) => sysMs(p.pid));
+  const side = t.side
+    ? autocannon({
+        url: `${t.side.url}${t.side.path}`,
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: t.side.body,
+        connections,
+        duration: seconds,
+        timeout: 30,
+        ...(extra.overallRate ? { overallRate: extra.overallRate } : {}),
+      })
+    : null;
   let r: Omit<WrkResult, 'cpuMs'>;
   let loadgenMs: number;
   if (viaWrk) {
@@ -305,7 +329,9 @@ async function measure(
     // autocannon runs in this process: its CPU is this process's over the run.
     loadgenMs = cpuMs(process.pid) - selfBefore;
   }
+  await side;
   const after = procs.map((p) => cpuMs(p.pid));
+  const sysAfter = procs.map((p) => sysMs(p.pid));
   const writesAfter = procs.map((p) => writeCalls(p.pid));
   const readsAfter = procs.map((p) => readCalls(p.pid));
   const wakesAfter = procs.map((p) => wakeups(p.pid));
@@ -319,6 +345,7 @@ async function measure(
   const preempts: Record<string, number> = {};
   const bytesIn: Record<string, number> = {};
   const bytesOut: Record<string, number> = {};
+  const sys: Record<string, number> = {};
   const perResponse = (into: Record<string, number>, name: string, a: number | null, b: number | null) => {
     if (a != null && b != null) into[name] = responses ? (b - a) / responses : 0;
   };
@@ -330,6 +357,7 @@ async function measure(
     perResponse(preempts, p.name, preemptsBefore[i] ?? null, preemptsAfter[i] ?? null);
     perResponse(bytesIn, p.name, bytesBefore[i]?.read ?? null, bytesAfter[i]?.read ?? null);
     perResponse(bytesOut, p.name, bytesBefore[i]?.written ?? null, bytesAfter[i]?.written ?? null);
+    perResponse(sys, p.name, (sysBefore[i] ?? 0) * 1000, (sysAfter[i] ?? 0) * 1000);
   });
   cpu[viaWrk ? 'wrk' : 'autocannon'] = responses ? (loadgenMs * 1000) / responses : 0;
   return {
@@ -347,6 +375,7 @@ async function measure(
     preempts,
     bytesIn,
     bytesOut,
+    sys,
     ...(opt.gc ? { gc: gcSince(gcBefore, responses) } : {}),
   };
 }
@@ -365,6 +394,16 @@ function summarizeTurns(samples: Sample[]): Record<string, string>[] {
   };
   return [...byTarget.entries()].map(([target, ss]) => {
     const row: Record<string, string> = { target };
+    row['gw on user/sys us'] = [
+      m(
+        ss.map((s) => (s.cpu['gw on'] ?? 0) - (s.sys['gw on'] ?? 0)),
+        0,
+      ),
+      m(
+        ss.map((s) => s.sys['gw on']),
+        0,
+      ),
+    ].join(' / ');
     for (const p of ['gw on', 'chat-svc']) {
       row[`${p} w/r/wake/preempt`] = [
         m(ss.map((s) => s.writes[p])),
@@ -636,6 +675,16 @@ async function main(): Promise<void> {
         body: chatBody('chat-A'),
       },
     ];
+    if (opt['side-load']) {
+      targets.push({
+        name: 'gw on, simulator + side load',
+        url: stack.gatewayOn.url,
+        path: '/v1/chat/completions',
+        key: stack.key,
+        body: chatBody('chat-A'),
+        side: targets[0],
+      });
+    }
     if (BURN > 0) {
       targets.push({
         name: `gw on, simulator, burn ${BURN}`,
@@ -690,6 +739,7 @@ async function main(): Promise<void> {
         ['gw on, 429', 'gw on'],
         ...(LAG_MS > 0 ? [[`gw on, sim +${LAG_MS} ms`, 'gw on'] as const] : []),
         ...(BURN > 0 ? [[`gw on, simulator, burn ${BURN}`, 'gw on'] as const] : []),
+        ...(opt['side-load'] ? [['gw on, simulator + side load', 'gw on'] as const] : []),
       ] as const) {
         const us = median(samples.filter((s) => s.target === target).map((s) => s.cpu[proc] ?? 0));
         console.log(

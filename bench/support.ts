@@ -82,6 +82,13 @@ export function cpuMs(pid: number): number {
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLK_TCK;
 }
 
+/** System (kernel) CPU time a process has used, from /proc (ms, 10 ms resolution). */
+export function sysMs(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[12]) * 1000) / CLK_TCK;
+}
+
 /**
  * Write system calls a process made so far (`syscw` of /proc/<pid>/io: write, writev and the like, every
  * thread): with the answers counted, the socket writes per request. null when not readable.
