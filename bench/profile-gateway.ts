@@ -2,12 +2,15 @@
 //
 //   node --conditions=source --import ./tools/ts-register.js bench/profile-gateway.ts
 //   node ... bench/profile-gateway.ts --seconds 10 --connections 32 --model chat-up|chat-A [--no-build]
+//        [--rate 3000]
 //
 // Starts the stack of bench/stack.ts (bench/stack/lib.ts) with the limits-on gateway under
 // `node --cpu-prof`, drives POST /v1/chat/completions (model chat-up: through chat-service's openai
 // engine to the fake upstream; chat-A: the simulator) with autocannon for `--seconds`, stops the stack
 // (the gateway writes its .cpuprofile on exit, under var/profiles/) and prints the functions with the
 // most self time, and the self time by area (our code by folder, packages, Node internals, GC).
+// `--rate N`: autocannon at N req/s in all (its rate mode) instead of a closed loop, so that two models
+// are profiled at the same load.
 // Open the file in Chrome DevTools (Performance) or VS Code for the call tree.
 //
 // `--perf` records with Linux `perf` instead (the gateway with --perf-basic-prof-only-functions, so
@@ -31,6 +34,7 @@ const { values: opt } = parseArgs({
     top: { type: 'string', default: '30' },
     'no-build': { type: 'boolean', default: false },
     perf: { type: 'boolean', default: false },
+    rate: { type: 'string', default: '0' },
   },
 });
 
@@ -121,6 +125,7 @@ async function main(): Promise<void> {
         }),
         connections: Number(opt.connections),
         duration: seconds,
+        ...(Number(opt.rate) > 0 ? { overallRate: Number(opt.rate) } : {}),
       });
     await run(2); // warm-up (in the profile too: start-up is in it anyway)
     // perf records the gateway for the measured run (a second less, so that it ends inside it).

@@ -3,7 +3,7 @@
 //   node --conditions=source --import ./tools/ts-register.js bench/stack.ts
 //   node ... bench/stack.ts --duration 5 --rounds 3 --connections 32 --streams 200 \
 //        --concurrent-streams 1000 --error-seconds 15 [--soak 600 --rate 1000] [--pin] [--no-build] [--quick]
-//        [--cpu-rate 300] [--rss] [--gateway-flags="<node flags>"]
+//        [--cpu-rate 300] [--rss] [--gateway-flags="<node flags>"] [--gc] [--lag-ms 1]
 //
 // Starts (bench/stack/lib.ts) a fake upstream (a test double answering at once), a raw node:http proxy
 // in front of it (the baseline), and the production build of the stack (NODE_ENV=production, dist/):
@@ -28,13 +28,17 @@
 // `--rate` req/s with the gateway's RSS sampled every 10 s. Numbers, not pass/fail; everything stops
 // by itself. The machine is shared: rely on the same-run ratios and CPU per request, and repeat runs.
 // `--rss`: only the memory part. The gateways run with their image's node flags (lib.ts imageNodeFlags);
-// `--gateway-flags` replaces them.
+// `--gateway-flags` replaces them. Per request it also prints, for the limits-on gateway and chat-service,
+// the socket writes, reads, event-loop wake-ups, preemptions and bytes in/out; `--gc` adds the gateway's
+// promoted bytes and GC pauses (`--trace-gc-nvp`), also for the 503 burst; `--lag-ms N` a target on the
+// simulator answering after N ms (the upstream path's timing without its work).
+import { type ChildProcess, spawn } from 'node:child_process';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { Pool } from 'undici';
 import { buildProduction, rssKiB, type Stack, startStack } from './stack/lib.js';
 import { hasWrk, runWrk, type WrkResult } from './stack/wrk.js';
-import { cpuMs, pct, writeCalls } from './support.js';
+import { cpuMs, ioBytes, pct, preemptions, readCalls, sysMs, wakeups, writeCalls } from './support.js';
 
 const { values: opt } = parseArgs({
   options: {
@@ -69,6 +73,31 @@ const { values: opt } = parseArgs({
     rss: { type: 'boolean', default: false },
     /** Node flags of the limits-on gateway instead of its image's (docker/gateway.Dockerfile CMD), e.g. "" or "--max-semi-space-size=4". */
     'gateway-flags': { type: 'string' },
+    /**
+     * The limits-on gateway with `--trace-gc-nvp` (one line per collection on its stdout): per target and
+     * for the 503 burst, the bytes its scavenges promoted to the old generation, its GC pauses and its
+     * collections, per request.
+     */
+    gc: { type: 'boolean', default: false },
+    /**
+     * Adds a target "gw on, sim +N ms": limits on, model chat-lag (the simulator answering after N ms,
+     * max_tokens 1): the simulator's work with a reply as late as the upstream's, to tell what the
+     * upstream path costs the gateway through timing alone.
+     */
+    'lag-ms': { type: 'string', default: '0' },
+    /**
+     * Adds a target "gw on, simulator, burn F": the simulator target while another process keeps F of
+     * one core busy (e.g. 0.4: what chat-service, the upstream and NATS spend in addition on the upstream
+     * path): what contention alone does to the gateway's CPU per request.
+     */
+    burn: { type: 'string', default: '0' },
+    /**
+     * Adds a target "gw on, simulator + side load": the simulator target while the raw proxy -> upstream
+     * path is driven at the same rate beside it (needs --cpu-rate). The machine then carries about what
+     * the upstream path adds (chat-service's upstream calls, the upstream's answers: ~170 us of CPU per
+     * request in other processes) while the gateway does the simulator target's work.
+     */
+    'side-load': { type: 'boolean', default: false },
   },
 });
 const LOADGEN = opt.loadgen || (hasWrk() ? 'wrk' : 'autocannon');
@@ -84,6 +113,8 @@ const CONCURRENT_STREAMS = Number(opt['concurrent-streams']);
 const ERROR_SECONDS = Number(opt['error-seconds']);
 const SOAK = Number(opt.soak);
 const RATE = Number(opt.rate);
+const LAG_MS = Number(opt['lag-ms']);
+const BURN = Number(opt.burn);
 const PARTS = new Set(
   opt.only
     ? opt.only.split(',').map((p) => p.trim())
@@ -107,6 +138,19 @@ interface Target {
   path: string;
   key?: string;
   body: string;
+  /** A process spinning this share of one core while the target is driven (`--burn`). */
+  burn?: number;
+  /** Another target driven at the same time and rate (its answers are not counted): `--side-load`. */
+  side?: Target;
+}
+
+/**
+ * A process that keeps this share of one core busy (spins 2*share ms, sleeps the rest of each 2 ms):
+ * other work on the machine, to see what contention alone does to a process's CPU per request.
+ */
+function startBurner(share: number): ChildProcess {
+  const code = `const b=new Int32Array(new SharedArrayBuffer(4));for(;;){const t=performance.now();while(performance.now()-t<${2 * share}){}Atomics.wait(b,0,0,${2 * (1 - share)})}`;
+  return spawn(process.execPath, ['-e', code], { stdio: 'ignore' });
 }
 
 interface Sample {
@@ -121,6 +165,66 @@ interface Sample {
   cpu: Record<string, number>;
   /** Write system calls (socket writes) per response, by process name (absent when unreadable). */
   writes: Record<string, number>;
+  /** Read system calls per response, by process name (absent when unreadable). */
+  reads: Record<string, number>;
+  /** Event-loop wake-ups (voluntary context switches of the main thread) per response, by process name. */
+  wakes: Record<string, number>;
+  /** Preemptions (involuntary context switches of the main thread) per response, by process name. */
+  preempts: Record<string, number>;
+  /** Bytes read / written through system calls per response, by process name. */
+  bytesIn: Record<string, number>;
+  bytesOut: Record<string, number>;
+  /** System (kernel) CPU microseconds per response, by process name. */
+  sys: Record<string, number>;
+  /** The limits-on gateway's collections over the round (`--gc`), per response. */
+  gc?: GcPerRequest;
+}
+
+/** Totals of the collections `--trace-gc-nvp` reported so far. */
+interface GcTotals {
+  scavenges: number;
+  fullGcs: number;
+  promoted: number;
+  pauseMs: number;
+}
+interface GcPerRequest {
+  promotedBytes: number;
+  pauseUs: number;
+  scavengesPer1k: number;
+  fullGcsPer1k: number;
+}
+const gcTotals: GcTotals = { scavenges: 0, fullGcs: 0, promoted: 0, pauseMs: 0 };
+
+/** Sums the `GC: {...}` lines of `--trace-gc-nvp` that a process prints on its stdout. */
+function followGcTrace(out: NodeJS.ReadableStream): void {
+  let rest = '';
+  out.on('data', (d: Buffer) => {
+    const lines = (rest + d.toString('utf8')).split('\n');
+    rest = lines.pop() ?? '';
+    for (const line of lines) {
+      const at = line.indexOf('GC: {');
+      if (at < 0) continue;
+      try {
+        const g = JSON.parse(line.slice(at + 4)) as { gc?: string; promoted?: number; pause?: number };
+        if (g.gc === 's') gcTotals.scavenges++;
+        else if (g.gc === 'mc' || g.gc === 'mmc') gcTotals.fullGcs++;
+        gcTotals.promoted += g.promoted ?? 0;
+        gcTotals.pauseMs += g.pause ?? 0;
+      } catch {
+        // a line cut by another writer: not counted
+      }
+    }
+  });
+}
+
+function gcSince(before: GcTotals, responses: number): GcPerRequest {
+  const n = Math.max(1, responses);
+  return {
+    promotedBytes: (gcTotals.promoted - before.promoted) / n,
+    pauseUs: ((gcTotals.pauseMs - before.pauseMs) * 1000) / n,
+    scavengesPer1k: ((gcTotals.scavenges - before.scavenges) * 1000) / n,
+    fullGcsPer1k: ((gcTotals.fullGcs - before.fullGcs) * 1000) / n,
+  };
 }
 
 const median = (xs: number[]): number => {
@@ -148,9 +252,34 @@ async function load(
   seconds: number,
   extra: { connections?: number; overallRate?: number } = {},
 ): Promise<Sample> {
+  const burner = t.burn ? startBurner(t.burn) : null;
+  try {
+    const t0 = performance.now();
+    const sample = await measure(stack, t, seconds, extra);
+    if (burner?.pid) {
+      const share = cpuMs(burner.pid) / (performance.now() - t0);
+      console.log(`  (${t.name}: the burner used ${(share * 100).toFixed(0)} % of a core)`);
+    }
+    return sample;
+  } finally {
+    burner?.kill('SIGKILL');
+  }
+}
+
+async function measure(
+  stack: Stack,
+  t: Target,
+  seconds: number,
+  extra: { connections?: number; overallRate?: number },
+): Promise<Sample> {
   const procs = processes(stack);
   const before = procs.map((p) => cpuMs(p.pid));
   const writesBefore = procs.map((p) => writeCalls(p.pid));
+  const readsBefore = procs.map((p) => readCalls(p.pid));
+  const wakesBefore = procs.map((p) => wakeups(p.pid));
+  const preemptsBefore = procs.map((p) => preemptions(p.pid));
+  const bytesBefore = procs.map((p) => ioBytes(p.pid));
+  const gcBefore = { ...gcTotals };
   const headers = {
     'content-type': 'application/json',
     ...(t.key ? { authorization: `Bearer ${t.key}` } : {}),
@@ -159,6 +288,19 @@ async function load(
   // wrk for closed loops when installed (it has no fixed-rate mode); autocannon otherwise.
   const viaWrk = LOADGEN === 'wrk' && !extra.overallRate;
   const selfBefore = cpuMs(process.pid);
+  const sysBefore = procs.map((p) => sysMs(p.pid));
+  const side = t.side
+    ? autocannon({
+        url: `${t.side.url}${t.side.path}`,
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: t.side.body,
+        connections,
+        duration: seconds,
+        timeout: 30,
+        ...(extra.overallRate ? { overallRate: extra.overallRate } : {}),
+      })
+    : null;
   let r: Omit<WrkResult, 'cpuMs'>;
   let loadgenMs: number;
   if (viaWrk) {
@@ -187,16 +329,35 @@ async function load(
     // autocannon runs in this process: its CPU is this process's over the run.
     loadgenMs = cpuMs(process.pid) - selfBefore;
   }
+  await side;
   const after = procs.map((p) => cpuMs(p.pid));
+  const sysAfter = procs.map((p) => sysMs(p.pid));
   const writesAfter = procs.map((p) => writeCalls(p.pid));
+  const readsAfter = procs.map((p) => readCalls(p.pid));
+  const wakesAfter = procs.map((p) => wakeups(p.pid));
+  const preemptsAfter = procs.map((p) => preemptions(p.pid));
+  const bytesAfter = procs.map((p) => ioBytes(p.pid));
   const responses = r.responses;
   const cpu: Record<string, number> = { [viaWrk ? 'wrk' : 'autocannon']: 0 };
   const writes: Record<string, number> = {};
+  const reads: Record<string, number> = {};
+  const wakes: Record<string, number> = {};
+  const preempts: Record<string, number> = {};
+  const bytesIn: Record<string, number> = {};
+  const bytesOut: Record<string, number> = {};
+  const sys: Record<string, number> = {};
+  const perResponse = (into: Record<string, number>, name: string, a: number | null, b: number | null) => {
+    if (a != null && b != null) into[name] = responses ? (b - a) / responses : 0;
+  };
   procs.forEach((p, i) => {
     cpu[p.name] = responses ? ((after[i]! - before[i]!) * 1000) / responses : 0;
-    const w0 = writesBefore[i];
-    const w1 = writesAfter[i];
-    if (w0 != null && w1 != null) writes[p.name] = responses ? (w1 - w0) / responses : 0;
+    perResponse(writes, p.name, writesBefore[i] ?? null, writesAfter[i] ?? null);
+    perResponse(reads, p.name, readsBefore[i] ?? null, readsAfter[i] ?? null);
+    perResponse(wakes, p.name, wakesBefore[i] ?? null, wakesAfter[i] ?? null);
+    perResponse(preempts, p.name, preemptsBefore[i] ?? null, preemptsAfter[i] ?? null);
+    perResponse(bytesIn, p.name, bytesBefore[i]?.read ?? null, bytesAfter[i]?.read ?? null);
+    perResponse(bytesOut, p.name, bytesBefore[i]?.written ?? null, bytesAfter[i]?.written ?? null);
+    perResponse(sys, p.name, (sysBefore[i] ?? 0) * 1000, (sysAfter[i] ?? 0) * 1000);
   });
   cpu[viaWrk ? 'wrk' : 'autocannon'] = responses ? (loadgenMs * 1000) / responses : 0;
   return {
@@ -209,7 +370,71 @@ async function load(
     errors: r.errors,
     cpu,
     writes,
+    reads,
+    wakes,
+    preempts,
+    bytesIn,
+    bytesOut,
+    sys,
+    ...(opt.gc ? { gc: gcSince(gcBefore, responses) } : {}),
   };
+}
+
+/**
+ * Per request, median of rounds, for the gateways and chat-service: socket writes, reads and event-loop
+ * wake-ups (what separates two targets whose own work per request is the same), and with `--gc` the
+ * limits-on gateway's collections.
+ */
+function summarizeTurns(samples: Sample[]): Record<string, string>[] {
+  const byTarget = new Map<string, Sample[]>();
+  for (const s of samples) byTarget.set(s.target, [...(byTarget.get(s.target) ?? []), s]);
+  const m = (xs: Array<number | undefined>, digits = 2) => {
+    const ys = xs.filter((x): x is number => x !== undefined);
+    return ys.length ? median(ys).toFixed(digits) : '-';
+  };
+  return [...byTarget.entries()].map(([target, ss]) => {
+    const row: Record<string, string> = { target };
+    row['gw on user/sys us'] = [
+      m(
+        ss.map((s) => (s.cpu['gw on'] ?? 0) - (s.sys['gw on'] ?? 0)),
+        0,
+      ),
+      m(
+        ss.map((s) => s.sys['gw on']),
+        0,
+      ),
+    ].join(' / ');
+    for (const p of ['gw on', 'chat-svc']) {
+      row[`${p} w/r/wake/preempt`] = [
+        m(ss.map((s) => s.writes[p])),
+        m(ss.map((s) => s.reads[p])),
+        m(ss.map((s) => s.wakes[p])),
+        m(ss.map((s) => s.preempts[p])),
+      ].join(' / ');
+      row[`${p} B in/out`] = [
+        m(
+          ss.map((s) => s.bytesIn[p]),
+          0,
+        ),
+        m(
+          ss.map((s) => s.bytesOut[p]),
+          0,
+        ),
+      ].join(' / ');
+    }
+    if (opt.gc) {
+      row['gw on promoted B'] = m(
+        ss.map((s) => s.gc?.promotedBytes),
+        0,
+      );
+      row['gw on GC pause us'] = m(
+        ss.map((s) => s.gc?.pauseUs),
+        1,
+      );
+      row['scavenges /1k'] = m(ss.map((s) => s.gc?.scavengesPer1k));
+    }
+    return row;
+  });
 }
 
 /** Write system calls per request of each process (median of rounds): the socket writes a request costs. */
@@ -396,7 +621,13 @@ async function main(): Promise<void> {
     buildProduction();
   }
   const gatewayFlags = opt['gateway-flags']?.split(' ').filter(Boolean);
-  const stack = await startStack({ pin: opt.pin, ...(gatewayFlags ? { gatewayFlags } : {}) });
+  const stack = await startStack({
+    pin: opt.pin,
+    ...(gatewayFlags ? { gatewayFlags } : {}),
+    ...(opt.gc ? { gatewayOnNodeArgs: ['--trace-gc-nvp'] } : {}),
+    ...(LAG_MS > 0 ? { lagMs: LAG_MS } : {}),
+  });
+  if (opt.gc && stack.gatewayOn.child.stdout) followGcTrace(stack.gatewayOn.child.stdout);
   try {
     const procs = processes(stack);
     const procNames = procs.map((p) => p.name);
@@ -444,6 +675,35 @@ async function main(): Promise<void> {
         body: chatBody('chat-A'),
       },
     ];
+    if (opt['side-load']) {
+      targets.push({
+        name: 'gw on, simulator + side load',
+        url: stack.gatewayOn.url,
+        path: '/v1/chat/completions',
+        key: stack.key,
+        body: chatBody('chat-A'),
+        side: targets[0],
+      });
+    }
+    if (BURN > 0) {
+      targets.push({
+        name: `gw on, simulator, burn ${BURN}`,
+        url: stack.gatewayOn.url,
+        path: '/v1/chat/completions',
+        key: stack.key,
+        body: chatBody('chat-A'),
+        burn: BURN,
+      });
+    }
+    if (LAG_MS > 0) {
+      targets.push({
+        name: `gw on, sim +${LAG_MS} ms`,
+        url: stack.gatewayOn.url,
+        path: '/v1/chat/completions',
+        key: stack.key,
+        body: chatBody('chat-lag'),
+      });
+    }
     let afterLoad = rssKiB(stack.gatewayOn.pid);
     if (part('throughput')) {
       const cpuRate = Number(opt['cpu-rate']);
@@ -466,6 +726,10 @@ async function main(): Promise<void> {
         '\nWrite system calls (socket writes) per request per process (median of rounds; * is shared):',
       );
       console.table(summarizeWrites(samples, procNames));
+      console.log(
+        `\nPer request: socket writes / reads / event-loop wake-ups (main thread's voluntary context switches)${opt.gc ? "; the limits-on gateway's GC (--trace-gc-nvp)" : ''}, median of rounds:`,
+      );
+      console.table(summarizeTurns(samples));
       const raw = samples.filter((s) => s.target === 'raw proxy').map((s) => s.cpu['raw proxy'] ?? 0);
       const rawUs = median(raw);
       for (const [target, proc] of [
@@ -473,6 +737,9 @@ async function main(): Promise<void> {
         ['gw on, upstream', 'gw on'],
         ['gw on, simulator', 'gw on'],
         ['gw on, 429', 'gw on'],
+        ...(LAG_MS > 0 ? [[`gw on, sim +${LAG_MS} ms`, 'gw on'] as const] : []),
+        ...(BURN > 0 ? [[`gw on, simulator, burn ${BURN}`, 'gw on'] as const] : []),
+        ...(opt['side-load'] ? [['gw on, simulator + side load', 'gw on'] as const] : []),
       ] as const) {
         const us = median(samples.filter((s) => s.target === target).map((s) => s.cpu[proc] ?? 0));
         console.log(
@@ -586,6 +853,13 @@ async function main(): Promise<void> {
         `  ${burst.responses} answers (${burst.non2xx} non-2xx) at ${burst.reqPerS.toFixed(0)} req/s, gateway ${(burst.cpu['gw on'] ?? 0).toFixed(0)} us/req; ` +
           `RSS ${mib(errBefore)} -> ${mib(errAfter)} MiB, ${mib(errSettled)} MiB 5 s later, ${mib(errLater)} MiB 30 s later`,
       );
+      if (burst.gc) {
+        console.log(
+          `  gateway GC during the burst, per answer: ${burst.gc.promotedBytes.toFixed(0)} bytes promoted, ` +
+            `${burst.gc.pauseUs.toFixed(1)} us paused; ${burst.gc.scavengesPer1k.toFixed(2)} scavenges and ` +
+            `${burst.gc.fullGcsPer1k.toFixed(3)} full collections per 1,000 answers`,
+        );
+      }
     }
 
     if (SOAK > 0 && part('soak')) {

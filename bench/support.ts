@@ -82,6 +82,13 @@ export function cpuMs(pid: number): number {
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLK_TCK;
 }
 
+/** System (kernel) CPU time a process has used, from /proc (ms, 10 ms resolution). */
+export function sysMs(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[12]) * 1000) / CLK_TCK;
+}
+
 /**
  * Write system calls a process made so far (`syscw` of /proc/<pid>/io: write, writev and the like, every
  * thread): with the answers counted, the socket writes per request. null when not readable.
@@ -90,6 +97,53 @@ export function writeCalls(pid: number): number | null {
   try {
     const m = /syscw:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/io`, 'utf8'));
     return m ? Number(m[1]) : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Read system calls a process made so far (`syscr` of /proc/<pid>/io: read, recvmsg and the like, every
+ * thread). null when not readable.
+ */
+export function readCalls(pid: number): number | null {
+  try {
+    const m = /syscr:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/io`, 'utf8'));
+    return m ? Number(m[1]) : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Voluntary context switches of a process's main thread so far (`/proc/<pid>/status`): each one is its
+ * event loop going to sleep with nothing to do, so between two readings, the times it woke up again.
+ */
+export function wakeups(pid: number): number | null {
+  return statusField(pid, 'voluntary_ctxt_switches');
+}
+
+/** Involuntary context switches of a process's main thread so far: the times it was preempted. */
+export function preemptions(pid: number): number | null {
+  return statusField(pid, 'nonvoluntary_ctxt_switches');
+}
+
+function statusField(pid: number, name: string): number | null {
+  try {
+    const m = new RegExp(`^${name}:\\s+(\\d+)`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Bytes a process read and wrote so far through system calls (`rchar` / `wchar`: sockets included). */
+export function ioBytes(pid: number): { read: number; written: number } | null {
+  try {
+    const io = readFileSync(`/proc/${pid}/io`, 'utf8');
+    const r = /rchar:\s+(\d+)/.exec(io);
+    const w = /wchar:\s+(\d+)/.exec(io);
+    return r && w ? { read: Number(r[1]), written: Number(w[1]) } : null;
   } catch {
     return null;
   }

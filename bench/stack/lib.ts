@@ -9,7 +9,8 @@
  *   gateway with limits on and gateway with limits off (dist/main.js), same database, Redis, NATS
  *
  * The catalog is config/models.yaml plus `chat-up` (chat-A's settings on the `openai` engine pointed at
- * the fake upstream) and `chat-slow` (the simulator at 20 ms per token, for long-lived streams). Two
+ * the fake upstream), `chat-slow` (the simulator at 20 ms per token, for long-lived streams) and, with
+ * `lagMs`, `chat-lag` (the simulator answering after that many ms). Two
  * keys: one whose limits are out of reach (every check still runs) and one allowed 1 request a minute
  * (its requests are refused with 429 after the first).
  */
@@ -67,6 +68,8 @@ export interface StackOptions {
   withGatewayOff?: boolean;
   /** Pin each gateway to one core with taskset (cpu 0 / cpu 1). */
   pin?: boolean;
+  /** Adds model `chat-lag`: the simulator with its first token (max_tokens 1: its answer) after this many ms. */
+  lagMs?: number;
 }
 
 /** Builds the libs and the three apps with tools/build.js (swc, as the Dockerfiles do). */
@@ -209,14 +212,24 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       rank: 2,
       engine: { type: 'simulator', ttft_ms: 0, itl_ms: 20 } as CatalogEntry['engine'],
     };
+    const lag: CatalogEntry = {
+      ...chatA,
+      id: 'chat-lag',
+      rank: 3,
+      engine: { type: 'simulator', ttft_ms: opts.lagMs ?? 1, itl_ms: 0 } as CatalogEntry['engine'],
+    };
     await new CatalogRepository(db.prisma).syncEntries([
       ...entries,
       CatalogEntrySchema.parse(up),
       CatalogEntrySchema.parse(slow),
+      ...(opts.lagMs ? [CatalogEntrySchema.parse(lag)] : []),
     ]);
     const huge = 1_000_000_000;
     const models = Object.fromEntries(
-      ['chat-A', 'chat-up', 'chat-slow'].map((m) => [m, { tokens_per_minute: huge, allowance_tokens: huge }]),
+      ['chat-A', 'chat-up', 'chat-slow', ...(opts.lagMs ? ['chat-lag'] : [])].map((m) => [
+        m,
+        { tokens_per_minute: huge, allowance_tokens: huge },
+      ]),
     );
     await db.keys.setLimits(db.keyId, { key: { requests_per_minute: huge, concurrent: huge }, models });
     const limited = await db.keys.mint(db.memberId, 'bench-limited');

@@ -49,6 +49,13 @@ export interface ApiErrorInit {
 /**
  * A failure that leaves the gateway as the spec's Error body. Services raise it too: it crosses NATS
  * as `toWire()` and is rebuilt by `ApiError.fromWire()`.
+ *
+ * Only a 500 (something went wrong that someone should look into) captures a stack trace. Every other
+ * status is an answer, not a bug: a refusal (401, 429 ...), a client error (4xx), an unavailability
+ * (503) or a deadline (524). Those are built without one, so that a burst of them (every request of a
+ * client over its limit, every request while no replica answers) does not capture, keep and promote
+ * call-site frames nobody reads: their `stack` is the "ApiError: message" line alone. Faults that are
+ * not ApiErrors (TypeError ...) keep their own stacks and are logged with them (sendError).
  */
 export class ApiError extends Error {
   readonly status: number;
@@ -58,7 +65,13 @@ export class ApiError extends Error {
   readonly headers: Record<string, string>;
 
   constructor(status: number, message: string, init: ApiErrorInit = {}) {
-    super(message);
+    const limit = Error.stackTraceLimit;
+    if (status !== 500) Error.stackTraceLimit = 0;
+    try {
+      super(message);
+    } finally {
+      Error.stackTraceLimit = limit;
+    }
     this.name = 'ApiError';
     this.status = status;
     this.type = init.type ?? null;

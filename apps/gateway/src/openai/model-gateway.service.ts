@@ -127,7 +127,7 @@ export class ModelGateway {
           started,
           null,
         );
-        throw e;
+        throw clientGone ? clientClosed() : e;
       }
       reply.raw.off('close', onClose);
       // A binary result too large for one NATS message waits in Redis (long speech): take it.
@@ -183,7 +183,7 @@ export class ModelGateway {
       });
     } catch (e) {
       this.settle(envelope, route, clientGone ? 499 : e instanceof ApiError ? e.status : 500, started, null);
-      throw e;
+      throw clientGone ? clientClosed() : e;
     }
     this.settle(envelope, route, 200, started, collected.end);
     void reply.header('openai-model', envelope.model.id);
@@ -322,6 +322,15 @@ export class ModelGateway {
 }
 
 const utf8 = new TextDecoder();
+
+/**
+ * What a call whose client went away ends with, whatever the service answered the cancel with: a
+ * service that throws its abort reason answers a 500, which would be logged as a fault with a stack
+ * (sendError) for an expected disconnect. Nobody reads the answer; the access line says 499.
+ */
+function clientClosed(): ApiError {
+  return new ApiError(499, 'Client closed the request.');
+}
 
 /** The usage of a stream cut short: the replica's last report, or what the gateway saw relayed. */
 function cutShortUsage(reported: UsageReport | null, relayed: number, body: unknown): UsageReport {
