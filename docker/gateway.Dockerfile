@@ -52,7 +52,7 @@ EXPOSE 8080
 # /healthz answers over plain HTTP or TLS (when TLS_CERT_FILE is set) without a key.
 HEALTHCHECK --interval=15s --timeout=3s --start-period=30s --retries=3 CMD ["node", "-e", "const h = require(process.env.TLS_CERT_FILE ? 'node:https' : 'node:http'); h.get({ host: '127.0.0.1', port: process.env.PORT || 8080, path: '/healthz', rejectUnauthorized: false }, (r) => process.exit(r.statusCode === 200 ? 0 : 1)).on('error', () => process.exit(1))"]
 # The batch runner role runs this image with: node apps/gateway/dist/batch-runner.js
-# --max-semi-space-size=4: V8's young generation capped at 2 x 4 MiB (its default grows to ~42 MiB resident
-# and stays): ~60 MiB less RSS under load, no more CPU per request (ADR 0014, docs/performance.md).
-# bench/stack reads these flags from this line, so keep the form ["node", <flags>..., <script>].
-CMD ["node", "--max-semi-space-size=4", "apps/gateway/dist/main.js"]
+# V8's default young generation: capping it (--max-semi-space-size=4) saved ~60-100 MiB under load but cost
+# 11-21 us of scavenges per request (ADR 0014, "Memory"); the idle collection gives the memory back.
+# bench/stack reads node flags from this line, so keep the form ["node", <flags>..., <script>].
+CMD ["node", "apps/gateway/dist/main.js"]

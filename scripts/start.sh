@@ -55,10 +55,7 @@ for app in "${STACK_APPS[@]}"; do
   # setsid puts the app in its own session, so closing the terminal does not end it.
   launcher=()
   command -v setsid >/dev/null 2>&1 && launcher=(setsid)
-  # The gateway's young generation as in its image (docker/gateway.Dockerfile CMD; ADR 0014, "Memory").
-  flags=()
-  [[ "$app" == gateway ]] && flags=(--max-semi-space-size=4)
-  nohup "${launcher[@]}" node "${flags[@]}" --conditions=source --import ./tools/ts-register.js "$main" >>"$log" 2>&1 </dev/null &
+  nohup "${launcher[@]}" node --conditions=source --import ./tools/ts-register.js "$main" >>"$log" 2>&1 </dev/null &
   echo $! >"$RUN_DIR/$app.pid"
   started+=("$app")
   info "started $app (pid $!, log ${log#"$REPO_ROOT"/})"
