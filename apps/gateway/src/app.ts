@@ -20,6 +20,7 @@ import { newRequestId } from './common/request-id.js';
 import { errorCodeOf, sendError } from './common/send-error.js';
 import { type GatewayConfig, loadGatewayConfig } from './config.js';
 import { serveConsole } from './console/serve-console.js';
+import { AccessLog } from './http/access-log.js';
 import { handleClientError } from './http/client-error.js';
 import { corsOptions } from './http/cors.js';
 import { checkHttps } from './http/https-policy.js';
@@ -121,7 +122,8 @@ export async function startGateway(env: NodeJS.ProcessEnv = process.env): Promis
   // The operator console's build at /console/ (apps/console; same origin as /admin).
   await serveConsole(app, config.CONSOLE_DIR);
   traceHttpServer(app.getHttpServer(), app.getHttpAdapter().getInstance());
-  installHooks(app.getHttpAdapter().getInstance(), config, metrics, log);
+  const accessLog = new AccessLog(log);
+  installHooks(app.getHttpAdapter().getInstance(), config, metrics, log, accessLog);
   app.enableShutdownHooks();
   await app.init();
   await app.listen(config.PORT, config.HOST);
@@ -143,6 +145,7 @@ export async function startGateway(env: NodeJS.ProcessEnv = process.env): Promis
       closing ??= (async () => {
         heapTrim.stop();
         await app.close();
+        accessLog.flush();
         await usage.close();
         await nc.drain().catch(() => undefined);
         redis.disconnect();
@@ -157,7 +160,13 @@ export async function startGateway(env: NodeJS.ProcessEnv = process.env): Promis
 /** The security headers of each protocol, built once (the hook copies them into every reply). */
 const SECURITY_HEADERS = { http: securityHeaders('http'), https: securityHeaders('https') };
 
-function installHooks(f: FastifyInstance, config: GatewayConfig, metrics: MetricsService, log: Logger): void {
+function installHooks(
+  f: FastifyInstance,
+  config: GatewayConfig,
+  metrics: MetricsService,
+  log: Logger,
+  accessLog: AccessLog,
+): void {
   f.addHook('onRequest', (req, reply, done) => {
     const start = performance.now();
     const route = req.routeOptions.url ?? 'unmatched';
@@ -175,22 +184,22 @@ function installHooks(f: FastifyInstance, config: GatewayConfig, metrics: Metric
       const code = status >= 400 ? errorCodeOf(req) : undefined;
       metrics.observe(route, req.method, status, ms / 1000, code);
       // The access line: answers that went well only at debug (the metrics count them), so that the
-      // success path writes no log line; refusals, failures and clients that left at info.
+      // success path writes no log line; refusals, failures and clients that left at info, like ones
+      // grouped to a line per second (http/access-log.ts).
       const level = status < 400 ? 'debug' : 'info';
       if (!log.isLevelEnabled(level)) return;
-      log[level](
-        {
-          reqId: req.id,
-          method: req.method,
-          route,
-          status,
-          code,
-          ms: Math.round(ms * 10) / 10,
-          keyId: req.auth?.keyId,
-          trace_id: traceId,
-        },
-        'request',
-      );
+      const line = {
+        reqId: req.id,
+        method: req.method,
+        route,
+        status,
+        code,
+        ms: Math.round(ms * 10) / 10,
+        keyId: req.auth?.keyId,
+        trace_id: traceId,
+      };
+      if (status < 400) log.debug(line, 'request');
+      else accessLog.refused(line);
     });
     if (!INFRA_ROUTES.has(route)) {
       const refused = checkHttps({
