@@ -9,22 +9,35 @@ import { type OtlpReceiver, startOtlpReceiver } from '../../../../test/support/o
 import { requestTraceId, TRACE_ID_HEADER, traceHttpServer } from './http-tracing.js';
 
 type Hook = (req: unknown, reply: unknown, done: () => void) => void;
+type Handler = (req: unknown, reply: unknown) => unknown;
 
 /** traceHttpServer on a stand-in server and Fastify instance; `request()` drives one request through. */
 function install() {
   const server = new EventEmitter();
   const seen: Array<{ traceId: string | undefined; active: string | undefined }> = [];
   server.on('request', (raw: IncomingMessage) => {
-    // Fastify's listener: the trace is on the raw request; its context is entered later, in preHandler.
+    // Fastify's listener: the trace is on the raw request; its context is entered later, around the handler.
     seen.push({ traceId: requestTraceId(raw), active: currentTraceId() });
   });
-  const hooks: Record<string, Hook> = {};
+  const hooks: Record<string, Hook | ((route: { handler: Handler }) => void)> = {};
   const f = {
     addHook: (name: string, fn: Hook) => {
       hooks[name] = fn;
     },
   };
   traceHttpServer(server as unknown as Server, f as unknown as FastifyInstance);
+  // A route registered afterwards, as Fastify does: its options through the onRoute hooks first.
+  let inHandler: string | undefined;
+  let recording: boolean | undefined;
+  const route = {
+    handler: function (this: unknown, _req: unknown, _reply: unknown) {
+      assert.equal(this, f, 'the handler keeps its `this` (the Fastify instance)');
+      inHandler = currentTraceId();
+      recording = trace.getActiveSpan()?.isRecording();
+      return 'sent';
+    } as Handler,
+  };
+  (hooks.onRoute as ((route: { handler: Handler }) => void) | undefined)?.call(f, route);
   const request = (headers: Record<string, string> = {}) => {
     const raw = { method: 'POST', url: '/v1/embeddings', headers };
     const set: Record<string, string> = {};
@@ -56,17 +69,23 @@ function install() {
         set[k] = v;
       },
     };
-    hooks.onRequest?.(freq, reply, () => undefined);
-    let inHandler: string | undefined;
-    let recording: boolean | undefined;
-    hooks.preHandler?.(freq, null, () => {
-      inHandler = currentTraceId();
-      recording = trace.getActiveSpan()?.isRecording();
-    });
+    (hooks.onRequest as Hook | undefined)?.(freq, reply, () => undefined);
+    inHandler = undefined;
+    recording = undefined;
+    // The body was read meanwhile (outside the request's context); then Fastify calls the handler.
+    const returned = route.handler.call(f, freq, reply);
+    assert.equal(returned, 'sent', "the handler's result goes back to Fastify");
     close?.call(res);
     return { set, listeners, inHandler, recording, seen: seen.at(-1) };
   };
-  return { hooks, request };
+  /** A request Fastify's inject() makes: it never passes the server's request listener. */
+  const injected = () => {
+    const raw = { method: 'GET', url: '/healthz', headers: {} };
+    inHandler = 'unset';
+    route.handler.call(f, { raw, id: 'req_i', method: 'GET', routeOptions: { url: '/healthz' } }, {});
+    return inHandler;
+  };
+  return { hooks, request, injected };
 }
 
 describe('traceHttpServer', () => {
@@ -105,6 +124,7 @@ describe('traceHttpServer', () => {
     assert.equal(r.seen?.traceId, r.set[TRACE_ID_HEADER]);
     assert.equal(r.seen?.active, undefined, 'the request listener runs outside the request context');
     assert.equal(r.inHandler, r.set[TRACE_ID_HEADER], 'the handler runs in the request context');
+    assert.equal(currentTraceId(), undefined, 'and the context is left when the handler returns');
     // An incoming traceparent that is not sampled is continued, unsampled.
     const given = 'e'.repeat(32);
     const c = request({ traceparent: `00-${given}-${'f'.repeat(16)}-00` });
@@ -112,6 +132,13 @@ describe('traceHttpServer', () => {
     assert.equal(c.inHandler, given);
     await h?.flush();
     assert.equal(otlp?.spans.length, 0);
+  });
+
+  it('tracing adds one onRequest hook and no preHandler (the handler enters the context itself)', async () => {
+    await on('0.1');
+    const { hooks, injected } = install();
+    assert.deepEqual(Object.keys(hooks).sort(), ['onRequest', 'onRoute']);
+    assert.equal(injected(), undefined, 'a request that skipped the listener runs with no trace');
   });
 
   it('a sampled request: one SERVER span with route, ids and status, continuing the traceparent', async () => {
