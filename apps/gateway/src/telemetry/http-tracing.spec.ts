@@ -3,7 +3,7 @@ import { EventEmitter } from 'node:events';
 import type { IncomingMessage, Server } from 'node:http';
 import { afterEach, describe, it } from 'node:test';
 import { currentTraceId, startTelemetry, type TelemetryHandle } from '@infer/service-kit';
-import { trace } from '@opentelemetry/api';
+import { type Context, context, createContextKey, trace } from '@opentelemetry/api';
 import type { FastifyInstance } from 'fastify';
 import { type OtlpReceiver, startOtlpReceiver } from '../../../../test/support/otlp-receiver.js';
 import { requestTraceId, TRACE_ID_HEADER, traceHttpServer } from './http-tracing.js';
@@ -132,6 +132,41 @@ describe('traceHttpServer', () => {
     assert.equal(c.inHandler, given);
     await h?.flush();
     assert.equal(otlp?.spans.length, 0);
+  });
+
+  it("a request's context (no traceparent) behaves as the API's: values set on it keep its span", async () => {
+    await on('1');
+    const server = new EventEmitter();
+    let ctx: Context | undefined;
+    server.on('request', () => undefined);
+    const hooks: Record<string, (route: { handler: () => void }) => void> = {};
+    traceHttpServer(
+      server as unknown as Server,
+      {
+        addHook: (name: string, fn: (route: { handler: () => void }) => void) => {
+          hooks[name] = fn;
+        },
+      } as unknown as FastifyInstance,
+    );
+    const route = {
+      handler: () => {
+        ctx = context.active();
+      },
+    };
+    hooks.onRoute?.(route);
+    const raw = { method: 'GET', url: '/v1/models', headers: {} };
+    server.emit('request', raw, { req: raw, once: () => undefined });
+    (route.handler as (req: unknown, reply: unknown) => void)({ raw }, {});
+    assert.ok(ctx);
+    const span = trace.getSpan(ctx);
+    assert.equal(span?.spanContext().traceId, requestTraceId(raw as unknown as IncomingMessage));
+    const key = createContextKey('test key');
+    const child = ctx.setValue(key, 7);
+    assert.equal(child.getValue(key), 7);
+    assert.equal(trace.getSpan(child), span, 'a value set on it keeps the span');
+    assert.equal(ctx.getValue(key), undefined, 'and does not change it');
+    assert.equal(trace.getSpan(ctx.deleteValue(key)), span);
+    assert.equal(trace.getSpan(trace.deleteSpan(ctx)), undefined);
   });
 
   it('tracing adds one onRequest hook and no preHandler (the handler enters the context itself)', async () => {
