@@ -44,6 +44,9 @@ const CONCURRENCY = (process.env.BENCH_CONCURRENCY ?? '1,16').split(',').map(Num
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 12);
 const HOOK_ITERATIONS = Number(process.env.BENCH_HOOK_ITERATIONS ?? 100_000);
 const CONTROL = process.env.BENCH_CONTROL !== '0';
+/** The in-process view's cold-cache requests: how many, and the MiB walked before each. */
+const COLD_SAMPLES = Number(process.env.BENCH_COLD_SAMPLES ?? 400);
+const COLD_MIB = Number(process.env.BENCH_COLD_MIB ?? 48);
 /**
  * Requests each gateway serves before the rounds (JIT, pools, caches). At a 10 % ratio only a tenth
  * of them run the sampled path (SDK spans, the export): with the 500 this was, the 10 % gateway's
@@ -59,9 +62,37 @@ const WARMUP = Number(process.env.BENCH_WARMUP ?? 5000);
  */
 const BEFORE = process.env.BENCH_BEFORE;
 const BEFORE_RATIOS = (process.env.BENCH_BEFORE_RATIOS ?? '0.1').split(',').filter(Boolean);
+/**
+ * BENCH_VARIANTS: more gateways of this tree in the same rounds, each `label|ratio|ENV=VALUE ...`,
+ * separated by `;` (ratio `off`: no OTEL_* variable). For elimination runs: a gateway whose extra
+ * variables (or a scratch tree's experiment switches) leave one piece out, beside the full one.
+ */
+const VARIANTS = (process.env.BENCH_VARIANTS ?? '')
+  .split(';')
+  .map((v) => v.trim())
+  .filter(Boolean)
+  .map((v) => {
+    const [label = '', ratio = 'off', vars = ''] = v.split('|').map((x) => x.trim());
+    const env: Record<string, string> = {};
+    for (const kv of vars.split(' ').filter(Boolean)) {
+      const eq = kv.indexOf('=');
+      if (eq > 0) env[kv.slice(0, eq)] = kv.slice(eq + 1);
+    }
+    return { label, ratio, env };
+  });
 /** BENCH_RATIOS: the sampler ratios of this tree's tracing gateways (default 0,0.1,1). */
 const RATIOS = (process.env.BENCH_RATIOS ?? '0,0.1,1').split(',').filter(Boolean);
 const pctOf = (ratio: string) => `${Number(ratio) * 100} %`;
+/**
+ * BENCH_GC (default 1): each gateway makes a full collection right before each of its rounds, outside
+ * the CPU it is measured for. Without it a 1,000-request round either does or does not contain one of
+ * the gateway's old-generation collections (~50 ms of CPU each, every ~4,000 requests here, at times
+ * that depend on each process's heap heuristics), which moved a mode's round by up to ~50 us per
+ * request and its median by 15 to 25 us between gateways of the same code. With it a round measures
+ * the requests and their young-generation collections; what tracing adds to the old generation (its
+ * share of promoted objects) is left out. BENCH_GC=0: as before.
+ */
+const GC_ROUNDS = process.env.BENCH_GC !== '0';
 /** BENCH_GATEWAY_FLAGS: more node flags for the gateways (stdout then to $TMPDIR/bench-gateway-<mode>.log). */
 const GATEWAY_FLAGS = (process.env.BENCH_GATEWAY_FLAGS ?? '').split(' ').filter(Boolean);
 /** BENCH_PROFILE=1: the gateways run under --cpu-prof; their profiles say how much CPU tracing code took. */
@@ -160,8 +191,8 @@ interface Gateway {
   mode: string;
   url: string;
   child: ChildProcess;
-  /** CPU time the process has used, microseconds (user + system). */
-  cpuUs(): Promise<number>;
+  /** CPU time the process has used, microseconds (user + system); `gc`: after a full collection. */
+  cpuUs(gc?: boolean): Promise<number>;
 }
 
 /** The gateway from its main.ts with the CPU probe preloaded, on a free port, once /readyz answers. */
@@ -171,6 +202,7 @@ async function startGateway(mode: string, env: Record<string, string>, cwd?: str
     nodeFlags: [
       '--import',
       './bench/cpu-probe.ts',
+      ...(GC_ROUNDS ? ['--expose-gc'] : []),
       ...GATEWAY_FLAGS,
       ...(PROFILE_DIR
         ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`, `--cpu-prof-name=${slug(mode)}.cpuprofile`]
@@ -184,21 +216,22 @@ async function startGateway(mode: string, env: Record<string, string>, cwd?: str
     ipc: true,
     name: `gateway (${mode})`,
   });
-  const cpuUs = () =>
+  /** CPU used so far; after a full collection first when `gc` (not counted: read after it). */
+  const cpuUs = (gc = false) =>
     new Promise<number>((resolve, reject) => {
       const t = setTimeout(() => reject(new Error(`gateway (${mode}) did not report its CPU`)), 5_000);
       child.once('message', (m: { cpu: { user: number; system: number } }) => {
         clearTimeout(t);
         resolve(m.cpu.user + m.cpu.system);
       });
-      child.send('cpu');
+      child.send(gc ? 'gc' : 'cpu');
     });
   return { mode, url, child, cpuUs };
 }
 
 /** One round against one gateway: the round's numbers, CPU from the process itself. */
 async function measuredRound(g: Gateway, key: string, n: number, c: number): Promise<Round & { us: number }> {
-  const before = await g.cpuUs();
+  const before = await g.cpuUs(GC_ROUNDS);
   const r = await round(g.mode, g.url, g.child.pid as number, key, n, c);
   const after = await g.cpuUs();
   return { ...r, us: (after - before) / (r.ok + r.failed) };
@@ -208,14 +241,27 @@ const median = (xs: number[]): number => pct(xs, 50);
 /** Requests each mode's gateway served (for the profiles' per-request figures). */
 const served_ = new Map<string, number>();
 
+/** One request's tracing work, in cold caches: median wall time of each step (ns), and their sum. */
+interface ColdCost {
+  listener: number;
+  onRequest: number;
+  handler: number;
+  total: number;
+}
+
 /**
  * In this process, the tracing work of one request through the gateway's hooks: the HTTP server
- * listener (span, context, header), Fastify's onRequest and preHandler hooks, the NATS publish options
- * (inside the request's context) and the response's close; ns per request, export left out (the loop
- * never yields to the exporter's timer). "off" is the same calls with no tracer: what the hooks add
- * is the difference to it.
+ * listener (span, context), Fastify's onRequest hook (the header), the route's handler entered in the
+ * request's context (the onRoute wrapper) with the NATS publish options inside it, and the response's
+ * close; ns per request, export left out (the loop never yields to the exporter's timer). "off" is the
+ * same calls with no tracer: what the hooks add is the difference to it.
+ * Then the same request in cold caches (what one request at a time meets, ~380 us of gateway CPU
+ * apart): before each one a walk over BENCH_COLD_MIB (48) MiB evicts the caches (L2 2 MiB and L3
+ * 32 MiB here); each step's wall time, median of BENCH_COLD_SAMPLES (400) requests.
  */
-async function hookCost(otlpUrl: string): Promise<Array<{ mode: string; ns: number; exportNs: number }>> {
+async function hookCost(
+  otlpUrl: string,
+): Promise<Array<{ mode: string; ns: number; exportNs: number; cold: ColdCost }>> {
   const req = {
     requestId: 'r',
     model: { id: 'chat-A' },
@@ -225,13 +271,14 @@ async function hookCost(otlpUrl: string): Promise<Array<{ mode: string; ns: numb
     result: {},
     usage: { prompt_tokens: 3, completion_tokens: 1, total_tokens: 4 },
   } as EndFrame);
-  const out: Array<{ mode: string; ns: number; exportNs: number }> = [];
+  const out: Array<{ mode: string; ns: number; exportNs: number; cold: ColdCost }> = [];
   const modes: Array<[string, string | null]> = [
     ['off', null],
     ['on, 0 %', '0'],
     ['on, 10 %', '0.1'],
     ['on, 100 %', '1'],
   ];
+  const evict = new Float64Array((COLD_MIB * 1024 * 1024) / 8);
   for (const [mode, ratio] of modes) {
     const h = startTelemetry(
       'bench',
@@ -248,16 +295,27 @@ async function hookCost(otlpUrl: string): Promise<Array<{ mode: string; ns: numb
     server.on('request', () => {
       sink++;
     });
-    const hooks: Record<string, (r: unknown, reply: unknown, done: () => void) => void> = {};
+    type Hook = (r: unknown, reply: unknown, done: () => void) => void;
+    type Handler = (r: unknown, reply: unknown) => unknown;
+    const hooks: Record<string, Hook | ((route: { handler: Handler }) => void)> = {};
     const f = {
-      addHook: (name: string, fn: (r: unknown, reply: unknown, done: () => void) => void) => {
+      addHook: (name: string, fn: Hook) => {
         hooks[name] = fn;
       },
     };
     traceHttpServer(server as unknown as Server, f as unknown as FastifyInstance);
-    const onRequest = hooks.onRequest ?? ((_r, _p, done) => done());
-    const preHandler = hooks.preHandler ?? ((_r, _p, done) => done());
-    const one = () => {
+    const onRequest = (hooks.onRequest as Hook | undefined) ?? ((_r, _p, done) => done());
+    // A preHandler hook, if a version of the hooks has one (how the context was entered before).
+    const preHandler = (hooks.preHandler as Hook | undefined) ?? ((_r, _p, done) => done());
+    // The chat route, registered after the hooks (as Nest's are): through onRoute, as Fastify does.
+    const route: { handler: Handler } = {
+      handler: () => {
+        sink += rpcPublishOptions('infer.chat.completions', 'inbox.1', req, end).reply.length;
+      },
+    };
+    (hooks.onRoute as ((r: { handler: Handler }) => void) | undefined)?.call(f, route);
+    const stamps = [0n, 0n, 0n, 0n];
+    const one = (timed = false) => {
       const raw = { method: 'POST', url: '/v1/chat/completions', headers: { host: 'h' } };
       let close: (() => void) | undefined;
       const res = {
@@ -269,7 +327,6 @@ async function hookCost(otlpUrl: string): Promise<Array<{ mode: string; ns: numb
           close = fn;
         },
       };
-      server.emit('request', raw, res);
       const reply = { header: (_k: string, _v: string) => reply };
       const freq = {
         raw,
@@ -278,11 +335,14 @@ async function hookCost(otlpUrl: string): Promise<Array<{ mode: string; ns: numb
         routeOptions: { url: '/v1/chat/completions' },
         auth: { memberId: 'm', keyId: 'k', tier: 'inference' },
       };
+      if (timed) stamps[0] = process.hrtime.bigint();
+      server.emit('request', raw, res);
+      if (timed) stamps[1] = process.hrtime.bigint();
       onRequest(freq, reply, () => undefined);
-      preHandler(freq, null, () => {
-        sink += rpcPublishOptions('infer.chat.completions', 'inbox.1', req, end).reply.length;
-      });
+      if (timed) stamps[2] = process.hrtime.bigint();
+      preHandler(freq, reply, () => route.handler(freq, reply));
       close?.call(res);
+      if (timed) stamps[3] = process.hrtime.bigint();
     };
     for (let i = 0; i < HOOK_ITERATIONS / 10; i++) one();
     await new Promise((r) => setImmediate(r));
@@ -305,7 +365,24 @@ async function hookCost(otlpUrl: string): Promise<Array<{ mode: string; ns: numb
       const v = process.cpuUsage(e);
       exportNs += (v.user + v.system) * 1000;
     }
-    out.push({ mode, ns: ns / HOOK_ITERATIONS, exportNs: exportNs / HOOK_ITERATIONS });
+    const steps: number[][] = [[], [], [], []];
+    for (let i = 0; i < COLD_SAMPLES; i++) {
+      for (let j = 0; j < evict.length; j += 8) evict[j] = (evict[j] as number) + 1;
+      one(true);
+      const [a, b, c, d] = stamps as [bigint, bigint, bigint, bigint];
+      steps[0]?.push(Number(b - a));
+      steps[1]?.push(Number(c - b));
+      steps[2]?.push(Number(d - c));
+      steps[3]?.push(Number(d - a));
+      if (i % 50 === 49) await new Promise((r) => setImmediate(r));
+    }
+    const [listener, onReq, handler, total] = steps.map(median) as [number, number, number, number];
+    out.push({
+      mode,
+      ns: ns / HOOK_ITERATIONS,
+      exportNs: exportNs / HOOK_ITERATIONS,
+      cold: { listener, onRequest: onReq, handler, total },
+    });
     await h.shutdown();
     if (sink < 0) console.log(sink);
   }
@@ -346,6 +423,20 @@ async function printHookCost(): Promise<void> {
           (h.mode === 'off' ? '' : `: +${(total / 1000).toFixed(2)} us per request vs off`),
       );
     }
+    const offCold = (hooks[0] as { cold: ColdCost }).cold;
+    console.log(
+      `\nthe same, one request in cold caches (${COLD_MIB} MiB walked before each; median of ${COLD_SAMPLES}, ` +
+        'wall time, us): listener (span, context) / onRequest (header) / handler (context entered, NATS ' +
+        'publish options) / total',
+    );
+    const us = (ns: number) => (ns / 1000).toFixed(2);
+    for (const h of hooks) {
+      const c = h.cold;
+      console.log(
+        `  ${h.mode.padEnd(10)} ${us(c.listener)} / ${us(c.onRequest)} / ${us(c.handler)} / ${us(c.total)}` +
+          (h.mode === 'off' ? '' : `: +${us(c.total - offCold.total)} us vs off`),
+      );
+    }
   } finally {
     sink.stop();
   }
@@ -376,14 +467,22 @@ async function main(): Promise<void> {
         await startGateway(`on, ${pctOf(ratio)}`, { ...env, ...otel, OTEL_TRACES_SAMPLER_ARG: ratio }),
       );
     }
+    for (const v of VARIANTS) {
+      const tracing = v.ratio === 'off' ? {} : { ...otel, OTEL_TRACES_SAMPLER_ARG: v.ratio };
+      gateways.push(await startGateway(v.label, { ...env, ...tracing, ...v.env }));
+    }
     if (BEFORE) {
       for (const ratio of BEFORE_RATIOS) {
         const mode = `before, ${pctOf(ratio)}`;
         gateways.push(await startGateway(mode, { ...env, ...otel, OTEL_TRACES_SAMPLER_ARG: ratio }, BEFORE));
       }
     }
-    // Warm-up: JIT, connection pools, caches.
-    for (const g of gateways) await measuredRound(g, key, WARMUP, 8);
+    // Warm-up: JIT, connection pools, caches; every gateway at once, so that all of them end it
+    // together and go straight into the rounds. One after the other, the first ones sat idle for
+    // minutes while the others warmed up, and the gateway's idle heap trim (a "last resort" full GC
+    // once idle, apps/gateway/src/infra/heap-trim.ts) ran in them: they came out up to ~170 us per
+    // request dearer than the last one started, whatever their tracing mode (bench/README.md).
+    await Promise.all(gateways.map((g) => measuredRound(g, key, WARMUP, 8)));
     const rows: Array<Record<string, string | number>> = [];
     served_.clear();
     const diffs: string[] = [];

@@ -110,6 +110,9 @@ export async function startGateway(env: NodeJS.ProcessEnv = process.env): Promis
     logger: ['error', 'warn'],
     bodyParser: true,
   });
+  // Tracing (when on): before any route is registered, so that every handler runs in its request's
+  // context (http-tracing.ts wraps each route's handler as it is added).
+  traceHttpServer(app.getHttpServer(), app.getHttpAdapter().getInstance());
   // multipart/form-data for /audio/transcriptions and /images/edits. Files may pass the 25 MB limits
   // by one byte so that each endpoint can see `truncated` and name its own field in the 400.
   await app.register(multipart as never, {
@@ -121,7 +124,6 @@ export async function startGateway(env: NodeJS.ProcessEnv = process.env): Promis
   if (cors) app.enableCors(cors);
   // The operator console's build at /console/ (apps/console; same origin as /admin).
   await serveConsole(app, config.CONSOLE_DIR);
-  traceHttpServer(app.getHttpServer(), app.getHttpAdapter().getInstance());
   const accessLog = new AccessLog(log);
   installHooks(app.getHttpAdapter().getInstance(), config, metrics, log, accessLog);
   app.enableShutdownHooks();
