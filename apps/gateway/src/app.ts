@@ -9,6 +9,7 @@ import {
   ensureUsageStream,
   failFastRedisOptions,
   type Logger,
+  startIdleHeapTrim,
   startTelemetry,
   watchRedis,
 } from '@infer/service-kit';
@@ -26,7 +27,6 @@ import { corsOptions } from './http/cors.js';
 import { checkHttps } from './http/https-policy.js';
 import { lazyChildLoggerFactory } from './http/lazy-logger.js';
 import { securityHeaders } from './http/security-headers.js';
-import { IdleHeapTrim } from './infra/heap-trim.js';
 import { openPersistence } from './infra/persistence.js';
 import { loadLimitsFile } from './limits/limits-file.js';
 import { MetricsService } from './metrics/metrics.service.js';
@@ -137,7 +137,7 @@ export async function startGateway(env: NodeJS.ProcessEnv = process.env): Promis
 
   const usage = app.get(UsagePublisher);
   // Memory back to the system once idle after the heap grew (V8's memory reducer does not run here).
-  const heapTrim = new IdleHeapTrim().start();
+  const heapTrim = startIdleHeapTrim();
   let closing: Promise<void> | undefined;
   return {
     app,

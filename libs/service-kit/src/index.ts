@@ -1,6 +1,7 @@
 export * from './abort.js';
 export * from './config.js';
 export * from './engine-registry.js';
+export * from './heap-trim.js';
 export * from './jobs.js';
 export * from './logger.js';
 export * from './nats.js';

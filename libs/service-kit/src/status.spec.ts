@@ -4,6 +4,7 @@ import { after, before, describe, it } from 'node:test';
 import { ServiceStatusSchema, StatusSubjects } from '@infer/contracts';
 import { Module } from '@nestjs/common';
 import { waitFor } from '../../../test/support/wait-for.js';
+import { idleHeapTrimUsers } from './heap-trim.js';
 import { connectNats, type NatsConnection } from './nats.js';
 import { startAppContext } from './nest/microservice.js';
 import { StatusPublisher, serviceVersion } from './status.js';
@@ -64,6 +65,7 @@ describe('service status messages (console overview)', () => {
         seen.push(JSON.parse(new TextDecoder().decode(m.data)));
       },
     });
+    const trimUsers = idleHeapTrimUsers();
     const ctx = await startAppContext({
       name: 'image-service',
       module: NothingModule,
@@ -80,10 +82,12 @@ describe('service status messages (console overview)', () => {
         seen.find((m) => m.service === 'image-worker'),
       );
       assert.equal(msg.version, '2.0.0-w');
+      assert.equal(idleHeapTrimUsers(), trimUsers + 1, 'the role runs the idle collection');
     } finally {
       await ctx.stop();
       sub.unsubscribe();
     }
+    assert.equal(idleHeapTrimUsers(), trimUsers, 'and stops it with itself');
   });
 
   it('reports SERVICE_VERSION, else the platform version', () => {

@@ -11,6 +11,7 @@ import { NestFactory } from '@nestjs/core';
 import type { Registry } from 'prom-client';
 import { z } from 'zod';
 import { envInt, NatsUrlSchema, parseConfig } from '../config.js';
+import { startIdleHeapTrim } from '../heap-trim.js';
 import { createLogger, type Logger } from '../logger.js';
 import { connectNats, type NatsConnection } from '../nats.js';
 import type { RpcServer } from '../rpc.js';
@@ -231,10 +232,13 @@ export async function startMicroservice(opts: NatsServiceOptions): Promise<Runni
     log,
   });
   status.start();
+  // Memory back to the system once idle after a burst (V8's memory reducer does not run: heap-trim.ts).
+  const heapTrim = startIdleHeapTrim();
   log.info({ subjects: transport.subjects, queue: opts.queue, ops: opsUrl }, 'service ready');
   let stopping: Promise<void> | undefined;
   const stop = (graceMs?: number) => {
     stopping ??= (async () => {
+      heapTrim.stop();
       status.stop();
       ops?.shuttingDown();
       if (graceMs !== undefined) await rpc.drain(graceMs);
@@ -302,10 +306,12 @@ export async function startAppContext(opts: ServiceBootstrapOptions): Promise<Ru
       (err: unknown) => log.warn({ err }, 'no NATS connection for the status messages'),
     );
   }
+  const heapTrim = startIdleHeapTrim();
   let stopping: Promise<void> | undefined;
   const stop = () => {
     stopping ??= (async () => {
       stopped = true;
+      heapTrim.stop();
       status?.stop();
       await statusNc?.close().catch(() => undefined);
       ops?.shuttingDown();

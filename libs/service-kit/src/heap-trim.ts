@@ -95,3 +95,31 @@ function lastResortGc(): () => void {
   }) => void;
   return () => gc({ type: 'major', execution: 'sync', flavor: 'last-resort' });
 }
+
+let shared: { trim: IdleHeapTrim; users: number } | null = null;
+
+/**
+ * The process's idle collection, started by every app's bootstrap (the gateway, the NATS services, the
+ * worker roles): one per process however many apps it hosts (tests start several in one), stopped when
+ * the last of them stops.
+ */
+export function startIdleHeapTrim(): { stop(): void } {
+  shared ??= { trim: new IdleHeapTrim().start(), users: 0 };
+  shared.users++;
+  let stopped = false;
+  return {
+    stop() {
+      if (stopped || !shared) return;
+      stopped = true;
+      if (--shared.users === 0) {
+        shared.trim.stop();
+        shared = null;
+      }
+    },
+  };
+}
+
+/** How many apps of this process hold the idle collection (0: not running). */
+export function idleHeapTrimUsers(): number {
+  return shared?.users ?? 0;
+}

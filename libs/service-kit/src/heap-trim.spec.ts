@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { IdleHeapTrim } from './heap-trim.js';
+import { IdleHeapTrim, idleHeapTrimUsers, startIdleHeapTrim } from './heap-trim.js';
 
 const MiB = 1024 * 1024;
 
@@ -59,5 +59,19 @@ describe('IdleHeapTrim', () => {
     assert.equal(trim.check(), true);
     assert.equal(ref.deref(), undefined);
     assert.equal(typeof (globalThis as { gc?: unknown }).gc, 'undefined', 'no global gc() leaks out');
+  });
+});
+
+describe('startIdleHeapTrim (one per process)', () => {
+  it('is shared by the apps of a process and stops with the last of them; a second stop() counts once', () => {
+    const before = idleHeapTrimUsers();
+    const a = startIdleHeapTrim();
+    const b = startIdleHeapTrim();
+    assert.equal(idleHeapTrimUsers(), before + 2);
+    a.stop();
+    a.stop();
+    assert.equal(idleHeapTrimUsers(), before + 1);
+    b.stop();
+    assert.equal(idleHeapTrimUsers(), before);
   });
 });
