@@ -3,9 +3,10 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 
 /**
- * Gives memory back to the system once the gateway is idle again after its heap grew (ADR 0014, "Memory").
+ * Gives memory back to the system once an app is idle again after its heap grew (ADR 0014, "Memory");
+ * every app starts it through `startIdleHeapTrim()` (below).
  *
- * Why: V8's own memory reducer never runs in this process. After a burst (15 s of 503s: heap 50 ->
+ * Why: V8's own memory reducer never runs in these processes. In the gateway, after a burst (15 s of 503s: heap 50 ->
  * 190 MiB, RSS 210 -> 380 MiB), `--trace-memory-reducer` prints "high alloc, foreground" every 8 s for
  * as long as the gateway stays idle: its allocation-rate estimate does not come down while nothing
  * collects (after one collection the reducer works again), and an idle process allocates too little to
