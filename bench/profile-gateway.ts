@@ -2,7 +2,7 @@
 //
 //   node --conditions=source --import ./tools/ts-register.js bench/profile-gateway.ts
 //   node ... bench/profile-gateway.ts --seconds 10 --connections 32 --model chat-up|chat-A [--no-build]
-//        [--rate 3000]
+//        [--rate 3000] [--warmup 2]
 //
 // Starts the stack of bench/stack.ts (bench/stack/lib.ts) with the limits-on gateway under
 // `node --cpu-prof`, drives POST /v1/chat/completions (model chat-up: through chat-service's openai
@@ -35,6 +35,8 @@ const { values: opt } = parseArgs({
     'no-build': { type: 'boolean', default: false },
     perf: { type: 'boolean', default: false },
     rate: { type: 'string', default: '0' },
+    /** Seconds of load before the profiled run (JIT compilation, pools, caches). */
+    warmup: { type: 'string', default: '2' },
   },
 });
 
@@ -127,7 +129,7 @@ async function main(): Promise<void> {
         duration: seconds,
         ...(Number(opt.rate) > 0 ? { overallRate: Number(opt.rate) } : {}),
       });
-    await run(2); // warm-up (in the profile too: start-up is in it anyway)
+    await run(Number(opt.warmup)); // warm-up (the V8 profile has start-up in it anyway; perf records after it)
     // perf records the gateway for the measured run (a second less, so that it ends inside it).
     const recording = opt.perf
       ? new Promise((r) =>

@@ -32,7 +32,7 @@
 // the socket writes, reads, event-loop wake-ups, preemptions and bytes in/out; `--gc` adds the gateway's
 // promoted bytes and GC pauses (`--trace-gc-nvp`), also for the 503 burst; `--lag-ms N` a target on the
 // simulator answering after N ms (the upstream path's timing without its work).
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { Pool } from 'undici';
@@ -98,6 +98,19 @@ const { values: opt } = parseArgs({
      * request in other processes) while the gateway does the simulator target's work.
      */
     'side-load': { type: 'boolean', default: false },
+    /**
+     * The measured processes (raw proxy, both gateways) alone on CPU 0, everything else (upstream,
+     * chat-service, ledger writer, NATS, Redis, this process and its load generator) on CPU 1: each
+     * target's own cost without being preempted by the processes its requests wake (the issue's
+     * measurement pinned the gateway to one core). NATS and Redis get their CPU masks back at the end.
+     */
+    isolate: { type: 'boolean', default: false },
+    /**
+     * Seconds of load per target before the rounds. The gateway's optimizing compiler is still busy
+     * after 2 s (~10,000 requests: 15 % of its CPU in a perf recording, none after 30 s), while the raw
+     * proxy has had 50,000: a short warm-up charges the gateway its JIT work.
+     */
+    warmup: { type: 'string', default: '2' },
   },
 });
 const LOADGEN = opt.loadgen || (hasWrk() ? 'wrk' : 'autocannon');
@@ -613,6 +626,36 @@ async function concurrentStreams(stack: Stack, n: number): Promise<Record<string
   return { before, peak, after, later: rssKiB(gw.pid), ok, maxOpen };
 }
 
+/** `taskset` on every thread of a process; returns its previous mask (hex, as taskset prints it). */
+function setCpus(pid: number, cpus: string): string {
+  const before = /: ([0-9a-f]+)\s*$/.exec(
+    execFileSync('taskset', ['-p', String(pid)], { encoding: 'utf8' }),
+  )?.[1];
+  execFileSync('taskset', ['-a', '-p', '-c', cpus, String(pid)], { stdio: 'ignore' });
+  return before ?? 'ffffffff';
+}
+
+/** `--isolate`: targets on CPU 0, the rest on CPU 1; returns what puts the shared servers back. */
+function isolateTargets(stack: Stack): () => void {
+  for (const p of [stack.rawProxy, stack.gatewayOn, stack.gatewayOff]) setCpus(p.pid, '0');
+  for (const p of [stack.upstream, stack.chat, stack.ledger]) setCpus(p.pid, '1');
+  setCpus(process.pid, '1');
+  const shared = [stack.natsPid, stack.redisPid].filter((p): p is number => p !== null);
+  const masks = shared.map((pid) => [pid, setCpus(pid, '1')] as const);
+  console.log(
+    'isolated: raw proxy and gateways on CPU 0; upstream, services, NATS, Redis, load generator on CPU 1',
+  );
+  return () => {
+    for (const [pid, mask] of masks) {
+      try {
+        execFileSync('taskset', ['-a', '-p', mask, String(pid)], { stdio: 'ignore' });
+      } catch {
+        // the server went away meanwhile
+      }
+    }
+  };
+}
+
 const mib = (kib: number) => (kib / 1024).toFixed(1);
 
 async function main(): Promise<void> {
@@ -628,6 +671,7 @@ async function main(): Promise<void> {
     ...(LAG_MS > 0 ? { lagMs: LAG_MS } : {}),
   });
   if (opt.gc && stack.gatewayOn.child.stdout) followGcTrace(stack.gatewayOn.child.stdout);
+  const restoreCpus = opt.isolate ? isolateTargets(stack) : () => undefined;
   try {
     const procs = processes(stack);
     const procNames = procs.map((p) => p.name);
@@ -709,9 +753,9 @@ async function main(): Promise<void> {
       const cpuRate = Number(opt['cpu-rate']);
       const loadgen = LOADGEN === 'wrk' && !cpuRate ? 'wrk' : 'autocannon';
       console.log(
-        `warm-up (2 s per target), then ${ROUNDS} rounds of ${DURATION} s, ${CONNECTIONS} connections, load generator ${loadgen}`,
+        `warm-up (${opt.warmup} s per target), then ${ROUNDS} rounds of ${DURATION} s, ${CONNECTIONS} connections, load generator ${loadgen}`,
       );
-      for (const t of targets) await load(stack, t, 2);
+      for (const t of targets) await load(stack, t, Number(opt.warmup));
       const samples: Sample[] = [];
       for (let r = 0; r < ROUNDS; r++) {
         for (const t of targets)
@@ -888,6 +932,7 @@ async function main(): Promise<void> {
     );
     console.log(`gw on after the throughput rounds: ${mib(afterLoad)} MiB`);
   } finally {
+    restoreCpus();
     await stack.close();
   }
 }
