@@ -108,9 +108,10 @@ const { values: opt } = parseArgs({
     /**
      * Seconds of load per target before the rounds. The gateway's optimizing compiler is still busy
      * after 2 s (~10,000 requests: 15 % of its CPU in a perf recording, none after 30 s), while the raw
-     * proxy has had 50,000: a short warm-up charges the gateway its JIT work.
+     * proxy has had 50,000 by then: a short warm-up charges the gateway its JIT work (docs/performance.md,
+     * "Isolated targets and the warm-up"). 10 s is 50,000 gateway requests.
      */
-    warmup: { type: 'string', default: '2' },
+    warmup: { type: 'string', default: '10' },
   },
 });
 const LOADGEN = opt.loadgen || (hasWrk() ? 'wrk' : 'autocannon');
