@@ -45,7 +45,7 @@ function ms(v: string): number {
   return m[2] === 'us' ? x / 1000 : m[2] === 'ms' ? x : m[2] === 's' ? x * 1000 : x * 60_000;
 }
 
-/** One closed-loop POST run of `seconds` with `connections` keep-alive connections, one wrk thread. */
+/** One closed-loop run (POST by default) of `seconds` with `connections` keep-alive connections, one wrk thread. */
 export async function runWrk(opts: {
   url: string;
   headers: Record<string, string>;
@@ -53,12 +53,14 @@ export async function runWrk(opts: {
   connections: number;
   seconds: number;
   timeoutS?: number;
+  /** Default POST (with `body`). */
+  method?: 'GET' | 'POST';
 }): Promise<WrkResult> {
   const dir = mkdtempSync(join(tmpdir(), 'stack-wrk-'));
   const script = join(dir, 'post.lua');
   const lua = [
-    'wrk.method = "POST"',
-    `wrk.body = [==[${opts.body}]==]`,
+    `wrk.method = "${opts.method ?? 'POST'}"`,
+    ...(opts.method === 'GET' ? [] : [`wrk.body = [==[${opts.body}]==]`]),
     ...Object.entries(opts.headers).map(
       ([k, v]) => `wrk.headers[${JSON.stringify(k)}] = ${JSON.stringify(v)}`,
     ),
