@@ -33,9 +33,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { EndFrame, ServiceRequest } from '@infer/contracts';
 import { rpcPublishOptions, startTelemetry } from '@infer/service-kit';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { startChatService } from '../apps/chat-service/src/app.js';
-import { traceHttpServer } from '../apps/gateway/src/telemetry/http-tracing.js';
+import {
+  TRACE_ID_HEADER,
+  tracedRequest,
+  traceHttpServer,
+} from '../apps/gateway/src/telemetry/http-tracing.js';
 import { startOtlpReceiver } from '../test/support/otlp-receiver.js';
 import { createBenchDatabase, freePort, pct, type Round, round, startGatewayProcess } from './support.js';
 
@@ -304,7 +308,15 @@ async function hookCost(
       },
     };
     traceHttpServer(server as unknown as Server, f as unknown as FastifyInstance);
-    const onRequest = (hooks.onRequest as Hook | undefined) ?? ((_r, _p, done) => done());
+    // The tracing part of the gateway's own onRequest hook (app.ts: the x-trace-id header), or the
+    // tracing hook of a version that had one.
+    const onRequest =
+      (hooks.onRequest as Hook | undefined) ??
+      ((r, p, done) => {
+        const id = tracedRequest(r as FastifyRequest);
+        if (id !== undefined) (p as { header(k: string, v: string): unknown }).header(TRACE_ID_HEADER, id);
+        done();
+      });
     // A preHandler hook, if a version of the hooks has one (how the context was entered before).
     const preHandler = (hooks.preHandler as Hook | undefined) ?? ((_r, _p, done) => done());
     // The chat route, registered after the hooks (as Nest's are): through onRoute, as Fastify does.
