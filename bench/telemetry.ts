@@ -255,9 +255,9 @@ interface ColdCost {
 
 /**
  * In this process, the tracing work of one request through the gateway's hooks: the HTTP server
- * listener (span, context), Fastify's onRequest hook (the header), the route's handler entered in the
- * request's context (the onRoute wrapper) with the NATS publish options inside it, and the response's
- * close; ns per request, export left out (the loop never yields to the exporter's timer). "off" is the
+ * listener (span, context), the onRequest hook's part (the header), the route's handler entered in the
+ * request's context (the onRoute wrapper) with the NATS publish options inside it and their headers
+ * encoded as publish() does (since the fourth pass), and the response's close; ns per request, export left out (the loop never yields to the exporter's timer). "off" is the
  * same calls with no tracer: what the hooks add is the difference to it.
  * Then the same request in cold caches (what one request at a time meets, ~380 us of gateway CPU
  * apart): before each one a walk over BENCH_COLD_MIB (48) MiB evicts the caches (L2 2 MiB and L3
@@ -322,7 +322,10 @@ async function hookCost(
     // The chat route, registered after the hooks (as Nest's are): through onRoute, as Fastify does.
     const route: { handler: Handler } = {
       handler: () => {
-        sink += rpcPublishOptions('infer.chat.completions', 'inbox.1', req, end).reply.length;
+        const o = rpcPublishOptions('infer.chat.completions', 'inbox.1', req, end);
+        // The header block as publish() encodes it (MsgHdrs and ours both have encode(); not typed).
+        const h = o.headers as { encode?: () => Uint8Array } | undefined;
+        sink += o.reply.length + (h?.encode?.().length ?? 0);
       },
     };
     (hooks.onRoute as ((r: { handler: Handler }) => void) | undefined)?.call(f, route);

@@ -102,10 +102,12 @@ function traceHeaders(
     propagation.inject(trace.setSpanContext(ROOT_CONTEXT, sc), h, natsSetter);
     return h;
   }
-  const value = `00-${traceId}-${spanId}-0${traceFlags & TraceFlags.SAMPLED}`;
-  if (ownHeaders.ok) return new TraceparentHeaders(value);
+  // Ids of the W3C lengths (ours, or validated by the propagator) fit TraceparentHeaders' template.
+  if (ownHeaders.ok && traceId.length === 32 && spanId.length === 16) {
+    return new TraceparentHeaders(traceId, spanId, traceFlags & TraceFlags.SAMPLED);
+  }
   const h = natsHeaders();
-  h.set('traceparent', value);
+  h.set('traceparent', `00-${traceId}-${spanId}-0${traceFlags & TraceFlags.SAMPLED}`);
   return h;
 }
 
