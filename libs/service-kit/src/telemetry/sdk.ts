@@ -157,7 +157,9 @@ export function telemetryConfig(env: NodeJS.ProcessEnv, defaultName: string): Te
  * pool's hex string (made once per refill: one randomFillSync and one toString('hex') per 4 KiB, not
  * per id). The SDK's default asks the OS for 8 or 16 bytes per id (randomFillSync each time): measured
  * at about 10 us of gateway CPU per request, half the budget of tracing at 10 % sampling
- * (bench/telemetry.ts).
+ * (bench/telemetry.ts). A slice keeps its pool's 8 KiB string alive, so slices are given only to what
+ * dies with its request (an unsampled request's ids, draw()); ids that live in SDK spans until they
+ * are exported (seconds) are strings of their own (the SDK's generate*, a kept request's trace id).
  */
 export class PooledIdGenerator implements IdGenerator {
   private readonly pool = Buffer.allocUnsafe(4096);
@@ -190,24 +192,32 @@ export class PooledIdGenerator implements IdGenerator {
     return true;
   }
 
+  /** A new id of `bytes` bytes, a string of its own (not a slice of the pool's). */
   private hex(bytes: number): string {
     const start = this.take(bytes);
     if (this.zero(start, bytes)) return this.hex(bytes);
-    return this.hexPool.slice(start * 2, (start + bytes) * 2);
+    return this.pool.toString('hex', start, start + bytes);
   }
 
   /**
    * A new trace id and span id (in `traceId`, `spanId`), in one draw of 24 bytes, and whether a ratio
    * sampler with this upper bound keeps the trace: the SDK's TraceIdRatioBasedSampler's rule
-   * (ratioKeeps) on the trace id's bytes, without parsing its hex.
+   * (ratioKeeps) on the trace id's bytes, without parsing its hex. Left out: both slices of the pool's
+   * hex string. Kept: the trace id only, a string of its own (the SDK makes the span id).
    */
   draw(upperBound: number): boolean {
     const start = this.take(24);
     if (this.zero(start, 16) || this.zero(start + 16, 8)) return this.draw(upperBound);
+    if (ratioKeeps(this.pool, start, upperBound)) {
+      // Kept: the SDK's span holds the trace id until it is exported (no slice; its span id is the SDK's).
+      this.traceId = this.pool.toString('hex', start, start + 16);
+      this.spanId = '';
+      return true;
+    }
     const h = this.hexPool;
     this.traceId = h.slice(start * 2, start * 2 + 32);
     this.spanId = h.slice(start * 2 + 32, start * 2 + 48);
-    return ratioKeeps(this.pool, start, upperBound);
+    return false;
   }
 
   generateTraceId(): string {
