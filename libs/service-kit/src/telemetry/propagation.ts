@@ -297,12 +297,13 @@ export function withSpan<R>(
 /**
  * True inside a trace the sampler kept (tracing on): where a span of ours would be recorded. Callers
  * test it before building a span's name and attributes, so a request left out (most of them at a
- * ratio sampler) builds nothing. A request's own context answers from its flag (no span made).
+ * ratio sampler) builds nothing. A request left out answers from its context's flag (no span made).
  */
 export function inSampledTrace(): boolean {
   if (activeTracer === null) return false;
   const ctx = context.active();
-  if (ctx instanceof RequestTraceContext) return ctx.traceFlags === 1;
+  // Left out: its flag says so. Kept: its span, while it records (not once ended, as before).
+  if (ctx instanceof RequestTraceContext && ctx.traceFlags === 0) return false;
   return trace.getSpan(ctx)?.isRecording() === true;
 }
 

@@ -396,7 +396,16 @@ describe('startRequestTrace: no span, SDK or API object for a request the sample
           assert.equal(span?.isRecording(), true);
           assert.equal(span?.spanContext().traceId, t.traceId);
           assert.equal(span?.spanContext().spanId, t.spanId);
+          assert.equal(
+            context.with(t, () => inSampledTrace()),
+            true,
+          );
           span?.end();
+          assert.equal(
+            context.with(t, () => inSampledTrace()),
+            false,
+            'no child spans once it has ended',
+          );
         } else {
           assert.equal(span, undefined, 'no span made for a request left out');
           // Asked for (the API, an instrumentation): a non-recording span of the same ids, made once.
