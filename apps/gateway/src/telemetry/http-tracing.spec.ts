@@ -4,9 +4,9 @@ import type { IncomingMessage, Server } from 'node:http';
 import { afterEach, describe, it } from 'node:test';
 import { currentTraceId, startTelemetry, type TelemetryHandle } from '@infer/service-kit';
 import { type Context, context, createContextKey, trace } from '@opentelemetry/api';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { type OtlpReceiver, startOtlpReceiver } from '../../../../test/support/otlp-receiver.js';
-import { requestTraceId, TRACE_ID_HEADER, traceHttpServer } from './http-tracing.js';
+import { requestTraceId, TRACE_ID_HEADER, tracedRequest, traceHttpServer } from './http-tracing.js';
 
 type Hook = (req: unknown, reply: unknown, done: () => void) => void;
 type Handler = (req: unknown, reply: unknown) => unknown;
@@ -69,6 +69,9 @@ function install() {
         set[k] = v;
       },
     };
+    // The gateway's own onRequest hook's part (app.ts installHooks), then any tracing hook of its own.
+    const traceId = tracedRequest(freq as unknown as FastifyRequest);
+    if (traceId !== undefined) reply.header(TRACE_ID_HEADER, traceId);
     (hooks.onRequest as Hook | undefined)?.(freq, reply, () => undefined);
     inHandler = undefined;
     recording = undefined;
@@ -169,10 +172,10 @@ describe('traceHttpServer', () => {
     assert.equal(trace.getSpan(trace.deleteSpan(ctx)), undefined);
   });
 
-  it('tracing adds one onRequest hook and no preHandler (the handler enters the context itself)', async () => {
+  it("tracing adds only an onRoute hook (the header: the gateway's own onRequest hook; the context: the handler)", async () => {
     await on('0.1');
     const { hooks, injected } = install();
-    assert.deepEqual(Object.keys(hooks).sort(), ['onRequest', 'onRoute']);
+    assert.deepEqual(Object.keys(hooks).sort(), ['onRoute']);
     assert.equal(injected(), undefined, 'a request that skipped the listener runs with no trace');
   });
 

@@ -11,11 +11,14 @@ import {
   type TextMapGetter,
   type TextMapSetter,
   TraceFlags,
+  type TraceState,
   trace,
 } from '@opentelemetry/api';
 import type { Job } from 'bullmq';
 import { GEN_AI_OPERATION, GenAI, genAiOperation } from './genai.js';
 import { jobMetrics } from './metrics.js';
+import { ownHeaders, TraceparentHeaders } from './nats-traceparent.js';
+import { RequestTraceContext } from './request-context.js';
 import { activeTracer } from './sdk.js';
 
 const natsSetter: TextMapSetter<MsgHdrs> = {
@@ -44,11 +47,18 @@ export function rpcPublishOptions(
 ): PublishOptions {
   const tracer = activeTracer;
   if (!tracer) return { reply };
-  const active = trace.getActiveSpan();
+  const ctx = context.active();
+  if (ctx instanceof RequestTraceContext && ctx.traceFlags === 0) {
+    // A request the sampler left out (most of them): its ids as they are, no span of ours, so the
+    // service leaves it out too; no span object made for it either.
+    return { reply, headers: traceHeaders(ctx.traceId, ctx.spanId, 0, ctx.traceState) };
+  }
+  const active = trace.getSpan(ctx);
   if (!active) return { reply };
   if (!active.isRecording()) {
     // A trace the sampler left out: pass it on as it is (no span of ours), so the service leaves it out too.
-    return { reply, headers: traceHeaders(active) };
+    const sc = active.spanContext();
+    return { reply, headers: traceHeaders(sc.traceId, sc.spanId, sc.traceFlags, sc.traceState) };
   }
   const span = tracer.startSpan(`${subject} send`, {
     kind: SpanKind.CLIENT,
@@ -70,19 +80,34 @@ export function rpcPublishOptions(
       span.end();
     },
   );
-  return { reply, headers: traceHeaders(span) };
+  const sc = span.spanContext();
+  return { reply, headers: traceHeaders(sc.traceId, sc.spanId, sc.traceFlags, sc.traceState) };
 }
 
 /**
- * NATS headers with the W3C trace context of `span`: `traceparent` written directly (version 00, trace
- * id, parent id, flags), without a context or a propagator call; through the propagator only when there
- * is a `tracestate` to carry as well.
+ * NATS headers with this W3C trace context: `traceparent` written directly (version 00, trace id,
+ * parent id, flags), without a context or a propagator call, in TraceparentHeaders (one encoding,
+ * no MsgHdrs) while they encode as the client's own; through the propagator into the client's
+ * MsgHdrs when there is a `tracestate` to carry as well.
  */
-function traceHeaders(span: Span): MsgHdrs {
-  const sc = span.spanContext();
+function traceHeaders(
+  traceId: string,
+  spanId: string,
+  traceFlags: number,
+  traceState: TraceState | undefined,
+): MsgHdrs {
+  if (traceState) {
+    const h = natsHeaders();
+    const sc = { traceId, spanId, traceFlags, traceState };
+    propagation.inject(trace.setSpanContext(ROOT_CONTEXT, sc), h, natsSetter);
+    return h;
+  }
+  // Ids of the W3C lengths (ours, or validated by the propagator) fit TraceparentHeaders' template.
+  if (ownHeaders.ok && traceId.length === 32 && spanId.length === 16) {
+    return new TraceparentHeaders(traceId, spanId, traceFlags & TraceFlags.SAMPLED);
+  }
   const h = natsHeaders();
-  if (sc.traceState) propagation.inject(trace.setSpan(context.active(), span), h, natsSetter);
-  else h.set('traceparent', `00-${sc.traceId}-${sc.spanId}-0${sc.traceFlags & TraceFlags.SAMPLED}`);
+  h.set('traceparent', `00-${traceId}-${spanId}-0${traceFlags & TraceFlags.SAMPLED}`);
   return h;
 }
 
@@ -254,7 +279,7 @@ export function withSpan<R>(
   fn: () => Promise<R>,
 ): Promise<R> {
   const tracer = activeTracer;
-  if (!tracer || !trace.getActiveSpan()?.isRecording()) return fn();
+  if (!tracer || !inSampledTrace()) return fn();
   const span = tracer.startSpan(name, { kind: SpanKind.INTERNAL, attributes });
   return context.with(trace.setSpan(context.active(), span), fn).then(
     (r) => {
@@ -272,16 +297,25 @@ export function withSpan<R>(
 /**
  * True inside a trace the sampler kept (tracing on): where a span of ours would be recorded. Callers
  * test it before building a span's name and attributes, so a request left out (most of them at a
- * ratio sampler) builds nothing.
+ * ratio sampler) builds nothing. A request left out answers from its context's flag (no span made).
  */
 export function inSampledTrace(): boolean {
-  return activeTracer !== null && trace.getActiveSpan()?.isRecording() === true;
+  if (activeTracer === null) return false;
+  const ctx = context.active();
+  // Left out: its flag says so. Kept: its span, while it records (not once ended, as before).
+  if (ctx instanceof RequestTraceContext && ctx.traceFlags === 0) return false;
+  return trace.getSpan(ctx)?.isRecording() === true;
 }
 
-/** The trace id of the span active now, or undefined (tracing off, or outside a trace). */
+/**
+ * The trace id of the active context, or undefined (tracing off, or outside a trace): the pino
+ * mixin's, for every log line. A request's own context answers from its field (no span made).
+ */
 export function currentTraceId(): string | undefined {
   if (!activeTracer) return undefined;
-  return trace.getActiveSpan()?.spanContext().traceId;
+  const ctx = context.active();
+  if (ctx instanceof RequestTraceContext) return ctx.traceId;
+  return trace.getSpan(ctx)?.spanContext().traceId;
 }
 
 export function setUsage(span: Span, usage: UsageReport | undefined): void {

@@ -6,6 +6,7 @@ import {
   context,
   type Link,
   propagation,
+  ROOT_CONTEXT,
   SamplingDecision,
   type Span,
   SpanKind,
@@ -21,6 +22,8 @@ import type * as InstrumentationUndici from '@opentelemetry/instrumentation-undi
 import type * as Resources from '@opentelemetry/resources';
 import type * as SdkTrace from '@opentelemetry/sdk-trace';
 import type { IdGenerator, Sampler, TracerProvider } from '@opentelemetry/sdk-trace';
+import { checkOwnHeaders } from './nats-traceparent.js';
+import { RequestTraceContext } from './request-context.js';
 
 // The SDK (about 300 modules, ~23 MiB of RSS) is loaded only when tracing is on: a process with tracing
 // off keeps just the API's no-op. `require` (the packages' CommonJS builds) keeps startTelemetry
@@ -40,6 +43,8 @@ export interface TelemetryConfig {
   serviceName: string;
   sampler: Sampler;
   samplerName: string;
+  /** The root sampler's decision for a request without a parent, as a bound (rootUpperBound). */
+  rootBound: number;
   /** OTEL_RESOURCE_ATTRIBUTES, parsed. */
   resource: Record<string, string>;
   /** The batch span processor's settings (OTEL_BSP_*, the spec's defaults). */
@@ -143,35 +148,76 @@ export function telemetryConfig(env: NodeJS.ProcessEnv, defaultName: string): Te
     maxQueueSize,
     exportTimeoutMillis: bspInt(env, 'OTEL_BSP_EXPORT_TIMEOUT', 30_000, 1, 3_600_000),
   };
-  return { tracesUrl, serviceName, sampler, samplerName, resource, batch };
+  const rootBound = rootUpperBound(samplerName, ratio);
+  return { tracesUrl, serviceName, sampler, samplerName, rootBound, resource, batch };
 }
 
 /**
- * Trace and span ids from a pool of random bytes refilled 4 KiB at a time. The SDK's default asks the
- * OS for 8 or 16 bytes per id (randomFillSync each time): measured at about 10 us of gateway CPU per
- * request, half the budget of tracing at 10 % sampling (bench/telemetry.ts).
+ * Trace and span ids from a pool of random bytes refilled 4 KiB at a time, handed out as slices of the
+ * pool's hex string (made once per refill: one randomFillSync and one toString('hex') per 4 KiB, not
+ * per id). The SDK's default asks the OS for 8 or 16 bytes per id (randomFillSync each time): measured
+ * at about 10 us of gateway CPU per request, half the budget of tracing at 10 % sampling
+ * (bench/telemetry.ts). A slice keeps its pool's 8 KiB string alive, so slices are given only to what
+ * dies with its request (an unsampled request's ids, draw()); ids that live in SDK spans until they
+ * are exported (seconds) are strings of their own (the SDK's generate*, a kept request's trace id).
  */
 export class PooledIdGenerator implements IdGenerator {
   private readonly pool = Buffer.allocUnsafe(4096);
+  private hexPool = '';
   private at = this.pool.length;
   /**
-   * The trace id the next generateTraceId() returns (then cleared): startRequestSpan draws the id,
-   * asks the sampler, and hands the same id to the SDK's startSpan for a request it keeps.
+   * The trace id the next generateTraceId() returns (then cleared): startRequestTrace draws the id,
+   * decides, and hands the same id to the SDK's startSpan for a request it keeps.
    */
   next: string | undefined = undefined;
+  /** What the last draw() drew (read right after it). */
+  traceId = '';
+  spanId = '';
 
-  private hex(bytes: number): string {
+  /** Offset of `bytes` fresh bytes in the pool, none of them handed out before; refills when short. */
+  private take(bytes: number): number {
     if (this.at + bytes > this.pool.length) {
       randomFillSync(this.pool);
+      this.hexPool = this.pool.toString('hex');
       this.at = 0;
     }
     const start = this.at;
     this.at += bytes;
-    for (let i = start; i < start + bytes; i++) {
-      if (this.pool[i] !== 0) return this.pool.toString('hex', start, start + bytes);
+    return start;
+  }
+
+  /** True when the `n` bytes at `start` are all zero (an invalid W3C id; probability 2^-64 or less). */
+  private zero(start: number, n: number): boolean {
+    for (let i = start; i < start + n; i++) if (this.pool[i] !== 0) return false;
+    return true;
+  }
+
+  /** A new id of `bytes` bytes, a string of its own (not a slice of the pool's). */
+  private hex(bytes: number): string {
+    const start = this.take(bytes);
+    if (this.zero(start, bytes)) return this.hex(bytes);
+    return this.pool.toString('hex', start, start + bytes);
+  }
+
+  /**
+   * A new trace id and span id (in `traceId`, `spanId`), in one draw of 24 bytes, and whether a ratio
+   * sampler with this upper bound keeps the trace: the SDK's TraceIdRatioBasedSampler's rule
+   * (ratioKeeps) on the trace id's bytes, without parsing its hex. Left out: both slices of the pool's
+   * hex string. Kept: the trace id only, a string of its own (the SDK makes the span id).
+   */
+  draw(upperBound: number): boolean {
+    const start = this.take(24);
+    if (this.zero(start, 16) || this.zero(start + 16, 8)) return this.draw(upperBound);
+    if (ratioKeeps(this.pool, start, upperBound)) {
+      // Kept: the SDK's span holds the trace id until it is exported (no slice; its span id is the SDK's).
+      this.traceId = this.pool.toString('hex', start, start + 16);
+      this.spanId = '';
+      return true;
     }
-    // An all-zero id is invalid in W3C trace context: draw again (probability 2^-64 or less).
-    return this.hex(bytes);
+    const h = this.hexPool;
+    this.traceId = h.slice(start * 2, start * 2 + 32);
+    this.spanId = h.slice(start * 2 + 32, start * 2 + 48);
+    return false;
   }
 
   generateTraceId(): string {
@@ -186,10 +232,52 @@ export class PooledIdGenerator implements IdGenerator {
   }
 }
 
+/**
+ * The root sampler's decision as a bound on the trace id (ratioKeeps): the bound of the SDK's
+ * TraceIdRatioBasedSampler for a ratio (floor(ratio * (2^32 - 1)), 2^32 at 1); always_on 2^32 (every
+ * trace), always_off 0 (none). The parentbased_* samplers use their root's for a request without a
+ * parent.
+ */
+export function rootUpperBound(samplerName: string, ratio: number): number {
+  if (samplerName.endsWith('always_on')) return 2 ** 32;
+  if (samplerName.endsWith('always_off')) return 0;
+  return ratio >= 1 ? 2 ** 32 : ratio <= 0 ? 0 : Math.floor(ratio * 0xffffffff);
+}
+
+/**
+ * The SDK's TraceIdRatioBasedSampler's rule (@opentelemetry/sdk-trace 3.x), read from the trace id's
+ * 16 bytes at `at`: the XOR of its four big-endian 32-bit words, unsigned, below the bound. Every
+ * process of ours that decides on a trace id by itself (a `traceidratio` sampler, not parent-based)
+ * runs the SDK's sampler, so the gateway must decide as it does (telemetry.spec checks it against it).
+ */
+export function ratioKeeps(bytes: Uint8Array, at: number, upperBound: number): boolean {
+  const b = bytes;
+  const x =
+    (((b[at] as number) << 24) |
+      ((b[at + 1] as number) << 16) |
+      ((b[at + 2] as number) << 8) |
+      (b[at + 3] as number)) ^
+    (((b[at + 4] as number) << 24) |
+      ((b[at + 5] as number) << 16) |
+      ((b[at + 6] as number) << 8) |
+      (b[at + 7] as number)) ^
+    (((b[at + 8] as number) << 24) |
+      ((b[at + 9] as number) << 16) |
+      ((b[at + 10] as number) << 8) |
+      (b[at + 11] as number)) ^
+    (((b[at + 12] as number) << 24) |
+      ((b[at + 13] as number) << 16) |
+      ((b[at + 14] as number) << 8) |
+      (b[at + 15] as number));
+  return x >>> 0 < upperBound;
+}
+
 let provider: TracerProvider | null = null;
 /** The configured sampler and the provider's id generator, while tracing is on (startRequestSpan). */
 let sampler: Sampler | null = null;
 let ids: PooledIdGenerator | null = null;
+/** The configured sampler's decision for a request without a parent (rootUpperBound). */
+let rootBound = 0;
 let undici: InstrumentationUndici.UndiciInstrumentation | null = null;
 /** The process's tracer while tracing is on; null when off (the hot paths test this and do nothing). */
 export let activeTracer: Tracer | null = null;
@@ -231,6 +319,9 @@ export function startTelemetry(name: string, env: NodeJS.ProcessEnv = process.en
   const { W3CTraceContextPropagator } = require('@opentelemetry/core') as typeof Core;
   sampler = cfg.sampler;
   ids = new PooledIdGenerator();
+  rootBound = cfg.rootBound;
+  // NATS `traceparent` headers in one encoding, if this nats client encodes them as we do.
+  checkOwnHeaders();
   provider = new TracerProvider({
     resource: resourceFromAttributes({ ...cfg.resource, 'service.name': cfg.serviceName }),
     sampler: cfg.sampler,
@@ -261,6 +352,7 @@ function handle(p: TracerProvider): TelemetryHandle {
       activeTracer = null;
       sampler = null;
       ids = null;
+      rootBound = 0;
       provider = null;
       await p.shutdown();
       trace.disable();
@@ -307,4 +399,37 @@ export function startRequestSpan(name: string, options: SpanOptions, parent: Con
   }
   if (!valid) gen.next = traceId;
   return (activeTracer as Tracer).startSpan(name, options, parent);
+}
+
+/** A request's headers, as Node gives them (only `traceparent` and `tracestate` are read). */
+type IncomingHeaders = Record<string, string | string[] | undefined>;
+
+/**
+ * The trace context of a request entering this process (the gateway's HTTP requests), with its span
+ * when the sampler keeps it. Without a `traceparent` (most API clients), the configured sampler's
+ * decision is made on the pooled bytes of a new trace id (ratioKeeps: the SDK's own rule, so the SDK
+ * decides the same again for a request kept and started through it with that id; for the
+ * parentbased_* samplers a request without a parent goes to their root sampler): a request left out
+ * costs one draw of ids and one object, nothing of the SDK or the API. With one, the SDK's sampler
+ * decides (startRequestSpan) and the trace continues. Tracing off: must not be called.
+ */
+export function startRequestTrace(
+  headers: IncomingHeaders,
+  name: string,
+  options: SpanOptions,
+): RequestTraceContext {
+  if (headers.traceparent === undefined) {
+    const gen = ids as PooledIdGenerator;
+    if (!gen.draw(rootBound))
+      return new RequestTraceContext(gen.traceId, gen.spanId, 0, undefined, undefined);
+    gen.next = gen.traceId;
+    return ofSpan((activeTracer as Tracer).startSpan(name, options, ROOT_CONTEXT));
+  }
+  return ofSpan(startRequestSpan(name, options, propagation.extract(ROOT_CONTEXT, headers)));
+}
+
+function ofSpan(span: Span): RequestTraceContext {
+  const sc = span.spanContext();
+  const flags = sc.traceFlags & TraceFlags.SAMPLED;
+  return new RequestTraceContext(sc.traceId, sc.spanId, flags, sc.traceState, span);
 }

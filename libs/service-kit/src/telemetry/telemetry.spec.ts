@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
 import { Writable } from 'node:stream';
 import { describe, it } from 'node:test';
@@ -7,17 +8,23 @@ import { context, ROOT_CONTEXT, SamplingDecision, SpanKind, TraceFlags, trace } 
 import { TraceIdRatioBasedSampler } from '@opentelemetry/sdk-trace';
 import { createLogger } from '../logger.js';
 import { genAiOperation } from './genai.js';
+import { TraceparentHeaders } from './nats-traceparent.js';
 import {
+  currentTraceId,
   inSampledTrace,
   JOB_TRACE_FIELD,
   rpcPublishOptions,
   traceRpcHandler,
   withJobTrace,
 } from './propagation.js';
+import { RequestTraceContext } from './request-context.js';
 import {
   activeTracer,
   PooledIdGenerator,
+  ratioKeeps,
+  rootUpperBound,
   startRequestSpan,
+  startRequestTrace,
   startTelemetry,
   telemetryConfig,
   tracingOn,
@@ -325,6 +332,124 @@ describe('startRequestSpan: the sampler decides before any SDK span', () => {
       assert.notEqual(dropped.spanContext().spanId, 'b'.repeat(16), 'a span id of its own');
       // No parent: the ratio 0 root leaves it out.
       assert.equal(startRequestSpan('HTTP', { kind: SpanKind.SERVER }, ROOT_CONTEXT).isRecording(), false);
+    } finally {
+      await h.stop();
+    }
+  });
+});
+
+describe('startRequestTrace: no span, SDK or API object for a request the sampler leaves out', () => {
+  async function on(env: Record<string, string>) {
+    const server = createServer((r, res) => {
+      r.resume();
+      r.on('end', () => res.end('{}'));
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const port = (server.address() as { port: number }).port;
+    const h = startTelemetry('unit', { OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}`, ...env });
+    return {
+      stop: async () => {
+        await h.shutdown();
+        server.close();
+      },
+    };
+  }
+
+  it("ratioKeeps is the SDK's TraceIdRatioBasedSampler's rule, on the id's bytes", () => {
+    for (const ratio of [0, 1e-6, 0.1, 0.5, 0.9, 0.999999, 1]) {
+      const sdkSampler = new TraceIdRatioBasedSampler(ratio);
+      const bound = rootUpperBound('parentbased_traceidratio', ratio);
+      for (let i = 0; i < 2000; i++) {
+        const bytes = randomBytes(16);
+        // Words with the top bit set and small XORs: where signed/unsigned slips would show.
+        if (i % 4 === 0) bytes.fill(0xff, 0, 4);
+        if (i % 4 === 1) bytes.copy(bytes, 4, 0, 4);
+        const id = bytes.toString('hex');
+        if (id === '0'.repeat(32)) continue;
+        const sdk =
+          sdkSampler.shouldSample(ROOT_CONTEXT, id).decision === SamplingDecision.RECORD_AND_SAMPLED;
+        assert.equal(ratioKeeps(bytes, 0, bound), sdk, `${ratio} ${id}`);
+      }
+    }
+    assert.equal(rootUpperBound('always_on', 0), 2 ** 32);
+    assert.equal(rootUpperBound('parentbased_always_off', 1), 0);
+  });
+
+  it('decides as the SDK would for the trace id it draws; a kept request is the SDK span with that id', async () => {
+    const h = await on({ OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.3' });
+    try {
+      const sdkSampler = new TraceIdRatioBasedSampler(0.3);
+      let kept = 0;
+      const ids = new Set<string>();
+      for (let i = 0; i < 600; i++) {
+        const t = startRequestTrace({}, 'HTTP', { kind: SpanKind.SERVER });
+        assert.ok(t instanceof RequestTraceContext);
+        assert.match(t.traceId, /^[0-9a-f]{32}$/);
+        assert.match(t.spanId, /^[0-9a-f]{16}$/);
+        ids.add(t.traceId);
+        const sdk =
+          sdkSampler.shouldSample(ROOT_CONTEXT, t.traceId).decision === SamplingDecision.RECORD_AND_SAMPLED;
+        assert.equal(t.sampled, sdk, t.traceId);
+        const span = t.recordingSpan;
+        if (sdk) {
+          kept++;
+          assert.equal(span?.isRecording(), true);
+          assert.equal(span?.spanContext().traceId, t.traceId);
+          assert.equal(span?.spanContext().spanId, t.spanId);
+          assert.equal(
+            context.with(t, () => inSampledTrace()),
+            true,
+          );
+          span?.end();
+          assert.equal(
+            context.with(t, () => inSampledTrace()),
+            false,
+            'no child spans once it has ended',
+          );
+        } else {
+          assert.equal(span, undefined, 'no span made for a request left out');
+          // Asked for (the API, an instrumentation): a non-recording span of the same ids, made once.
+          const s = trace.getSpan(t);
+          assert.equal(s?.isRecording(), false);
+          assert.deepEqual(
+            { ...s?.spanContext() },
+            { traceId: t.traceId, spanId: t.spanId, traceFlags: TraceFlags.NONE, traceState: undefined },
+          );
+          assert.equal(trace.getSpan(t), s);
+        }
+      }
+      assert.equal(ids.size, 600);
+      assert.ok(kept > 120 && kept < 240, `about 30 % kept: ${kept}`);
+    } finally {
+      await h.stop();
+    }
+  });
+
+  it('inside a request left out: log lines, NATS traceparent (flags 00, one encoding) and inSampledTrace from its fields', async () => {
+    const h = await on({ OTEL_TRACES_SAMPLER: 'always_off' });
+    try {
+      const t = startRequestTrace({}, 'HTTP', { kind: SpanKind.SERVER });
+      assert.equal(t.sampled, false);
+      await context.with(t, async () => {
+        assert.equal(currentTraceId(), t.traceId);
+        assert.equal(inSampledTrace(), false);
+        const opts = rpcPublishOptions('s', 'inbox.3', req, Promise.resolve(END));
+        assert.ok(opts.headers instanceof TraceparentHeaders, 'no MsgHdrs built');
+        assert.equal(opts.headers.get('traceparent'), `00-${t.traceId}-${t.spanId}-00`);
+      });
+      // An incoming traceparent with a tracestate: continued through the SDK's sampler, the state kept.
+      const c = startRequestTrace(
+        { traceparent: `00-${'4'.repeat(32)}-${'5'.repeat(16)}-00`, tracestate: 'v=1' },
+        'HTTP',
+        { kind: SpanKind.SERVER },
+      );
+      assert.equal(c.traceId, '4'.repeat(32));
+      assert.notEqual(c.spanId, '5'.repeat(16));
+      await context.with(c, async () => {
+        const opts = rpcPublishOptions('s', 'inbox.4', req, Promise.resolve(END));
+        assert.equal(opts.headers?.get('traceparent'), `00-${'4'.repeat(32)}-${c.spanId}-00`);
+        assert.equal(opts.headers?.get('tracestate'), 'v=1');
+      });
     } finally {
       await h.stop();
     }
