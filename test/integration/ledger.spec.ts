@@ -224,4 +224,31 @@ describe('ledger writer', () => {
     });
     assert.ok(w.stats.rejected >= 1);
   });
+
+  it("takes the gateway's batches (a JSON array per message): every event once, a bad one dropped alone", async () => {
+    const w = writers.at(-1)!;
+    // What earlier tests left unacknowledged (one message stays ack-pending after them, on main too).
+    const base = (await jetstreamManager(nc).then((jsm) => jsm.consumers.info(stream, 'ledger-writer')))
+      .num_ack_pending;
+    const rejectedBefore = w.stats.rejected;
+    const batch = [event(), event(), event()];
+    const js = jetstream(nc);
+    const body = JSON.stringify([...batch.slice(0, 2), { not: 'an event' }, batch[2]]);
+    await js.publish(`${subjectBase}.chat-A`, body, { msgID: `batch:${batch[0]!.requestId}:4` });
+    // The same events again in a message of another id (a batch formed again): stored once by request id.
+    await js.publish(`${subjectBase}.chat-A`, JSON.stringify(batch), { msgID: `batch:again-${tag}` });
+    const count = async () =>
+      (
+        (await prisma.$queryRawUnsafe(
+          `SELECT count(*)::int AS n FROM "UsageEvent" WHERE "requestId" IN (${batch.map((e) => `'${e.requestId}'`).join(',')})`,
+        )) as { n: number }[]
+      )[0]!.n;
+    await until('the batch written', async () => (await count()) === 3);
+    await until('both messages acknowledged', async () => {
+      const i = await jetstreamManager(nc).then((jsm) => jsm.consumers.info(stream, 'ledger-writer'));
+      return i.num_pending === 0 && i.num_ack_pending <= base;
+    });
+    assert.equal(await count(), 3);
+    assert.equal(w.stats.rejected, rejectedBefore + 1);
+  });
 });

@@ -134,7 +134,9 @@ export class AppModule {
         { provide: NatsRpcClientProxy, useValue: new NatsRpcClientProxy(deps.nc) },
         {
           provide: UsagePublisher,
-          useValue: new UsagePublisher(deps.nc, deps.log, deps.config.USAGE_SUBJECT_ROOT),
+          useValue: new UsagePublisher(deps.nc, deps.log, deps.config.USAGE_SUBJECT_ROOT, {
+            batchMax: deps.config.USAGE_BATCH_MAX,
+          }),
         },
         {
           // Per-minute per-model traffic for the console's overview, written to Redis once a second.

@@ -107,6 +107,12 @@ export const GatewayEnvFields = z.object({
     .string()
     .regex(/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/)
     .default(UsageStream.root),
+  /**
+   * Most usage events in one JetStream message (usage/usage-publisher.ts): the events of one turn of
+   * the event loop for one model leave together as a JSON array. 1: one message per event, as before
+   * (for ledger writers older than batching: upgrade the ledger writers first).
+   */
+  USAGE_BATCH_MAX: envInt(64, 1),
   /** Limits and quotas (apps/gateway/src/limits). Off only for benchmarks or when enforced elsewhere. */
   LIMITS_ENABLED: envBool(true),
   /** YAML or JSON file with limit overrides (LimitsFileSchema); the spec's values are the defaults. */

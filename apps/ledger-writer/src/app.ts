@@ -144,23 +144,29 @@ export async function runLedgerWriter(
     const events: UsageEvent[] = [];
     const good: JsMsg[] = [];
     for (const m of msgs) {
-      let parsed: ReturnType<typeof UsageEventSchema.safeParse> | undefined;
+      // One event (a JSON object) or the gateway's batch of them (a JSON array, USAGE_BATCH_MAX).
+      let body: unknown;
       try {
-        parsed = UsageEventSchema.safeParse(m.json());
+        body = m.json();
       } catch {
-        parsed = undefined;
+        body = undefined;
       }
-      if (parsed?.success) {
-        events.push(parsed.data);
-        good.push(m);
-      } else {
-        stats.rejected++;
-        log.error(
-          { subject: m.subject, seq: m.seq, data: m.string().slice(0, 500) },
-          'not a usage event; dropped',
-        );
-        m.term('not a usage event');
+      let kept = 0;
+      for (const one of Array.isArray(body) ? body : [body]) {
+        const parsed = UsageEventSchema.safeParse(one);
+        if (parsed.success) {
+          events.push(parsed.data);
+          kept++;
+        } else {
+          stats.rejected++;
+          log.error(
+            { subject: m.subject, seq: m.seq, data: JSON.stringify(one ?? m.string()).slice(0, 500) },
+            'not a usage event; dropped',
+          );
+        }
       }
+      if (kept) good.push(m);
+      else m.term('not a usage event');
     }
     if (!events.length) return;
     let delay = 100;

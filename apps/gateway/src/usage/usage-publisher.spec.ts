@@ -24,16 +24,26 @@ const event = (requestId: string, model = 'chat-A'): UsageEvent => ({
   at: Date.now(),
 });
 
-/** The request ids stored in `stream`, in order, read back with a direct get of each sequence. */
-async function storedIds(nc: NatsConnection, stream: string): Promise<string[]> {
+/** The messages stored in `stream`, in order (subject and events: a batch holds several), read back one by one. */
+async function stored(
+  nc: NatsConnection,
+  stream: string,
+): Promise<Array<{ subject: string; ids: string[] }>> {
   const jsm = await jetstreamManager(nc);
   const info = await jsm.streams.info(stream);
-  const ids: string[] = [];
+  const out: Array<{ subject: string; ids: string[] }> = [];
   for (let seq = info.state.first_seq; seq <= info.state.last_seq && info.state.messages > 0; seq++) {
     const m = await jsm.streams.getMessage(stream, { seq }).catch(() => null);
-    if (m) ids.push((m.json() as UsageEvent).requestId);
+    if (!m) continue;
+    const body = m.json() as UsageEvent | UsageEvent[];
+    out.push({ subject: m.subject, ids: (Array.isArray(body) ? body : [body]).map((e) => e.requestId) });
   }
-  return ids;
+  return out;
+}
+
+/** The request ids stored in `stream`, in order. */
+async function storedIds(nc: NatsConnection, stream: string): Promise<string[]> {
+  return (await stored(nc, stream)).flatMap((m) => m.ids);
 }
 
 describe('UsagePublisher (pipelined JetStream publish, real NATS)', () => {
@@ -99,11 +109,68 @@ describe('UsagePublisher (pipelined JetStream publish, real NATS)', () => {
     assert.equal((await storedIds(nc, stream)).length, 10);
   });
 
+  it("one turn's events leave as one message per model (at most batchMax each), a lone event as an object", async () => {
+    const { stream, root } = await fresh();
+    const pub = new UsagePublisher(nc, log, root, { batchMax: 8 });
+    const a = Array.from({ length: 20 }, (_, i) => `req_a_${i}`);
+    const b = ['req_b_0', 'req_b_1'];
+    for (const [i, id] of a.entries()) {
+      pub.record(event(id, 'chat-A'));
+      if (i < 2) pub.record(event(b[i] as string, 'chat-B'));
+    }
+    await pub.close();
+    const msgs = await stored(nc, stream);
+    assert.deepEqual(
+      msgs.map((m) => m.ids.length).sort((x, y) => x - y),
+      [2, 4, 8, 8],
+    );
+    for (const m of msgs)
+      assert.equal(m.subject, `${root}.${m.ids[0]?.startsWith('req_b') ? 'chat-B' : 'chat-A'}`);
+    assert.deepEqual(msgs.flatMap((m) => m.ids).sort(), [...a, ...b].sort());
+    // Recorded in a later turn, alone: one JSON object, as before batching.
+    const pub2 = new UsagePublisher(nc, log, root);
+    pub2.record(event('req_alone'));
+    await pub2.close();
+    const jsm = await jetstreamManager(nc);
+    const last = await jsm.streams.getMessage(stream, { last_by_subj: `${root}.chat-A` });
+    assert.ok(last);
+    assert.equal((last.json() as UsageEvent).requestId, 'req_alone');
+  });
+
+  it('batchMax 1: one message per event, as before batching', async () => {
+    const { stream, root } = await fresh();
+    const pub = new UsagePublisher(nc, log, root, { batchMax: 1 });
+    for (let i = 0; i < 5; i++) pub.record(event(`req_one_${i}`));
+    await pub.close();
+    const msgs = await stored(nc, stream);
+    assert.equal(msgs.length, 5);
+    assert.ok(msgs.every((m) => m.ids.length === 1));
+  });
+
+  it('a batch whose ack is lost is sent again whole, under the same id, and stored once', async () => {
+    const { stream, root } = await fresh();
+    const pub = new UsagePublisher(nc, log, root, { ackTimeoutMs: 200 });
+    const inner = pub as unknown as { onAck: (token: number, msg: unknown) => void };
+    const original = inner.onAck.bind(pub);
+    let dropped = 0;
+    inner.onAck = (token, msg) => {
+      if (dropped++ === 0) return;
+      original(token, msg);
+    };
+    for (let i = 0; i < 3; i++) pub.record(event(`req_batch_lost_${i}`));
+    await waitFor('the retried batch acknowledged', () => pub.pending === 0);
+    await pub.close();
+    assert.ok(dropped >= 2, 'published twice');
+    assert.deepEqual(await stored(nc, stream), [
+      { subject: `${root}.chat-A`, ids: ['req_batch_lost_0', 'req_batch_lost_1', 'req_batch_lost_2'] },
+    ]);
+  });
+
   it('an ack that never comes: the event is published again and still stored once', async () => {
     const { stream, root } = await fresh();
     const pub = new UsagePublisher(nc, log, root, { ackTimeoutMs: 200 });
     // Swallow the first ack of the first event, as if it were lost on the way back.
-    const inner = pub as unknown as { onAck: (token: string, msg: unknown) => void };
+    const inner = pub as unknown as { onAck: (token: number, msg: unknown) => void };
     const original = inner.onAck.bind(pub);
     let dropped = 0;
     inner.onAck = (token, msg) => {
