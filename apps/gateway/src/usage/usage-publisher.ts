@@ -15,8 +15,9 @@ export interface UsagePublisherOptions {
   ackTimeoutMs?: number;
 }
 
+/** An event published and waiting for its ack; `ev` is emptied once it leaves `inflight` (see there). */
 interface Pending {
-  ev: UsageEvent;
+  ev: UsageEvent | null;
   sentAt: number;
 }
 
@@ -38,7 +39,13 @@ const dec = new TextDecoder();
  */
 export class UsagePublisher {
   private readonly backlog: UsageEvent[] = [];
-  private readonly inflight = new Map<string, Pending>();
+  /**
+   * By the number at the end of the ack's reply subject. The entry leaves with its event emptied: a
+   * long-lived Map that gains and loses an entry per request rebuilds its table every few dozen
+   * entries, and V8 keeps each replaced table, with what it held, in the old generation until a full
+   * collection; the events it points at would survive every scavenge until then (promoted; see RpcClient.calls).
+   */
+  private readonly inflight = new Map<number, Pending>();
   private readonly window: number;
   private readonly ackTimeoutMs: number;
   private sub: Subscription | null = null;
@@ -103,7 +110,8 @@ export class UsagePublisher {
     this.ensureInbox();
     while (this.backlog.length && this.inflight.size < this.window) {
       const ev = this.backlog.shift()!;
-      const token = (++this.seq).toString(36);
+      this.seq = this.seq >= 0x3fffffff ? 1 : this.seq + 1;
+      const token = this.seq;
       const h = headers();
       h.set('Nats-Msg-Id', ev.requestId);
       try {
@@ -126,14 +134,16 @@ export class UsagePublisher {
     this.inbox = createInbox();
     const cut = this.inbox.length + 1;
     this.sub = this.nc.subscribe(`${this.inbox}.*`, {
-      callback: (_err, msg) => this.onAck(msg.subject.slice(cut), msg),
+      callback: (_err, msg) => this.onAck(Number(msg.subject.slice(cut)), msg),
     });
   }
 
-  private onAck(token: string, msg: Msg): void {
+  private onAck(token: number, msg: Msg): void {
     const p = this.inflight.get(token);
     if (!p) return; // an ack after its timeout: the event was sent again, that copy's ack counts
     this.inflight.delete(token);
+    const ev = p.ev!;
+    p.ev = null;
     let ok = false;
     let reason: unknown = 'no responders (is the usage stream missing?)';
     if (msg.data.length > 0) {
@@ -148,7 +158,7 @@ export class UsagePublisher {
     if (ok) {
       this.delay = 100;
     } else {
-      this.backlog.unshift(p.ev);
+      this.backlog.unshift(ev);
       this.failed(reason);
     }
     this.afterSettle();
@@ -173,7 +183,8 @@ export class UsagePublisher {
     for (const [token, p] of this.inflight) {
       if (p.sentAt > limit) continue;
       this.inflight.delete(token);
-      this.backlog.unshift(p.ev);
+      this.backlog.unshift(p.ev!);
+      p.ev = null;
       late++;
     }
     if (late) this.failed(`${late} usage event(s) without a JetStream ack in ${this.ackTimeoutMs} ms`);
@@ -198,7 +209,7 @@ export class UsagePublisher {
     if (this.resumeTimer) clearTimeout(this.resumeTimer);
     this.sub?.unsubscribe();
     this.sub = null;
-    const left = [...this.backlog, ...[...this.inflight.values()].map((p) => p.ev)];
+    const left = [...this.backlog, ...[...this.inflight.values()].map((p) => p.ev!)];
     if (left.length) this.log.error({ events: left }, 'usage events not published at shutdown');
   }
 }
