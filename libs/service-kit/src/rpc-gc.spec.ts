@@ -66,7 +66,11 @@ describe('NATS RPC client: what an ended call leaves behind', () => {
   );
   before(async () => {
     nc = await connectNats(NATS_URL, 'rpc-gc-spec');
-    nc.subscribe(subject, { callback: (_err, msg) => msg.reply && nc.publish(msg.reply, answer) });
+    nc.subscribe(subject, {
+      callback: (_err, msg) => {
+        if (msg.reply) nc.publish(msg.reply, answer);
+      },
+    });
     client = new RpcClient(nc);
     await client.call(subject, req(), { idleTimeoutMs: 5_000 });
   });
