@@ -310,7 +310,17 @@ const SWEEP_MS = 250;
  * stop when the caller cancels, and its final usage is still collected.
  */
 export class RpcClient {
-  private readonly calls = new Map<string, InboxCall>();
+  /**
+   * The calls waiting for frames, by the number at the end of their reply subject. Each entry is a
+   * holder emptied when its call ends, and the numbers are small integers: a long-lived Map that gains
+   * and loses an entry per request rebuilds its table every few dozen requests, and V8 keeps the
+   * replaced table (old generation, linked to the next one) with the entries it held until a full
+   * collection. Whatever those entries point at survives every scavenge until then and is promoted: with
+   * the calls themselves as values, each request's envelope, body, end frame (and through the gateway's
+   * WeakMaps its limits admission), ~1.7 KB per request (docs/performance.md, "what the gateway promotes").
+   * An emptied holder is all that such a table keeps.
+   */
+  private readonly calls = new Map<number, CallSlot>();
   private inboxPrefix = '';
   private sub: Subscription | null = null;
   private seq = 0;
@@ -356,8 +366,14 @@ export class RpcClient {
   }
 
   private open(subject: string, req: ServiceRequest<unknown>, opts: CallOptions, stream: boolean): InboxCall {
-    const token = String(++this.seq);
-    const call = new InboxCall(this.nc, req, opts, stream, () => this.calls.delete(token));
+    // Small integers (V8 Smis: no string per call); wraps long before it could stop being one.
+    this.seq = this.seq >= 0x3fffffff ? 1 : this.seq + 1;
+    const token = this.seq;
+    const slot: CallSlot = { call: null };
+    const call = new InboxCall(this.nc, req, opts, stream, () => {
+      slot.call = null;
+      this.calls.delete(token);
+    });
     if (!this.isConnected) {
       call.fail(natsDown(), false);
       return call;
@@ -370,7 +386,8 @@ export class RpcClient {
       return call;
     }
     this.ensureInbox();
-    this.calls.set(token, call);
+    slot.call = call;
+    this.calls.set(token, slot);
     this.outbox.push({
       subject,
       data,
@@ -414,22 +431,27 @@ export class RpcClient {
     this.inboxPrefix = createInbox();
     const cut = this.inboxPrefix.length + 1;
     this.sub = this.nc.subscribe(`${this.inboxPrefix}.*`, {
-      callback: (_err, msg) => this.calls.get(msg.subject.slice(cut))?.onMsg(msg),
+      callback: (_err, msg) => this.calls.get(Number(msg.subject.slice(cut)))?.call?.onMsg(msg),
     });
     this.sweeper = setInterval(() => {
       const now = performance.now();
-      for (const c of this.calls.values()) c.check(now);
+      for (const s of this.calls.values()) s.call?.check(now);
     }, SWEEP_MS);
     this.sweeper.unref();
   }
 
   /** Stops the inbox (tests, shutdown); calls still open fail. */
   close(): void {
-    for (const c of [...this.calls.values()]) c.fail(ApiError.internal('The client closed.'), false);
+    for (const s of [...this.calls.values()]) s.call?.fail(ApiError.internal('The client closed.'), false);
     if (this.sweeper) clearInterval(this.sweeper);
     this.sub?.unsubscribe();
     this.sub = null;
   }
+}
+
+/** A call's entry in RpcClient.calls: emptied when the call ends (see there why). */
+interface CallSlot {
+  call: InboxCall | null;
 }
 
 class InboxCall implements RpcStream {

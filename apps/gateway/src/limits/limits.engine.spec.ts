@@ -175,6 +175,31 @@ describe('LimitsEngine (real Redis, injected clock)', () => {
     await refused(a.admitModel(subject, embed, { input: 'a' }));
   });
 
+  it('concurrency: admissions settled in any order leave exactly the others held and renewed', async () => {
+    now = Date.UTC(2031, 4, 10, 12, 0, 5);
+    const file: LimitsFile = { key: { requests_per_minute: null, concurrent: 5 }, lease_ttl_ms: 3000 };
+    const e = engine(file);
+    const held: Admission[] = [];
+    for (let i = 0; i < 5; i++) held.push(await e.admitModel(subject, embed, { input: 'a' }));
+    assert.equal(e.activeCount, 5);
+    // The middle, the first, the last (the list moves its last entry into a freed place), twice one.
+    await held[2]!.settle();
+    await held[0]!.settle();
+    await held[4]!.settle();
+    await held[0]!.settle();
+    assert.equal(e.activeCount, 2);
+    // The two left are renewed past the TTL: three more fit, not four.
+    now += 2000;
+    await e.renew();
+    now += 2000;
+    for (let i = 0; i < 3; i++) held.push(await e.admitModel(subject, embed, { input: 'a' }));
+    await refused(e.admitModel(subject, embed, { input: 'a' }));
+    assert.equal(e.activeCount, 5);
+    for (const a of held) await a.settle();
+    assert.equal(e.activeCount, 0);
+    await e.admitModel(subject, embed, { input: 'a' });
+  });
+
   it('tokens per minute: the prompt estimate is reserved, the real usage settles, a prompt too large is refused', async () => {
     now = Date.UTC(2031, 4, 10, 12, 0, 10);
     const e = engine({

@@ -150,6 +150,8 @@ type Pending = PendingAdmit | PendingSettle;
  */
 export class Admission {
   private done = false;
+  /** @internal Where the engine's list of admissions holding slots has it (-1: not there). */
+  activeAt = -1;
 
   constructor(
     private readonly engine: LimitsEngine | null,
@@ -215,7 +217,14 @@ export class LimitsEngine {
   private readonly byTier = new Map<Tier, EffectiveLimits>();
   private readonly byOverrides = new WeakMap<object, { tier: Tier; limits: EffectiveLimits }>();
   private readonly warnedOverrides = new WeakSet<object>();
-  private readonly active = new Set<Admission>();
+  /**
+   * Admissions holding concurrency slots, renewed while they run: an array where each knows its index
+   * (removal moves the last one into its place), not a Set. A long-lived Set that gains and loses an
+   * entry per request rebuilds its table every few dozen requests, and V8 keeps each replaced table, with
+   * the admissions it held, in the old generation until a full collection: every admission (its headers,
+   * keys, lease id) survived the scavenges until then and was promoted (docs/performance.md).
+   */
+  private readonly active: Admission[] = [];
   private readonly plans = new Map<string, Plan>();
   private readonly lanes = new Map<number, Lane>();
   private readonly singleLane: Lane = newLane();
@@ -262,7 +271,7 @@ export class LimitsEngine {
 
   /** Requests of this replica that hold concurrency slots right now. */
   get activeCount(): number {
-    return this.active.size;
+    return this.active.length;
   }
 
   /** The limits that apply to a key: defaults < file < file.tiers[tier] < the key's overrides. */
@@ -408,7 +417,10 @@ export class LimitsEngine {
       setRateHeaders(headers, c.header, c.limit, used, resetMs);
     }
     const adm = new Admission(this, headers, leaseId, checks, keys, estimate, hold, now, leases, plan.lane);
-    if (leases) this.active.add(adm);
+    if (leases) {
+      adm.activeAt = this.active.length;
+      this.active.push(adm);
+    }
     return adm;
   }
 
@@ -554,7 +566,7 @@ export class LimitsEngine {
 
   /** See Admission.settle. */
   settle(adm: Admission, totalTokens: number): Promise<void> {
-    this.active.delete(adm);
+    this.deactivate(adm);
     const now = this.clock();
     const keys: string[] = [];
     const args: (string | number)[] = ['S', adm.leaseId, 0];
@@ -588,9 +600,21 @@ export class LimitsEngine {
     });
   }
 
+  /** Takes an admission out of `active` (the last one moves into its place; pop() leaves no reference). */
+  private deactivate(adm: Admission): void {
+    const i = adm.activeAt;
+    if (i < 0) return;
+    adm.activeAt = -1;
+    const last = this.active.pop()!;
+    if (last !== adm) {
+      this.active[i] = last;
+      last.activeAt = i;
+    }
+  }
+
   /** Pushes the expiry of every lease this replica holds (one script call per Redis slot). */
   async renew(): Promise<void> {
-    if (!this.active.size) return;
+    if (!this.active.length) return;
     const now = this.clock();
     const maxHold = this.opts.maxHoldMs ?? 15 * 60_000;
     for (const a of [...this.active]) {

@@ -52,11 +52,6 @@ export class ModelGateway {
     return this.config.MODEL_SUBJECT_PREFIX + route.subject;
   }
 
-  /** The limits admission of each request in flight, settled once in settle(). */
-  private readonly admissions = new WeakMap<ServiceRequest, Admission>();
-  /** The caller's tier of each request in flight (metrics by tier; never member ids). */
-  private readonly tiers = new WeakMap<ServiceRequest, string>();
-
   /**
    * `input`: the body to validate, when it is not the parsed JSON body (multipart endpoints build it
    * from the form, e.g. /v1/audio/transcriptions).
@@ -91,15 +86,14 @@ export class ModelGateway {
       deadline: Date.now() + this.config.REQUEST_TIMEOUT_MS,
       stream,
     };
-    this.admissions.set(envelope, admission);
-    this.tiers.set(envelope, auth.tier);
     // The batch lane yields while interactive requests are in flight (batch/pressure.ts).
     this.pressure.begin();
     const started = performance.now();
+    const f: Flight = { envelope, route, admission, tier: auth.tier, started };
     // A body larger than one NATS message (chat with big data: URIs ...) is a 413, not a failed publish:
     // RpcClient checks the bytes it would publish and fails the call with it (settled as a 413 below).
     if (route.collect && !stream) {
-      await this.relayCollected(route, envelope, reply, started);
+      await this.relayCollected(f, reply);
       return;
     }
     if (!stream) {
@@ -120,31 +114,25 @@ export class ModelGateway {
         });
       } catch (e) {
         reply.raw.off('close', onClose);
-        this.settle(
-          envelope,
-          route,
-          clientGone ? 499 : e instanceof ApiError ? e.status : 500,
-          started,
-          null,
-        );
+        this.settle(f, clientGone ? 499 : e instanceof ApiError ? e.status : 500, null);
         throw clientGone ? clientClosed() : e;
       }
       reply.raw.off('close', onClose);
       // A binary result too large for one NATS message waits in Redis (long speech): take it.
       const parked = end.binaryBlob ? await this.takeBlob(end.binaryBlob.key) : null;
       if (end.binaryBlob && !parked) {
-        this.settle(envelope, route, 500, started, end);
+        this.settle(f, 500, end);
         throw ApiError.internal('The result was lost on its way from the model service; retry.');
       }
       if (present && !end.binary && !end.binaryBlob) {
         try {
           end = { ...end, data: await present(end.data) };
         } catch (e) {
-          this.settle(envelope, route, e instanceof ApiError ? e.status : 500, started, end);
+          this.settle(f, e instanceof ApiError ? e.status : 500, end);
           throw e;
         }
       }
-      this.settle(envelope, route, 200, started, end);
+      this.settle(f, 200, end);
       void reply.header('openai-model', model.id);
       if (end.binary) {
         // Raw bytes (audio): no JSON wrapper.
@@ -156,16 +144,12 @@ export class ModelGateway {
       }
       return;
     }
-    await this.relayStream(route, envelope, req, reply, started, observe);
+    await this.relayStream(f, req, reply, observe);
   }
 
   /** A unary JSON reply whose list field arrives in frames (collect.ts): embeddings, rerank. */
-  private async relayCollected(
-    route: ModelRoute,
-    envelope: ServiceRequest,
-    reply: FastifyReply,
-    started: number,
-  ): Promise<void> {
+  private async relayCollected(f: Flight, reply: FastifyReply): Promise<void> {
+    const { route, envelope } = f;
     let collected: Awaited<ReturnType<typeof collectList>>;
     let clientGone = false;
     try {
@@ -182,10 +166,10 @@ export class ModelGateway {
           }),
       });
     } catch (e) {
-      this.settle(envelope, route, clientGone ? 499 : e instanceof ApiError ? e.status : 500, started, null);
+      this.settle(f, clientGone ? 499 : e instanceof ApiError ? e.status : 500, null);
       throw clientGone ? clientClosed() : e;
     }
-    this.settle(envelope, route, 200, started, collected.end);
+    this.settle(f, 200, collected.end);
     void reply.header('openai-model', envelope.model.id);
     void reply.type('application/json; charset=utf-8').send(collected.body);
   }
@@ -203,13 +187,12 @@ export class ModelGateway {
   }
 
   private async relayStream(
-    route: ModelRoute,
-    envelope: ServiceRequest,
+    f: Flight,
     req: FastifyRequest,
     reply: FastifyReply,
-    started: number,
     observe?: (payload: Uint8Array) => Promise<void> | undefined,
   ): Promise<void> {
+    const { route, envelope, started } = f;
     const st = this.rpc.stream(this.subjectOf(route), envelope, {
       // Chat, completions and the Responses event sequence all send as the engine produces.
       idleTimeoutMs: this.config.IDLE_TIMEOUT_MS,
@@ -220,13 +203,13 @@ export class ModelGateway {
     try {
       first = await it.next();
     } catch (e) {
-      this.settle(envelope, route, e instanceof ApiError ? e.status : 500, started, null);
+      this.settle(f, e instanceof ApiError ? e.status : 500, null);
       throw e;
     }
     const raw = hijackEventStream(reply, {
       'x-request-id': req.id,
       'openai-model': envelope.model.id,
-      ...this.admissions.get(envelope)?.headers,
+      ...f.admission.headers,
     });
     this.metrics.ttfb.observe({ route: route.endpoint }, (performance.now() - started) / 1000);
     this.metrics.openStreams.inc();
@@ -278,22 +261,17 @@ export class ModelGateway {
       if (st.partialUsage || relayed > 0)
         end = { usage: cutShortUsage(st.partialUsage, relayed, envelope.body) };
     }
-    this.settle(envelope, route, status, started, end);
+    this.settle(f, status, end);
   }
 
   /** One usage event per request that reached a service, whatever its outcome. */
-  private settle(
-    env: ServiceRequest,
-    route: ModelRoute,
-    status: number,
-    started: number,
-    end: EndFrame | null,
-  ): void {
+  private settle(f: Flight, status: number, end: EndFrame | null): void {
+    const { envelope: env, route, started } = f;
     const u = end?.usage;
     this.pressure.end();
     const latencyMs = performance.now() - started;
     // Releases the concurrency slots and charges the token budgets with the real usage.
-    void this.admissions.get(env)?.settle(u?.total_tokens ?? 0);
+    void f.admission.settle(u?.total_tokens ?? 0);
     this.usage.record({
       requestId: env.requestId,
       memberId: env.memberId,
@@ -311,7 +289,7 @@ export class ModelGateway {
     this.traffic.record(env.model.id, status, latencyMs, u?.total_tokens ?? 0);
     this.metrics.modelDone(
       env.model.id,
-      this.tiers.get(env) ?? 'unknown',
+      f.tier,
       route.endpoint,
       status,
       u?.prompt_tokens ?? 0,
@@ -319,6 +297,22 @@ export class ModelGateway {
       latencyMs / 1000,
     );
   }
+}
+
+/**
+ * One request on its way to a service: what settle() needs besides the outcome. Passed along rather than
+ * kept in WeakMaps keyed by the envelope: a WeakMap's table lives in the old generation, so each value
+ * stayed reachable for scavenges after its request ended (until one of them found the key dead), and
+ * the admissions of requests in flight at one scavenge were promoted at the next (docs/performance.md).
+ */
+interface Flight {
+  envelope: ServiceRequest;
+  route: ModelRoute;
+  /** Its limits admission, settled once in settle(). */
+  admission: Admission;
+  /** The caller's tier (metrics by tier; never member ids). */
+  tier: string;
+  started: number;
 }
 
 const utf8 = new TextDecoder();
