@@ -251,4 +251,18 @@ describe('ledger writer', () => {
     assert.equal(await count(), 3);
     assert.equal(w.stats.rejected, rejectedBefore + 1);
   });
+
+  it('writes a fetch holding more events than LEDGER_BATCH_SIZE in statements of at most that many', async () => {
+    const w = writers.at(-1)!;
+    const batchesBefore = w.stats.batches;
+    const insertedBefore = w.stats.inserted;
+    const big = Array.from({ length: 250 }, () => event());
+    const js = jetstream(nc);
+    await js.publish(`${subjectBase}.chat-A`, JSON.stringify(big), {
+      msgID: `batch:${big[0]!.requestId}:250`,
+    });
+    await until('250 events written', async () => w.stats.inserted - insertedBefore === 250);
+    // LEDGER_BATCH_SIZE is 100 here: 100 + 100 + 50.
+    assert.equal(w.stats.batches - batchesBefore, 3);
+  });
 });

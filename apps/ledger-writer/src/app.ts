@@ -139,6 +139,48 @@ export async function runLedgerWriter(
       };
     });
 
+  /**
+   * Inserts events until committed; false when the writer stops first (the messages are then handed
+   * back to JetStream for redelivery).
+   */
+  async function writeChunk(events: UsageEvent[], good: JsMsg[]): Promise<boolean> {
+    let delay = 100;
+    let lastProgress = Date.now();
+    for (;;) {
+      try {
+        const r = await sink.insertBatch(events);
+        stats.batches++;
+        stats.inserted += r.inserted;
+        stats.duplicates += r.duplicates;
+        log.debug({ events: events.length, ...r }, 'batch written');
+        return true;
+      } catch (err) {
+        stats.failures++;
+        if (stopping) {
+          log.warn(
+            { events: events.length },
+            'stopping with an unwritten batch: JetStream will redeliver it',
+          );
+          for (const m of good) m.nak();
+          return false;
+        }
+        log.warn(
+          { err: String((err as Error)?.message ?? err), retryInMs: delay, events: events.length },
+          'ledger write failed; retrying',
+        );
+        // Keep the batch: tell JetStream we are still on it, so it is not handed to another writer.
+        if (Date.now() - lastProgress > config.LEDGER_ACK_WAIT_MS / 3) {
+          for (const m of good) m.working();
+          lastProgress = Date.now();
+        }
+        await sleep(delay);
+        delay = Math.min(delay * 2, config.LEDGER_RETRY_MAX_MS);
+        for (const m of good) m.working();
+        lastProgress = Date.now();
+      }
+    }
+  }
+
   /** Writes one batch until it is committed (or the writer stops: then JetStream redelivers it). */
   async function write(msgs: JsMsg[]): Promise<void> {
     const events: UsageEvent[] = [];
@@ -169,40 +211,20 @@ export async function runLedgerWriter(
       else m.term('not a usage event');
     }
     if (!events.length) return;
-    let delay = 100;
-    let lastProgress = Date.now();
-    for (;;) {
-      try {
-        const r = await sink.insertBatch(events);
-        stats.batches++;
-        stats.inserted += r.inserted;
-        stats.duplicates += r.duplicates;
-        log.debug({ events: events.length, ...r }, 'batch written');
-        break;
-      } catch (err) {
-        stats.failures++;
-        if (stopping) {
-          log.warn(
-            { events: events.length },
-            'stopping with an unwritten batch: JetStream will redeliver it',
-          );
-          for (const m of good) m.nak();
-          return;
-        }
-        log.warn(
-          { err: String((err as Error)?.message ?? err), retryInMs: delay, events: events.length },
-          'ledger write failed; retrying',
-        );
-        // Keep the batch: tell JetStream we are still on it, so it is not handed to another writer.
-        if (Date.now() - lastProgress > config.LEDGER_ACK_WAIT_MS / 3) {
-          for (const m of good) m.working();
-          lastProgress = Date.now();
-        }
-        await sleep(delay);
-        delay = Math.min(delay * 2, config.LEDGER_RETRY_MAX_MS);
+    // At most LEDGER_BATCH_SIZE events per statement: a fetch of that many messages may hold up to
+    // USAGE_BATCH_MAX times as many events (the gateway's batches). Each chunk commits on its own; the
+    // messages are acknowledged after the last one (a crash in between: redelivery, and the insert
+    // skips what is already written).
+    let touched = Date.now();
+    for (let at = 0; at < events.length; at += config.LEDGER_BATCH_SIZE) {
+      // A long batch: tell JetStream we are still on it, so it is not handed to another writer.
+      if (at > 0 && Date.now() - touched > config.LEDGER_ACK_WAIT_MS / 3) {
         for (const m of good) m.working();
-        lastProgress = Date.now();
+        touched = Date.now();
       }
+      const chunk =
+        events.length <= config.LEDGER_BATCH_SIZE ? events : events.slice(at, at + config.LEDGER_BATCH_SIZE);
+      if (!(await writeChunk(chunk, good))) return;
     }
     await opts.beforeAck?.(events);
     // Acknowledged only now, after the commit; a lost ack means a harmless redelivery (the INSERT
