@@ -32,11 +32,11 @@
 // the socket writes, reads, event-loop wake-ups, preemptions and bytes in/out; `--gc` adds the gateway's
 // promoted bytes and GC pauses (`--trace-gc-nvp`), also for the 503 burst; `--lag-ms N` a target on the
 // simulator answering after N ms (the upstream path's timing without its work).
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { Pool } from 'undici';
-import { buildProduction, rssKiB, type Stack, startStack } from './stack/lib.js';
+import { buildProduction, isolateTargets, rssKiB, type Stack, startStack } from './stack/lib.js';
 import { hasWrk, runWrk, type WrkResult } from './stack/wrk.js';
 import { cpuMs, ioBytes, pct, preemptions, readCalls, sysMs, wakeups, writeCalls } from './support.js';
 
@@ -625,36 +625,6 @@ async function concurrentStreams(stack: Stack, n: number): Promise<Record<string
   // The idle collection (infra/heap-trim.ts) looks every 10 s.
   await new Promise((r) => setTimeout(r, 12_000));
   return { before, peak, after, later: rssKiB(gw.pid), ok, maxOpen };
-}
-
-/** `taskset` on every thread of a process; returns its previous mask (hex, as taskset prints it). */
-function setCpus(pid: number, cpus: string): string {
-  const before = /: ([0-9a-f]+)\s*$/.exec(
-    execFileSync('taskset', ['-p', String(pid)], { encoding: 'utf8' }),
-  )?.[1];
-  execFileSync('taskset', ['-a', '-p', '-c', cpus, String(pid)], { stdio: 'ignore' });
-  return before ?? 'ffffffff';
-}
-
-/** `--isolate`: targets on CPU 0, the rest on CPU 1; returns what puts the shared servers back. */
-function isolateTargets(stack: Stack): () => void {
-  for (const p of [stack.rawProxy, stack.gatewayOn, stack.gatewayOff]) setCpus(p.pid, '0');
-  for (const p of [stack.upstream, stack.chat, stack.ledger]) setCpus(p.pid, '1');
-  setCpus(process.pid, '1');
-  const shared = [stack.natsPid, stack.redisPid].filter((p): p is number => p !== null);
-  const masks = shared.map((pid) => [pid, setCpus(pid, '1')] as const);
-  console.log(
-    'isolated: raw proxy and gateways on CPU 0; upstream, services, NATS, Redis, load generator on CPU 1',
-  );
-  return () => {
-    for (const [pid, mask] of masks) {
-      try {
-        execFileSync('taskset', ['-a', '-p', mask, String(pid)], { stdio: 'ignore' });
-      } catch {
-        // the server went away meanwhile
-      }
-    }
-  };
 }
 
 const mib = (kib: number) => (kib / 1024).toFixed(1);

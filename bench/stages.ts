@@ -19,10 +19,9 @@
 //
 // and the differences between consecutive rows: what each stage costs. Numbers, not pass/fail; stops
 // by itself.
-import { execFileSync } from 'node:child_process';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
-import { buildProduction, startStack } from './stack/lib.js';
+import { buildProduction, isolateTargets, startStack } from './stack/lib.js';
 import { runWrk } from './stack/wrk.js';
 import { cpuMs } from './support.js';
 
@@ -51,14 +50,6 @@ const chat = (user?: string) =>
     ...(user ? { user } : {}),
   });
 
-function setCpus(pid: number, cpus: string): string {
-  const before = /: ([0-9a-f]+)\s*$/.exec(
-    execFileSync('taskset', ['-p', String(pid)], { encoding: 'utf8' }),
-  )?.[1];
-  execFileSync('taskset', ['-a', '-p', '-c', cpus, String(pid)], { stdio: 'ignore' });
-  return before ?? 'ffffffff';
-}
-
 const median = (xs: number[]) => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length ? (s[(s.length - 1) >> 1]! + s[s.length >> 1]!) / 2 : 0;
@@ -68,12 +59,8 @@ async function main(): Promise<void> {
   if (!opt['no-build']) buildProduction();
   const stub = new URL('./stack/rpc-stub.mjs', import.meta.url).href;
   const stack = await startStack({ gatewayFlags: ['--import', stub] });
-  const shared = [stack.natsPid, stack.redisPid].filter((p): p is number => p !== null);
-  const masks = shared.map((pid) => [pid, setCpus(pid, '1')] as const);
+  const restoreCpus = isolateTargets(stack);
   try {
-    for (const p of [stack.rawProxy, stack.gatewayOn, stack.gatewayOff]) setCpus(p.pid, '0');
-    for (const p of [stack.upstream, stack.chat, stack.ledger]) setCpus(p.pid, '1');
-    setCpus(process.pid, '1');
     const auth = { authorization: `Bearer ${stack.key}`, 'content-type': 'application/json' };
     interface StageTarget {
       name: string;
@@ -181,13 +168,7 @@ async function main(): Promise<void> {
     });
     console.table(rows);
   } finally {
-    for (const [pid, mask] of masks) {
-      try {
-        execFileSync('taskset', ['-a', '-p', mask, String(pid)], { stdio: 'ignore' });
-      } catch {
-        // gone meanwhile
-      }
-    }
+    restoreCpus();
     await stack.close();
   }
 }

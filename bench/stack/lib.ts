@@ -323,3 +323,37 @@ export function rssKiB(pid: number): number {
   const m = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
   return m ? Number(m[1]) : 0;
 }
+
+/** `taskset` on every thread of a process; returns its previous mask (hex, as taskset prints it). */
+export function setCpus(pid: number, cpus: string): string {
+  const before = /: ([0-9a-f]+)\s*$/.exec(
+    execFileSync('taskset', ['-p', String(pid)], { encoding: 'utf8' }),
+  )?.[1];
+  execFileSync('taskset', ['-a', '-p', '-c', cpus, String(pid)], { stdio: 'ignore' });
+  return before ?? 'ffffffff';
+}
+
+/**
+ * bench/stack.ts `--isolate`, bench/stages.ts: the measured processes (raw proxy, both gateways) on CPU 0,
+ * the rest (upstream, services, NATS, Redis, this process and the load generators it starts) on CPU 1;
+ * returns what gives NATS and Redis their CPU masks back.
+ */
+export function isolateTargets(stack: Stack): () => void {
+  for (const p of [stack.rawProxy, stack.gatewayOn, stack.gatewayOff]) setCpus(p.pid, '0');
+  for (const p of [stack.upstream, stack.chat, stack.ledger]) setCpus(p.pid, '1');
+  setCpus(process.pid, '1');
+  const shared = [stack.natsPid, stack.redisPid].filter((p): p is number => p !== null);
+  const masks = shared.map((pid) => [pid, setCpus(pid, '1')] as const);
+  console.log(
+    'isolated: raw proxy and gateways on CPU 0; upstream, services, NATS, Redis, load generator on CPU 1',
+  );
+  return () => {
+    for (const [pid, mask] of masks) {
+      try {
+        execFileSync('taskset', ['-a', '-p', mask, String(pid)], { stdio: 'ignore' });
+      } catch {
+        // the server went away meanwhile
+      }
+    }
+  };
+}

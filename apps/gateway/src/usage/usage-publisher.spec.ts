@@ -46,6 +46,18 @@ async function storedIds(nc: NatsConnection, stream: string): Promise<string[]> 
   return (await stored(nc, stream)).flatMap((m) => m.ids);
 }
 
+/** Swallows the first ack the publisher receives, as if it were lost on the way back; counts acks seen. */
+function loseFirstAck(pub: UsagePublisher): { seen: number } {
+  const inner = pub as unknown as { onAck: (token: number, msg: unknown) => void };
+  const original = inner.onAck.bind(pub);
+  const acks = { seen: 0 };
+  inner.onAck = (token, msg) => {
+    if (acks.seen++ === 0) return;
+    original(token, msg);
+  };
+  return acks;
+}
+
 describe('UsagePublisher (pipelined JetStream publish, real NATS)', () => {
   let nc: NatsConnection;
   const streams: string[] = [];
@@ -150,17 +162,11 @@ describe('UsagePublisher (pipelined JetStream publish, real NATS)', () => {
   it('a batch whose ack is lost is sent again whole, under the same id, and stored once', async () => {
     const { stream, root } = await fresh();
     const pub = new UsagePublisher(nc, log, root, { ackTimeoutMs: 200 });
-    const inner = pub as unknown as { onAck: (token: number, msg: unknown) => void };
-    const original = inner.onAck.bind(pub);
-    let dropped = 0;
-    inner.onAck = (token, msg) => {
-      if (dropped++ === 0) return;
-      original(token, msg);
-    };
+    const acks = loseFirstAck(pub);
     for (let i = 0; i < 3; i++) pub.record(event(`req_batch_lost_${i}`));
     await waitFor('the retried batch acknowledged', () => pub.pending === 0);
     await pub.close();
-    assert.ok(dropped >= 2, 'published twice');
+    assert.ok(acks.seen >= 2, 'published twice');
     assert.deepEqual(await stored(nc, stream), [
       { subject: `${root}.chat-A`, ids: ['req_batch_lost_0', 'req_batch_lost_1', 'req_batch_lost_2'] },
     ]);
@@ -169,18 +175,11 @@ describe('UsagePublisher (pipelined JetStream publish, real NATS)', () => {
   it('an ack that never comes: the event is published again and still stored once', async () => {
     const { stream, root } = await fresh();
     const pub = new UsagePublisher(nc, log, root, { ackTimeoutMs: 200 });
-    // Swallow the first ack of the first event, as if it were lost on the way back.
-    const inner = pub as unknown as { onAck: (token: number, msg: unknown) => void };
-    const original = inner.onAck.bind(pub);
-    let dropped = 0;
-    inner.onAck = (token, msg) => {
-      if (dropped++ === 0) return;
-      original(token, msg);
-    };
+    const acks = loseFirstAck(pub);
     pub.record(event('req_lost_ack'));
     await waitFor('the retried event acknowledged', () => pub.pending === 0);
     await pub.close();
-    assert.ok(dropped >= 2, 'published twice');
+    assert.ok(acks.seen >= 2, 'published twice');
     assert.deepEqual(await storedIds(nc, stream), ['req_lost_ack']);
   });
 });
