@@ -208,7 +208,9 @@ export async function runLedgerWriter(
         }
       }
       if (kept) good.push(m);
-      else m.term('not a usage event');
+      // Without a reason: a NATS server before 2.10 does not take `+TERM <reason>` and leaves the message
+      // pending, redelivered after every ack wait (the reason is in the log line above).
+      else m.term();
     }
     if (!events.length) return;
     // At most LEDGER_BATCH_SIZE events per statement: a fetch of that many messages may hold up to
