@@ -29,3 +29,16 @@ describe('gateway config: console single sign-on', () => {
     );
   });
 });
+
+describe('gateway config: USAGE_BATCH_MAX', () => {
+  it('defaults to 64 and takes 1 (one message per event) to 1,000', () => {
+    assert.equal(loadGatewayConfig(BASE).USAGE_BATCH_MAX, 64);
+    assert.equal(loadGatewayConfig({ ...BASE, USAGE_BATCH_MAX: '1' }).USAGE_BATCH_MAX, 1);
+    assert.equal(loadGatewayConfig({ ...BASE, USAGE_BATCH_MAX: '1000' }).USAGE_BATCH_MAX, 1000);
+  });
+
+  it('refuses 0 and more than 1,000 (a message past NATS max_payload would never be stored), naming it', () => {
+    assert.throws(() => loadGatewayConfig({ ...BASE, USAGE_BATCH_MAX: '0' }), /USAGE_BATCH_MAX/);
+    assert.throws(() => loadGatewayConfig({ ...BASE, USAGE_BATCH_MAX: '5000' }), /USAGE_BATCH_MAX/);
+  });
+});

@@ -112,7 +112,8 @@ export const GatewayEnvFields = z.object({
    * the event loop for one model leave together as a JSON array. 1: one message per event, as before
    * (for ledger writers older than batching: upgrade the ledger writers first).
    */
-  USAGE_BATCH_MAX: envInt(64, 1),
+  // At most 1,000: a message of 1,000 events (~350 KB) stays under NATS's 1 MB default max_payload.
+  USAGE_BATCH_MAX: envInt(64, 1).pipe(z.number().max(1000)),
   /** Limits and quotas (apps/gateway/src/limits). Off only for benchmarks or when enforced elsewhere. */
   LIMITS_ENABLED: envBool(true),
   /** YAML or JSON file with limit overrides (LimitsFileSchema); the spec's values are the defaults. */
