@@ -47,10 +47,20 @@ export interface HandlerContext {
   progress?: () => UsageReport;
 }
 
-interface Inflight {
+interface Work {
   ac: AbortController;
   reply: string;
   ctx: HandlerContext;
+}
+
+/**
+ * A request's entry in RpcServer.inflight: emptied when its work ends. The Map gains and loses an entry
+ * per request and rebuilds its table every few dozen; V8 keeps each replaced table, with what it held,
+ * until a full collection, so an entry holding the work itself (its abort controller and listeners,
+ * its child logger, the handler's closures) would be promoted with it (the client's calls, see RpcClient).
+ */
+interface Inflight {
+  work: Work | null;
 }
 
 /** A handler returns the end of the work: the result (unary) and the exact usage. */
@@ -98,7 +108,7 @@ export class RpcServer {
       nc.subscribe(Subjects.cancel, {
         callback: (_err, msg) => {
           const id = dec.decode(msg.data);
-          this.inflight.get(id)?.ac.abort(CANCELLED_BY_CLIENT);
+          this.inflight.get(id)?.work?.ac.abort(CANCELLED_BY_CLIENT);
         },
       }),
     );
@@ -108,8 +118,9 @@ export class RpcServer {
   }
 
   private beat(): void {
-    for (const w of this.inflight.values()) {
-      if (w.ac.signal.aborted) continue;
+    for (const slot of this.inflight.values()) {
+      const w = slot.work;
+      if (!w || w.ac.signal.aborted) continue;
       let body = '{}';
       if (w.ctx.progress) {
         try {
@@ -196,7 +207,8 @@ export class RpcServer {
         if (!ac.signal.aborted) this.send(reply, encodeFrame(FrameKind.data, JSON.stringify(chunk)));
       },
     };
-    this.inflight.set(req.requestId, { ac, reply, ctx });
+    const slot: Inflight = { work: { ac, reply, ctx } };
+    this.inflight.set(req.requestId, slot);
     try {
       const end = await (activeTracer
         ? traceRpcHandler(msg.subject, msg.headers, req, ctx, () => handler(req, ctx))
@@ -218,6 +230,7 @@ export class RpcServer {
       this.send(reply, encodeFrame(FrameKind.error, JSON.stringify(wire)));
     } finally {
       clearTimeout(timer);
+      slot.work = null;
       this.inflight.delete(req.requestId);
       if (this.inflight.size === 0) this.idle?.();
     }
@@ -246,7 +259,7 @@ export class RpcServer {
       await Promise.race([settled, graceOver]);
       clearTimeout(timer);
       if (this.inflight.size > 0) {
-        for (const w of this.inflight.values()) w.ac.abort(SHUTDOWN);
+        for (const slot of this.inflight.values()) slot.work?.ac.abort(SHUTDOWN);
         await settled;
       }
     }
