@@ -43,7 +43,7 @@ export function ledgerMetrics(host: LedgerWriterHost): Registry {
   counter('ledger_batches_total', 'Batches written.', 'batches');
   new Gauge({
     name: 'ledger_pending_events',
-    help: 'Usage events in the stream not yet delivered to the ledger writer (the ledger lag).',
+    help: 'Messages of usage events (one event, or a gateway batch of up to USAGE_BATCH_MAX) in the stream not yet delivered to the ledger writer (the ledger lag).',
     registers: [registry],
     async collect() {
       try {
