@@ -15,7 +15,14 @@ import { Redis } from 'ioredis';
 import OpenAI from 'openai';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { chromiumOptions, noChromium } from '../support/browser.js';
-import { buildConsole, capture, shotsDir, signIn } from '../support/console-browser.js';
+import {
+  atPhoneWidth,
+  buildConsole,
+  capture,
+  layoutProblems,
+  shotsDir,
+  signIn,
+} from '../support/console-browser.js';
 import { waitFor } from '../support/wait-for.js';
 import { type LiveStack, type Stack, startLiveStack } from './harness.js';
 
@@ -108,6 +115,8 @@ describe('operator console live pages in Chromium', { skip: noChromium }, () => 
     await page.getByRole('heading', { name: 'Keys', exact: true }).waitFor();
     await page.getByRole('cell', { name: 'it-community' }).first().waitFor();
     await capture(page, shots, '02-keys');
+    // At phone width the table stacks into one card per key: nothing overflows, no word is split.
+    assert.deepEqual(await atPhoneWidth(page, () => layoutProblems(page, 'main table')), []);
     await page.getByLabel('Search key name, prefix, member').fill('it-inference');
     await page.getByRole('button', { name: 'Search', exact: true }).click();
     await page.waitForURL(/q=it-inference/);
@@ -203,6 +212,13 @@ describe('operator console live pages in Chromium', { skip: noChromium }, () => 
       await page.getByTestId('job-state').getByText('waiting').waitFor();
       await page.getByText('"a red fox"').waitFor();
       await capture(page, shots, '04-queues-paused-job-found');
+      // At phone width: queue names, the paused / no workers badges and the Resume button on one line
+      // each, nothing wider than the screen, the bar chart's text at a readable size.
+      await page.getByText('no workers').waitFor();
+      assert.deepEqual(
+        await atPhoneWidth(page, () => layoutProblems(page, 'main table, main figure.chart')),
+        [],
+      );
       await page.getByRole('button', { name: 'Resume image-jobs' }).click();
       await page.getByRole('button', { name: 'Pause image-jobs' }).waitFor();
       assert.equal(await queue.isPaused(), false);

@@ -110,7 +110,7 @@ export function MemberDetailPage(props: { id: string }) {
           Mint key
         </Button>
       </div>
-      <table>
+      <table className="cards">
         <caption className="sr-only">API keys</caption>
         <thead>
           <tr>
@@ -126,42 +126,46 @@ export function MemberDetailPage(props: { id: string }) {
         <tbody>
           {m.api_keys.map((k) => (
             <tr key={k.id}>
-              <td className="mono">{k.prefix}</td>
-              <td>{k.name}</td>
-              <td>{utc(k.created_at)}</td>
-              <td>{ago(k.last_used_at)}</td>
-              <td>{k.limits ? 'key overrides' : 'tier'}</td>
-              <td>{k.revoked_at ? `revoked ${utc(k.revoked_at)}` : 'active'}</td>
-              <td className="actions">
-                <Button onClick={() => setInspecting(k)}>State</Button>
-                <Button disabled={!canWrite} reason={READ_ONLY_REASON} onClick={() => setEditing(k)}>
-                  Limits
-                </Button>
-                <Button
-                  disabled={!canWrite || Boolean(k.revoked_at)}
-                  reason={k.revoked_at ? 'Already revoked.' : READ_ONLY_REASON}
-                  onClick={async () => {
-                    setFailure(null);
-                    try {
-                      setMinted(
-                        await api<MintedKey>('POST', `/admin/keys/${encodeURIComponent(k.id)}/rotate`),
-                      );
-                    } catch (error) {
-                      setFailure(error);
-                    }
-                    detail.reload();
-                  }}
-                >
-                  Rotate
-                </Button>
-                <Button
-                  kind="danger"
-                  disabled={!canWrite || Boolean(k.revoked_at)}
-                  reason={k.revoked_at ? 'Already revoked.' : READ_ONLY_REASON}
-                  onClick={() => setRevoking(k)}
-                >
-                  Revoke
-                </Button>
+              <td className="mono" data-label="Prefix">
+                {k.prefix}
+              </td>
+              <td data-label="Name">{k.name}</td>
+              <td data-label="Created">{utc(k.created_at)}</td>
+              <td data-label="Last used">{ago(k.last_used_at)}</td>
+              <td data-label="Limits">{k.limits ? 'key overrides' : 'tier'}</td>
+              <td data-label="Status">{k.revoked_at ? `revoked ${utc(k.revoked_at)}` : 'active'}</td>
+              <td data-label="Actions">
+                <div className="actions">
+                  <Button onClick={() => setInspecting(k)}>State</Button>
+                  <Button disabled={!canWrite} reason={READ_ONLY_REASON} onClick={() => setEditing(k)}>
+                    Limits
+                  </Button>
+                  <Button
+                    disabled={!canWrite || Boolean(k.revoked_at)}
+                    reason={k.revoked_at ? 'Already revoked.' : READ_ONLY_REASON}
+                    onClick={async () => {
+                      setFailure(null);
+                      try {
+                        setMinted(
+                          await api<MintedKey>('POST', `/admin/keys/${encodeURIComponent(k.id)}/rotate`),
+                        );
+                      } catch (error) {
+                        setFailure(error);
+                      }
+                      detail.reload();
+                    }}
+                  >
+                    Rotate
+                  </Button>
+                  <Button
+                    kind="danger"
+                    disabled={!canWrite || Boolean(k.revoked_at)}
+                    reason={k.revoked_at ? 'Already revoked.' : READ_ONLY_REASON}
+                    onClick={() => setRevoking(k)}
+                  >
+                    Revoke
+                  </Button>
+                </div>
               </td>
             </tr>
           ))}
