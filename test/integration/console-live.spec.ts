@@ -92,6 +92,14 @@ describe('operator console live pages in Chromium', { skip: noChromium }, () => 
       .locator('polyline, circle')
       .count();
     assert.ok(svgLines > 0, 'the tokens chart draws the series');
+    // The 24-hour chart includes the current hour's requests, from the same live counters, without a
+    // reload (the rollup it read once at page load had none of them), marked as the hour so far.
+    const day = page.getByRole('figure', { name: 'Requests per model, last 24 hours' });
+    const dayRow = day.getByRole('row', { name: /chat-B/ });
+    await dayRow.waitFor({ timeout: 20_000 });
+    await day.getByText(/^the current hour so far \(since \d\d:00 UTC\)$/).waitFor();
+    const [, total, current] = (await dayRow.getByRole('cell').allTextContents()).map(Number);
+    assert.ok((current ?? 0) >= 3 && (total ?? 0) >= (current ?? 0), `24 h row: ${total}, ${current}`);
     const row = page.getByRole('row', { name: /chat-B/ }).first();
     await row.waitFor();
     const instances = page.getByRole('table', { name: 'Service instances that are up' });

@@ -3,6 +3,7 @@ import { useEffect, useState } from 'react';
 import { api } from '../api.js';
 import { ago, compactNumber } from '../format.js';
 import { useLoad, useNow } from '../hooks.js';
+import { requestsPerModel24h } from '../hours.js';
 import { BarChart, Button, ErrorNote, LineChart } from '../ui.js';
 
 const MINUTES = 60;
@@ -117,9 +118,8 @@ export function OverviewPage() {
     ? [hhmm(starts[0] as number), hhmm(starts.at(-1) as number)]
     : ['', ''];
   const top = (o?.models ?? []).slice(0, 6);
-  const perModel24 = new Map<string, number>();
-  for (const r of usage.data?.data ?? [])
-    perModel24.set(r.model, (perModel24.get(r.model) ?? 0) + r.requests);
+  // The rollup for the hours before this one, the live counters for this one (hours.ts).
+  const day = requestsPerModel24h(usage.data?.data ?? [], o, now);
   const waiting = (o?.queues ?? []).reduce((n, q) => n + (q.counts.waiting ?? 0), 0);
   const services = new Map<string, number>();
   for (const i of o?.instances ?? []) services.set(i.service, (services.get(i.service) ?? 0) + 1);
@@ -297,7 +297,8 @@ export function OverviewPage() {
       <BarChart
         title="Requests per model, last 24 hours"
         unit="Requests"
-        bars={[...perModel24].map(([model, n]) => ({ label: model, value: n }))}
+        bars={day.models.map((m) => ({ label: m.model, value: m.requests, partial: m.current }))}
+        partialLabel={`the current hour so far (since ${hhmm(day.hourStart)} UTC)`}
       />
     </section>
   );
