@@ -113,6 +113,9 @@ describe('operator console live pages in Chromium', { skip: noChromium }, () => 
       .getByText(/events$/)
       .waitFor();
     await capture(page, shots, '01-overview-live');
+    // At phone width: nothing wider than the screen (the charts' hidden tables included), tables as
+    // cards without split words, chart text at a readable size.
+    assert.deepEqual(await atPhoneWidth(page, () => layoutProblems(page, 'main')), []);
     await page.context().close();
   });
 
@@ -191,6 +194,9 @@ describe('operator console live pages in Chromium', { skip: noChromium }, () => 
       .first()
       .waitFor();
     await capture(page, shots, '03-member-quotas');
+    // Keys, quotas and batches as cards at phone width (the facts list above them is not checked: the
+    // member's 36-character id cannot fit beside its label and breaks at a hyphen).
+    assert.deepEqual(await atPhoneWidth(page, () => layoutProblems(page, 'main table')), []);
 
     const anchor = page.getByLabel('Billing anchor (UTC date)');
     await anchor.fill('2026-02-03');

@@ -76,15 +76,22 @@ export async function capture(page: Page, dir: string, name: string): Promise<vo
  * - `page overflows`: the document is wider than the viewport (the page scrolls sideways);
  * - `<tag.class> overflows: text`: an element's content is wider than its box;
  * - `split word: text`: a word (a run without spaces) laid out over more than one line, e.g. a queue
- *   name or a button broken mid-word;
- * - `small text: text`: chart text drawn under 12 px tall (an SVG scaled down to the screen).
+ *   name or a button broken mid-word (unless `splitWords: false`);
+ * - `small text: text`: chart text drawn under 12 px tall (an SVG scaled down to the screen);
+ * - `column not under its heading: name`: a table's body cells not aligned with its head cells.
  */
-export async function layoutProblems(page: Page, scope: string): Promise<string[]> {
-  return page.evaluate(`(${LAYOUT_PROBLEMS})(${JSON.stringify(scope)})`) as Promise<string[]>;
+export async function layoutProblems(
+  page: Page,
+  scope: string,
+  opts: { splitWords?: boolean } = {},
+): Promise<string[]> {
+  return page.evaluate(
+    `(${LAYOUT_PROBLEMS})(${JSON.stringify(scope)}, ${opts.splitWords !== false})`,
+  ) as Promise<string[]>;
 }
 
 // Runs in the page (plain JavaScript: the tests are compiled without the DOM's types).
-const LAYOUT_PROBLEMS = `(scope) => {
+const LAYOUT_PROBLEMS = `(scope, splitWords) => {
   const problems = [];
   const root = document.documentElement;
   if (root.scrollWidth > root.clientWidth + 1) problems.push('page overflows');
@@ -107,6 +114,18 @@ const LAYOUT_PROBLEMS = `(scope) => {
       if (el.scrollWidth > el.clientWidth + 1 && (el.tagName === 'TD' || getComputedStyle(el).overflowX !== 'visible'))
         problems.push(describe(el) + ' overflows: ' + (el.textContent || '').slice(0, 40));
     }
+    for (const table of [top, ...top.querySelectorAll('table')]) {
+      if (table.tagName !== 'TABLE' || hidden(table)) continue;
+      const head = table.querySelector('thead tr');
+      const row = table.querySelector('tbody tr');
+      if (!head || !row || hidden(head) || head.cells.length !== row.cells.length) continue;
+      [...head.cells].forEach((th, i) => {
+        const a = th.getBoundingClientRect();
+        const b = row.cells[i].getBoundingClientRect();
+        if (b.width > 0 && (Math.abs(a.left - b.left) > 1 || Math.abs(a.width - b.width) > 1))
+          problems.push('column not under its heading: ' + (th.textContent || '').trim());
+      });
+    }
     const walker = document.createTreeWalker(top, NodeFilter.SHOW_TEXT);
     for (let n = walker.nextNode(); n; n = walker.nextNode()) {
       const parent = n.parentElement;
@@ -117,7 +136,7 @@ const LAYOUT_PROBLEMS = `(scope) => {
         r.setStart(n, m.index);
         r.setEnd(n, m.index + m[0].length);
         const lines = new Set([...r.getClientRects()].filter((x) => x.width > 0).map((x) => Math.round(x.top)));
-        if (lines.size > 1) problems.push('split word: ' + m[0]);
+        if (splitWords && lines.size > 1) problems.push('split word: ' + m[0]);
         const h = r.getBoundingClientRect().height;
         if (inChart && h > 0 && h < 12) problems.push('small text: ' + m[0] + ' (' + h.toFixed(1) + ' px)');
       }

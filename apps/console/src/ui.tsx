@@ -226,25 +226,28 @@ export function BarChart(props: {
               {props.partialLabel}
             </p>
           ) : null}
-          <table className="sr-only">
-            <caption>{props.title}</caption>
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">{props.unit ?? 'Value'}</th>
-                {showPartial ? <th scope="col">{`of which ${props.partialLabel}`}</th> : null}
-              </tr>
-            </thead>
-            <tbody>
-              {props.bars.map((b) => (
-                <tr key={b.label}>
-                  <td>{b.label}</td>
-                  <td>{b.value}</td>
-                  {showPartial ? <td>{b.partial ?? 0}</td> : null}
+          {/* The box is hidden, not the table: a table ignores width: 1px and would widen the page. */}
+          <div className="sr-only">
+            <table>
+              <caption>{props.title}</caption>
+              <thead>
+                <tr>
+                  <th scope="col">Name</th>
+                  <th scope="col">{props.unit ?? 'Value'}</th>
+                  {showPartial ? <th scope="col">{`of which ${props.partialLabel}`}</th> : null}
                 </tr>
-              ))}
-            </tbody>
-          </table>
+              </thead>
+              <tbody>
+                {props.bars.map((b) => (
+                  <tr key={b.label}>
+                    <td>{b.label}</td>
+                    <td>{b.value}</td>
+                    {showPartial ? <td>{b.partial ?? 0}</td> : null}
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
         </>
       )}
     </figure>
@@ -273,7 +276,8 @@ export function LineChart(props: {
 }) {
   const width = 640;
   const height = 180;
-  const left = 64;
+  // Room for a y label of 6 characters ("999.5k") at the larger tick size of narrow screens.
+  const left = 80;
   const bottom = 26;
   const n = Math.max(...props.series.map((s) => s.values.length), 0);
   const max = Math.max(1, ...props.series.flatMap((s) => s.values.filter((v): v is number => v !== null)));
@@ -343,28 +347,30 @@ export function LineChart(props: {
               </li>
             ))}
           </ul>
-          <table className="sr-only">
-            <caption>{props.title}</caption>
-            <thead>
-              <tr>
-                <th scope="col">Series</th>
-                <th scope="col">{`Latest (${props.unit})`}</th>
-                <th scope="col">{`Highest (${props.unit})`}</th>
-              </tr>
-            </thead>
-            <tbody>
-              {props.series.map((s) => {
-                const vals = s.values.filter((v): v is number => v !== null);
-                return (
-                  <tr key={s.label}>
-                    <td>{s.label}</td>
-                    <td>{vals.at(-1) ?? '-'}</td>
-                    <td>{vals.length ? Math.max(...vals) : '-'}</td>
-                  </tr>
-                );
-              })}
-            </tbody>
-          </table>
+          <div className="sr-only">
+            <table>
+              <caption>{props.title}</caption>
+              <thead>
+                <tr>
+                  <th scope="col">Series</th>
+                  <th scope="col">{`Latest (${props.unit})`}</th>
+                  <th scope="col">{`Highest (${props.unit})`}</th>
+                </tr>
+              </thead>
+              <tbody>
+                {props.series.map((s) => {
+                  const vals = s.values.filter((v): v is number => v !== null);
+                  return (
+                    <tr key={s.label}>
+                      <td>{s.label}</td>
+                      <td>{vals.at(-1) ?? '-'}</td>
+                      <td>{vals.length ? Math.max(...vals) : '-'}</td>
+                    </tr>
+                  );
+                })}
+              </tbody>
+            </table>
+          </div>
         </>
       )}
     </figure>

@@ -414,19 +414,27 @@ function QuotaRows(props: { rows: LimitState[] }) {
     <>
       {props.rows.map((l) => (
         <tr key={l.name}>
-          <td>
-            {quotaLabel(l)} <span className="mono wide">({l.name})</span>
+          <td data-label="Quota">
+            <span>
+              {quotaLabel(l)} <span className="mono wide">({l.name})</span>
+            </span>
           </td>
-          <td>{WINDOW_LABEL[l.window] ?? l.window}</td>
-          <td>
-            <meter min={0} max={l.limit} value={l.used} aria-label={`${quotaLabel(l)} used`} />{' '}
-            {l.used.toLocaleString('en')} {l.unit}
+          <td data-label="Period">{WINDOW_LABEL[l.window] ?? l.window}</td>
+          <td data-label="Used">
+            <span>
+              <meter min={0} max={l.limit} value={l.used} aria-label={`${quotaLabel(l)} used`} />{' '}
+              {l.used.toLocaleString('en')} {l.unit}
+            </span>
           </td>
-          <td>
-            {l.remaining.toLocaleString('en')} of {l.limit.toLocaleString('en')}
-            {l.remaining <= 0 ? <span className="badge danger">spent ({l.status})</span> : null}
+          <td data-label="Left">
+            <span>
+              {l.remaining.toLocaleString('en')} of {l.limit.toLocaleString('en')}
+              {l.remaining <= 0 ? <span className="badge danger">spent ({l.status})</span> : null}
+            </span>
           </td>
-          <td className="wide">{l.resets_at ? utc(l.resets_at) : '-'}</td>
+          <td className="wide" data-label="Resets">
+            {l.resets_at ? utc(l.resets_at) : '-'}
+          </td>
         </tr>
       ))}
     </>
@@ -450,7 +458,7 @@ function QuotaPanel(props: { memberId: string }) {
       <h2 id="quotas-title">Quotas</h2>
       <ErrorNote error={quotas.error} />
       {q && !q.enabled ? <p>Limits are off on this gateway: nothing is enforced.</p> : null}
-      <table>
+      <table className="cards">
         <caption className="sr-only">Quotas of this member</caption>
         <thead>
           <tr>

@@ -204,7 +204,7 @@ export function OverviewPage() {
         />
       </div>
       <h2>Models, last hour</h2>
-      <table>
+      <table className="cards">
         <caption className="sr-only">Traffic per model over the last hour</caption>
         <thead>
           <tr>
@@ -219,12 +219,16 @@ export function OverviewPage() {
         <tbody>
           {(o?.models ?? []).map((m) => (
             <tr key={m.model}>
-              <td className="mono">{m.model}</td>
-              <td>{m.requests.toLocaleString('en')}</td>
-              <td>{m.errors.toLocaleString('en')}</td>
-              <td>{ms(m.p50_ms)}</td>
-              <td>{ms(m.p99_ms)}</td>
-              <td>{compactNumber(Math.round(m.tokens / Math.max(1, o?.minutes ?? 60)))}</td>
+              <td className="mono" data-label="Model">
+                {m.model}
+              </td>
+              <td data-label="Requests">{m.requests.toLocaleString('en')}</td>
+              <td data-label="Errors">{m.errors.toLocaleString('en')}</td>
+              <td data-label="p50">{ms(m.p50_ms)}</td>
+              <td data-label="p99">{ms(m.p99_ms)}</td>
+              <td data-label="Tokens/min">
+                {compactNumber(Math.round(m.tokens / Math.max(1, o?.minutes ?? 60)))}
+              </td>
             </tr>
           ))}
         </tbody>
@@ -268,7 +272,7 @@ export function OverviewPage() {
       </table>
 
       <h2>Queues</h2>
-      <table>
+      <table className="cards">
         <caption className="sr-only">Queue depths</caption>
         <thead>
           <tr>
@@ -283,12 +287,16 @@ export function OverviewPage() {
         <tbody>
           {(o?.queues ?? []).map((q) => (
             <tr key={q.name}>
-              <td className="mono">{q.name}</td>
-              <td>{q.counts.waiting ?? 0}</td>
-              <td>{q.counts.active ?? 0}</td>
-              <td>{q.counts.delayed ?? 0}</td>
-              <td>{q.counts.failed ?? 0}</td>
-              <td>{q.paused ? <span className="badge danger">paused</span> : 'running'}</td>
+              <td className="mono" data-label="Queue">
+                {q.name}
+              </td>
+              <td data-label="waiting">{q.counts.waiting ?? 0}</td>
+              <td data-label="active">{q.counts.active ?? 0}</td>
+              <td data-label="delayed">{q.counts.delayed ?? 0}</td>
+              <td data-label="failed">{q.counts.failed ?? 0}</td>
+              <td data-label="State">
+                {q.paused ? <span className="badge danger">paused</span> : 'running'}
+              </td>
             </tr>
           ))}
         </tbody>

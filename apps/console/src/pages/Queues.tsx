@@ -198,8 +198,9 @@ function Jobs(props: { queues: string[]; params: URLSearchParams; onChange: () =
                       disabled={!canWrite}
                       reason={READ_ONLY_REASON}
                       onClick={() => act('POST', `${jobPath(j)}/retry`)}
+                      label={`Retry job ${j.id}`}
                     >
-                      {`Retry job ${j.id}`}
+                      Retry
                     </Button>
                   ) : null}
                   <Button
@@ -207,8 +208,9 @@ function Jobs(props: { queues: string[]; params: URLSearchParams; onChange: () =
                     disabled={!canWrite || j.state === 'active'}
                     reason={READ_ONLY_REASON}
                     onClick={() => setRemoving(j)}
+                    label={`Remove job ${j.id}`}
                   >
-                    {`Remove job ${j.id}`}
+                    Remove
                   </Button>
                 </div>
               </td>
