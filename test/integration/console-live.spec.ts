@@ -209,55 +209,6 @@ describe('operator console live pages in Chromium', { skip: noChromium }, () => 
     await page.context().close();
   });
 
-  it('Keys page pager: Next shows the following page, Previous the first one again (cursors in the URL)', async () => {
-    const member = await stack.prisma.member.findFirstOrThrow({ where: { name: 'it-community' } });
-    const page = await newPage();
-    await signIn(page, stack.url, OWNER);
-    // 26 keys named pager-NN: one page of 25 and one of 1.
-    const made = await page.evaluate(async (memberId) => {
-      const s = (await (await fetch('/admin/session')).json()) as { csrf_token: string };
-      let ok = 0;
-      for (let i = 1; i <= 26; i++) {
-        const r = await fetch(`/admin/members/${memberId}/keys`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json', 'x-csrf-token': s.csrf_token },
-          body: JSON.stringify({ name: `pager-${String(i).padStart(2, '0')}` }),
-        });
-        if (r.status === 201 || r.status === 200) ok++;
-      }
-      return ok;
-    }, member.id);
-    assert.equal(made, 26);
-    await page.goto(`${stack.url}/console/keys?q=pager-`);
-    const names = page.locator('main table tbody tr td:nth-child(2)');
-    const previous = page.getByRole('button', { name: 'Previous' });
-    const next = page.getByRole('button', { name: 'Next' });
-    const rowsWhen = async (what: string, count: number) => {
-      await waitFor(what, async () => (await names.count()) === count, { timeoutMs: 10_000, everyMs: 50 });
-      return names.allTextContents();
-    };
-    const first = await rowsWhen('the first page', 25);
-    assert.equal(await previous.isDisabled(), true);
-    await next.click();
-    await page.waitForURL(/after=/, { timeout: 10_000 });
-    const second = await rowsWhen('the second page', 1);
-    assert.equal(await next.isDisabled(), true);
-    assert.equal(await previous.isDisabled(), false);
-    const all = [...first, ...second].sort();
-    assert.deepEqual(
-      all,
-      Array.from({ length: 26 }, (_, i) => `pager-${String(i + 1).padStart(2, '0')}`),
-      'the two pages hold every key once',
-    );
-    await previous.click();
-    await page.waitForURL((u) => !u.searchParams.has('after'), { timeout: 10_000 });
-    assert.deepEqual(await rowsWhen('the first page again', 25), first);
-    // The browser's Back returns to the second page (the page is in the URL).
-    await page.goBack();
-    assert.deepEqual(await rowsWhen('the second page again', 1), second);
-    await page.context().close();
-  });
-
   it('queues: pause and resume a queue, find a job by id; a viewer sees the controls disabled', async () => {
     const connection = new Redis(redisUrl, { maxRetriesPerRequest: null });
     const queue = new Queue('image-jobs', { connection, prefix: `${prefix}bull` });
@@ -322,5 +273,54 @@ describe('operator console live pages in Chromium', { skip: noChromium }, () => 
       await queue.close();
       connection.disconnect();
     }
+  });
+
+  it('Keys page pager: Next shows the following page, Previous the first one again (cursors in the URL)', async () => {
+    const member = await stack.prisma.member.findFirstOrThrow({ where: { name: 'it-community' } });
+    const page = await newPage();
+    await signIn(page, stack.url, OWNER);
+    // 26 keys named pager-NN: one page of 25 and one of 1.
+    const made = await page.evaluate(async (memberId) => {
+      const s = (await (await fetch('/admin/session')).json()) as { csrf_token: string };
+      let ok = 0;
+      for (let i = 1; i <= 26; i++) {
+        const r = await fetch(`/admin/members/${memberId}/keys`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-csrf-token': s.csrf_token },
+          body: JSON.stringify({ name: `pager-${String(i).padStart(2, '0')}` }),
+        });
+        if (r.status === 201 || r.status === 200) ok++;
+      }
+      return ok;
+    }, member.id);
+    assert.equal(made, 26);
+    await page.goto(`${stack.url}/console/keys?q=pager-`);
+    const names = page.locator('main table tbody tr td:nth-child(2)');
+    const previous = page.getByRole('button', { name: 'Previous' });
+    const next = page.getByRole('button', { name: 'Next' });
+    const rowsWhen = async (what: string, count: number) => {
+      await waitFor(what, async () => (await names.count()) === count, { timeoutMs: 10_000, everyMs: 50 });
+      return names.allTextContents();
+    };
+    const first = await rowsWhen('the first page', 25);
+    assert.equal(await previous.isDisabled(), true);
+    await next.click();
+    await page.waitForURL(/after=/, { timeout: 10_000 });
+    const second = await rowsWhen('the second page', 1);
+    assert.equal(await next.isDisabled(), true);
+    assert.equal(await previous.isDisabled(), false);
+    const all = [...first, ...second].sort();
+    assert.deepEqual(
+      all,
+      Array.from({ length: 26 }, (_, i) => `pager-${String(i + 1).padStart(2, '0')}`),
+      'the two pages hold every key once',
+    );
+    await previous.click();
+    await page.waitForURL((u) => !u.searchParams.has('after'), { timeout: 10_000 });
+    assert.deepEqual(await rowsWhen('the first page again', 25), first);
+    // The browser's Back returns to the second page (the page is in the URL).
+    await page.goBack();
+    assert.deepEqual(await rowsWhen('the second page again', 1), second);
+    await page.context().close();
   });
 });
