@@ -159,21 +159,21 @@ export function ErrorNote(props: { error: unknown }) {
 export interface Bar {
   label: string;
   value: number;
-  /** The part of `value` still filling (e.g. the current hour so far), drawn hatched after the rest. */
+  /** The part of `value` still filling (e.g. the current hour so far), drawn light after the rest. */
   partial?: number;
 }
 
 /**
  * Horizontal bars, one HTML row each (label, bar, value), so that the text keeps its size at any width
- * (an SVG scaled to a phone shrank its labels to 7 px); on narrow screens each label sits above its
- * bar, in full. The bars themselves are tiny SVGs (attributes, not inline styles: the CSP allows no
- * inline style). The same numbers are in a table for assistive tech.
+ * (one SVG scaled to a phone drew its labels 9 px tall); on narrow screens each label sits above its
+ * bar, in full. Each bar is a small SVG sized by its attributes (no style attributes, which the CSP's
+ * style-src 'self' would refuse). The same numbers are in a table for assistive tech.
  */
 export function BarChart(props: {
   title: string;
   bars: Bar[];
   unit?: string;
-  /** What the hatched part of a bar is (legend and table column), when some bar has a `partial`. */
+  /** What the light part of a bar is (legend and table column), when some bar has a `partial`. */
   partialLabel?: string;
 }) {
   const max = Math.max(1, ...props.bars.map((b) => b.value));
