@@ -15,9 +15,11 @@ import { type Browser, type BrowserContext, chromium, type Page } from 'playwrig
 import type { LedgerWriter } from '../../apps/ledger-writer/src/app.js';
 import { chromiumOptions, noChromium } from '../support/browser.js';
 import {
+  atPhoneWidth,
   buildConsole,
   capture as captureTo,
   signIn as consoleSignIn,
+  layoutProblems,
   shotsDir,
 } from '../support/console-browser.js';
 import { waitFor } from '../support/wait-for.js';
@@ -126,6 +128,10 @@ describe('operator console in Chromium', {
       await page.getByRole('navigation').getByRole('link', { name: link }).click();
       await page.getByRole('heading', { name: heading, exact: true }).waitFor();
       await capture(page, shot);
+      // Nothing wider than the screen, columns under their headings, chart text readable; at phone
+      // width also no word split over two lines (wide tables may still split a word in a squeezed column).
+      assert.deepEqual(await layoutProblems(page, 'main', { splitWords: false }), [], `${shot} @1280`);
+      assert.deepEqual(await atPhoneWidth(page, () => layoutProblems(page, 'main')), [], `${shot} @390`);
     }
     // The session cookie is HttpOnly: page script cannot read it.
     assert.equal(

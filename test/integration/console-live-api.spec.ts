@@ -84,6 +84,12 @@ describe('operator console: live overview, keys, quotas, queue controls (API)', 
       chat.tokens_per_min.reduce((a, b) => a + b, 0),
       chat.tokens,
     );
+    // Requests per minute per model too (the console's 24-hour chart takes the current hour from them).
+    assert.equal(chat.requests_per_min.length, 10);
+    assert.equal(
+      chat.requests_per_min.reduce((a, b) => a + b, 0),
+      chat.requests,
+    );
     assert.ok(chat.p50_ms !== null && chat.p99_ms !== null && chat.p50_ms <= chat.p99_ms);
     assert.ok(o.totals.requests >= 3);
     for (const i of o.instances.filter((i) =>

@@ -15,7 +15,14 @@ import { Redis } from 'ioredis';
 import OpenAI from 'openai';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { chromiumOptions, noChromium } from '../support/browser.js';
-import { buildConsole, capture, shotsDir, signIn } from '../support/console-browser.js';
+import {
+  atPhoneWidth,
+  buildConsole,
+  capture,
+  layoutProblems,
+  shotsDir,
+  signIn,
+} from '../support/console-browser.js';
 import { waitFor } from '../support/wait-for.js';
 import { type LiveStack, type Stack, startLiveStack } from './harness.js';
 
@@ -85,6 +92,14 @@ describe('operator console live pages in Chromium', { skip: noChromium }, () => 
       .locator('polyline, circle')
       .count();
     assert.ok(svgLines > 0, 'the tokens chart draws the series');
+    // The 24-hour chart includes the current hour's requests, from the same live counters, without a
+    // reload (the rollup it read once at page load had none of them), marked as the hour so far.
+    const day = page.getByRole('figure', { name: 'Requests per model, last 24 hours' });
+    const dayRow = day.getByRole('row', { name: /chat-B/ });
+    await dayRow.waitFor({ timeout: 20_000 });
+    await day.getByText(/^the current hour so far \(since \d\d:00 UTC\)$/).waitFor();
+    const [, total, current] = (await dayRow.getByRole('cell').allTextContents()).map(Number);
+    assert.ok((current ?? 0) >= 3 && (total ?? 0) >= (current ?? 0), `24 h row: ${total}, ${current}`);
     const row = page.getByRole('row', { name: /chat-B/ }).first();
     await row.waitFor();
     const instances = page.getByRole('table', { name: 'Service instances that are up' });
@@ -98,6 +113,9 @@ describe('operator console live pages in Chromium', { skip: noChromium }, () => 
       .getByText(/events$/)
       .waitFor();
     await capture(page, shots, '01-overview-live');
+    // At phone width: nothing wider than the screen (the charts' hidden tables included), tables as
+    // cards without split words, chart text at a readable size.
+    assert.deepEqual(await atPhoneWidth(page, () => layoutProblems(page, 'main')), []);
     await page.context().close();
   });
 
@@ -108,6 +126,8 @@ describe('operator console live pages in Chromium', { skip: noChromium }, () => 
     await page.getByRole('heading', { name: 'Keys', exact: true }).waitFor();
     await page.getByRole('cell', { name: 'it-community' }).first().waitFor();
     await capture(page, shots, '02-keys');
+    // At phone width the table stacks into one card per key: nothing overflows, no word is split.
+    assert.deepEqual(await atPhoneWidth(page, () => layoutProblems(page, 'main table')), []);
     await page.getByLabel('Search key name, prefix, member').fill('it-inference');
     await page.getByRole('button', { name: 'Search', exact: true }).click();
     await page.waitForURL(/q=it-inference/);
@@ -174,6 +194,9 @@ describe('operator console live pages in Chromium', { skip: noChromium }, () => 
       .first()
       .waitFor();
     await capture(page, shots, '03-member-quotas');
+    // Keys, quotas and batches as cards at phone width (the facts list above them is not checked: the
+    // member's 36-character id cannot fit beside its label and breaks at a hyphen).
+    assert.deepEqual(await atPhoneWidth(page, () => layoutProblems(page, 'main table')), []);
 
     const anchor = page.getByLabel('Billing anchor (UTC date)');
     await anchor.fill('2026-02-03');
@@ -203,6 +226,13 @@ describe('operator console live pages in Chromium', { skip: noChromium }, () => 
       await page.getByTestId('job-state').getByText('waiting').waitFor();
       await page.getByText('"a red fox"').waitFor();
       await capture(page, shots, '04-queues-paused-job-found');
+      // At phone width: queue names, the paused / no workers badges and the Resume button on one line
+      // each, nothing wider than the screen, the bar chart's text at a readable size.
+      await page.getByText('no workers').waitFor();
+      assert.deepEqual(
+        await atPhoneWidth(page, () => layoutProblems(page, 'main table, main figure.chart')),
+        [],
+      );
       await page.getByRole('button', { name: 'Resume image-jobs' }).click();
       await page.getByRole('button', { name: 'Pause image-jobs' }).waitFor();
       assert.equal(await queue.isPaused(), false);
@@ -243,5 +273,54 @@ describe('operator console live pages in Chromium', { skip: noChromium }, () => 
       await queue.close();
       connection.disconnect();
     }
+  });
+
+  it('Keys page pager: Next shows the following page, Previous the first one again (cursors in the URL)', async () => {
+    const member = await stack.prisma.member.findFirstOrThrow({ where: { name: 'it-community' } });
+    const page = await newPage();
+    await signIn(page, stack.url, OWNER);
+    // 26 keys named pager-NN: one page of 25 and one of 1.
+    const made = await page.evaluate(async (memberId) => {
+      const s = (await (await fetch('/admin/session')).json()) as { csrf_token: string };
+      let ok = 0;
+      for (let i = 1; i <= 26; i++) {
+        const r = await fetch(`/admin/members/${memberId}/keys`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-csrf-token': s.csrf_token },
+          body: JSON.stringify({ name: `pager-${String(i).padStart(2, '0')}` }),
+        });
+        if (r.status === 201 || r.status === 200) ok++;
+      }
+      return ok;
+    }, member.id);
+    assert.equal(made, 26);
+    await page.goto(`${stack.url}/console/keys?q=pager-`);
+    const names = page.locator('main table tbody tr td:nth-child(2)');
+    const previous = page.getByRole('button', { name: 'Previous' });
+    const next = page.getByRole('button', { name: 'Next' });
+    const rowsWhen = async (what: string, count: number) => {
+      await waitFor(what, async () => (await names.count()) === count, { timeoutMs: 10_000, everyMs: 50 });
+      return names.allTextContents();
+    };
+    const first = await rowsWhen('the first page', 25);
+    assert.equal(await previous.isDisabled(), true);
+    await next.click();
+    await page.waitForURL(/after=/, { timeout: 10_000 });
+    const second = await rowsWhen('the second page', 1);
+    assert.equal(await next.isDisabled(), true);
+    assert.equal(await previous.isDisabled(), false);
+    const all = [...first, ...second].sort();
+    assert.deepEqual(
+      all,
+      Array.from({ length: 26 }, (_, i) => `pager-${String(i + 1).padStart(2, '0')}`),
+      'the two pages hold every key once',
+    );
+    await previous.click();
+    await page.waitForURL((u) => !u.searchParams.has('after'), { timeout: 10_000 });
+    assert.deepEqual(await rowsWhen('the first page again', 25), first);
+    // The browser's Back returns to the second page (the page is in the URL).
+    await page.goBack();
+    assert.deepEqual(await rowsWhen('the second page again', 1), second);
+    await page.context().close();
   });
 });

@@ -69,3 +69,88 @@ export async function capture(page: Page, dir: string, name: string): Promise<vo
   }
   await page.setViewportSize({ width: 1280, height: 900 });
 }
+
+/**
+ * What breaks a page's layout at its current width, for the elements under `scope` (a CSS selector;
+ * visually hidden parts, `.sr-only` or clipped to 1 px, are skipped):
+ * - `page overflows`: the document is wider than the viewport (the page scrolls sideways);
+ * - `<tag.class> overflows: text`: an element's content is wider than its box;
+ * - `split word: text`: a word (a run without spaces) laid out over more than one line, e.g. a queue
+ *   name or a button broken mid-word (unless `splitWords: false`);
+ * - `small text: text`: chart text drawn under 12 px tall (an SVG scaled down to the screen);
+ * - `column not under its heading: name`: a table's body cells not aligned with its head cells.
+ */
+export async function layoutProblems(
+  page: Page,
+  scope: string,
+  opts: { splitWords?: boolean } = {},
+): Promise<string[]> {
+  return page.evaluate(
+    `(${LAYOUT_PROBLEMS})(${JSON.stringify(scope)}, ${opts.splitWords !== false})`,
+  ) as Promise<string[]>;
+}
+
+// Runs in the page (plain JavaScript: the tests are compiled without the DOM's types).
+const LAYOUT_PROBLEMS = `(scope, splitWords) => {
+  const problems = [];
+  const root = document.documentElement;
+  if (root.scrollWidth > root.clientWidth + 1) problems.push('page overflows');
+  // Visually hidden: .sr-only, or inside a box of at most 1 px (a clipped table head).
+  const hidden = (el) => {
+    for (let e = el; e; e = e.parentElement) {
+      if (e.classList.contains('sr-only')) return true;
+      const r = e.getBoundingClientRect();
+      if (r.width <= 1 || r.height <= 1) return true;
+    }
+    return false;
+  };
+  const describe = (el) =>
+    '<' + el.tagName.toLowerCase() + (typeof el.className === 'string' && el.className.trim()
+      ? '.' + el.className.trim().replace(/\\s+/g, '.') : '') + '>';
+  for (const top of document.querySelectorAll(scope)) {
+    if (hidden(top)) continue;
+    for (const el of [top, ...top.querySelectorAll('*')]) {
+      if (hidden(el) || !(el instanceof HTMLElement) || el.getClientRects().length === 0) continue;
+      if (el.scrollWidth > el.clientWidth + 1 && (el.tagName === 'TD' || getComputedStyle(el).overflowX !== 'visible'))
+        problems.push(describe(el) + ' overflows: ' + (el.textContent || '').slice(0, 40));
+    }
+    for (const table of [top, ...top.querySelectorAll('table')]) {
+      if (table.tagName !== 'TABLE' || hidden(table)) continue;
+      const head = table.querySelector('thead tr');
+      const row = table.querySelector('tbody tr');
+      if (!head || !row || hidden(head) || head.cells.length !== row.cells.length) continue;
+      [...head.cells].forEach((th, i) => {
+        const a = th.getBoundingClientRect();
+        const b = row.cells[i].getBoundingClientRect();
+        if (b.width > 0 && (Math.abs(a.left - b.left) > 1 || Math.abs(a.width - b.width) > 1))
+          problems.push('column not under its heading: ' + (th.textContent || '').trim());
+      });
+    }
+    const walker = document.createTreeWalker(top, NodeFilter.SHOW_TEXT);
+    for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+      const parent = n.parentElement;
+      if (!parent || hidden(parent) || parent.getClientRects().length === 0) continue;
+      const inChart = Boolean(parent.closest('figure.chart'));
+      for (const m of (n.textContent || '').matchAll(/\\S+/g)) {
+        const r = document.createRange();
+        r.setStart(n, m.index);
+        r.setEnd(n, m.index + m[0].length);
+        const lines = new Set([...r.getClientRects()].filter((x) => x.width > 0).map((x) => Math.round(x.top)));
+        if (splitWords && lines.size > 1) problems.push('split word: ' + m[0]);
+        const h = r.getBoundingClientRect().height;
+        if (inChart && h > 0 && h < 12) problems.push('small text: ' + m[0] + ' (' + h.toFixed(1) + ' px)');
+      }
+    }
+  }
+  return problems;
+}`;
+
+/** Runs `check` with the page at phone width (390 px), then puts it back to 1280 px. */
+export async function atPhoneWidth<T>(page: Page, check: () => Promise<T>): Promise<T> {
+  await page.setViewportSize({ width: 390, height: 900 });
+  try {
+    return await check();
+  } finally {
+    await page.setViewportSize({ width: 1280, height: 900 });
+  }
+}

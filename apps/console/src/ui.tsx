@@ -159,14 +159,25 @@ export function ErrorNote(props: { error: unknown }) {
 export interface Bar {
   label: string;
   value: number;
+  /** The part of `value` still filling (e.g. the current hour so far), drawn light after the rest. */
+  partial?: number;
 }
 
-/** Horizontal bars in SVG (no animation), plus the same numbers as a table for assistive tech. */
-export function BarChart(props: { title: string; bars: Bar[]; unit?: string }) {
+/**
+ * Horizontal bars, one HTML row each (label, bar, value), so that the text keeps its size at any width
+ * (one SVG scaled to a phone drew its labels 9 px tall); on narrow screens each label sits above its
+ * bar, in full. Each bar is a small SVG sized by its attributes (no style attributes, which the CSP's
+ * style-src 'self' would refuse). The same numbers are in a table for assistive tech.
+ */
+export function BarChart(props: {
+  title: string;
+  bars: Bar[];
+  unit?: string;
+  /** What the light part of a bar is (legend and table column), when some bar has a `partial`. */
+  partialLabel?: string;
+}) {
   const max = Math.max(1, ...props.bars.map((b) => b.value));
-  const rowH = 22;
-  const width = 600;
-  const labelW = 150;
+  const showPartial = Boolean(props.partialLabel) && props.bars.some((b) => (b.partial ?? 0) > 0);
   return (
     <figure className="chart">
       <figcaption>{props.title}</figcaption>
@@ -174,44 +185,69 @@ export function BarChart(props: { title: string; bars: Bar[]; unit?: string }) {
         <p>No data for this range.</p>
       ) : (
         <>
-          <svg
-            viewBox={`0 0 ${width} ${props.bars.length * rowH + 4}`}
+          <div
+            className="hbars"
             role="img"
             aria-label={`${props.title} (bar chart; the table below has the numbers)`}
-            preserveAspectRatio="xMinYMin meet"
           >
-            {props.bars.map((b, i) => {
-              const w = ((width - labelW - 90) * b.value) / max;
+            {props.bars.map((b) => {
+              const part = Math.min(b.value, Math.max(0, b.partial ?? 0));
+              const whole = (100 * (b.value - part)) / max;
               return (
-                <g key={b.label} transform={`translate(0 ${i * rowH + 2})`}>
-                  <text x={labelW - 6} y={15} textAnchor="end" className="chart-label">
-                    {b.label.length > 22 ? `${b.label.slice(0, 21)}…` : b.label}
-                  </text>
-                  <rect x={labelW} y={3} width={Math.max(1, w)} height={rowH - 6} className="chart-bar" />
-                  <text x={labelW + w + 6} y={15} className="chart-value">
-                    {b.value.toLocaleString('en')}
-                  </text>
-                </g>
+                <div className="hbar" key={b.label}>
+                  <span className="hbar-label" title={b.label}>
+                    {b.label}
+                  </span>
+                  <svg
+                    className="hbar-track"
+                    viewBox="0 0 100 10"
+                    preserveAspectRatio="none"
+                    aria-hidden="true"
+                  >
+                    <rect x={0} y={0} width={Math.max(0.5, whole)} height={10} className="chart-bar" />
+                    {part > 0 ? (
+                      <rect
+                        x={whole}
+                        y={0.5}
+                        width={(100 * part) / max}
+                        height={9}
+                        className="chart-bar partial"
+                      />
+                    ) : null}
+                  </svg>
+                  <span className="hbar-value">{b.value.toLocaleString('en')}</span>
+                </div>
               );
             })}
-          </svg>
-          <table className="sr-only">
-            <caption>{props.title}</caption>
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">{props.unit ?? 'Value'}</th>
-              </tr>
-            </thead>
-            <tbody>
-              {props.bars.map((b) => (
-                <tr key={b.label}>
-                  <td>{b.label}</td>
-                  <td>{b.value}</td>
+          </div>
+          {showPartial ? (
+            <p className="chart-note" aria-hidden="true">
+              <span className="swatch partial" />
+              {props.partialLabel}
+            </p>
+          ) : null}
+          {/* The box is hidden, not the table: a table ignores width: 1px and would widen the page. */}
+          <div className="sr-only">
+            <table>
+              <caption>{props.title}</caption>
+              <thead>
+                <tr>
+                  <th scope="col">Name</th>
+                  <th scope="col">{props.unit ?? 'Value'}</th>
+                  {showPartial ? <th scope="col">{`of which ${props.partialLabel}`}</th> : null}
                 </tr>
-              ))}
-            </tbody>
-          </table>
+              </thead>
+              <tbody>
+                {props.bars.map((b) => (
+                  <tr key={b.label}>
+                    <td>{b.label}</td>
+                    <td>{b.value}</td>
+                    {showPartial ? <td>{b.partial ?? 0}</td> : null}
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
         </>
       )}
     </figure>
@@ -240,7 +276,8 @@ export function LineChart(props: {
 }) {
   const width = 640;
   const height = 180;
-  const left = 64;
+  // Room for a y label of 6 characters ("999.5k") at the larger tick size of narrow screens.
+  const left = 80;
   const bottom = 26;
   const n = Math.max(...props.series.map((s) => s.values.length), 0);
   const max = Math.max(1, ...props.series.flatMap((s) => s.values.filter((v): v is number => v !== null)));
@@ -310,28 +347,30 @@ export function LineChart(props: {
               </li>
             ))}
           </ul>
-          <table className="sr-only">
-            <caption>{props.title}</caption>
-            <thead>
-              <tr>
-                <th scope="col">Series</th>
-                <th scope="col">{`Latest (${props.unit})`}</th>
-                <th scope="col">{`Highest (${props.unit})`}</th>
-              </tr>
-            </thead>
-            <tbody>
-              {props.series.map((s) => {
-                const vals = s.values.filter((v): v is number => v !== null);
-                return (
-                  <tr key={s.label}>
-                    <td>{s.label}</td>
-                    <td>{vals.at(-1) ?? '-'}</td>
-                    <td>{vals.length ? Math.max(...vals) : '-'}</td>
-                  </tr>
-                );
-              })}
-            </tbody>
-          </table>
+          <div className="sr-only">
+            <table>
+              <caption>{props.title}</caption>
+              <thead>
+                <tr>
+                  <th scope="col">Series</th>
+                  <th scope="col">{`Latest (${props.unit})`}</th>
+                  <th scope="col">{`Highest (${props.unit})`}</th>
+                </tr>
+              </thead>
+              <tbody>
+                {props.series.map((s) => {
+                  const vals = s.values.filter((v): v is number => v !== null);
+                  return (
+                    <tr key={s.label}>
+                      <td>{s.label}</td>
+                      <td>{vals.at(-1) ?? '-'}</td>
+                      <td>{vals.length ? Math.max(...vals) : '-'}</td>
+                    </tr>
+                  );
+                })}
+              </tbody>
+            </table>
+          </div>
         </>
       )}
     </figure>

@@ -405,6 +405,7 @@ export const OverviewModelSchema = z.object({
   p50_ms: z.number().nullable(),
   p99_ms: z.number().nullable(),
   /** Per minute, oldest first (one entry per minute of the window). */
+  requests_per_min: z.array(z.number().int()),
   tokens_per_min: z.array(z.number().int()),
   p50_per_min: z.array(z.number().nullable()),
   p99_per_min: z.array(z.number().nullable()),

@@ -54,7 +54,7 @@ export function AuditPage(props: { params: URLSearchParams }) {
         <Button type="submit">Filter</Button>
       </form>
       <ErrorNote error={list.error} />
-      <table>
+      <table className="cards">
         <caption className="sr-only">Audit entries, newest first</caption>
         <thead>
           <tr>
@@ -71,14 +71,22 @@ export function AuditPage(props: { params: URLSearchParams }) {
         <tbody>
           {(list.data?.data ?? []).map((e) => (
             <tr key={e.id}>
-              <td>{utc(e.at)}</td>
-              <td>{e.actor.label}</td>
-              <td className="mono">{e.action}</td>
-              <td className="mono">
-                {e.target.type} {e.target.id ?? ''}
+              <td className="nowrap" data-label="Time">
+                {utc(e.at)}
               </td>
-              <td>{diff(e.before, e.after)}</td>
-              <td className="wide">{e.ip ?? '-'}</td>
+              <td data-label="Actor">{e.actor.label}</td>
+              <td className="mono" data-label="Action">
+                {e.action}
+              </td>
+              <td data-label="Target">
+                <span>
+                  {e.target.type} <span className="mono">{e.target.id ?? ''}</span>
+                </span>
+              </td>
+              <td data-label="Change">{diff(e.before, e.after)}</td>
+              <td className="wide" data-label="IP">
+                {e.ip ?? '-'}
+              </td>
             </tr>
           ))}
         </tbody>

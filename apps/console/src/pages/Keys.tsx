@@ -82,7 +82,7 @@ export function KeysPage(props: { params: URLSearchParams }) {
         <Button type="submit">Search</Button>
       </form>
       <ErrorNote error={list.error ?? failure} />
-      <table>
+      <table className="cards">
         <caption className="sr-only">API keys of all members</caption>
         <thead>
           <tr>
@@ -103,37 +103,47 @@ export function KeysPage(props: { params: URLSearchParams }) {
         <tbody>
           {(list.data?.data ?? []).map((k) => (
             <tr key={k.id}>
-              <td className="mono">{k.prefix}</td>
-              <td>{k.name}</td>
-              <td>
-                <Link to={`members/${encodeURIComponent(k.member.id)}`}>{k.member.name}</Link>
-                {k.member.suspended ? <span className="badge danger">suspended</span> : null}
+              <td className="mono" data-label="Prefix">
+                {k.prefix}
               </td>
-              <td className="wide">{k.member.tier}</td>
-              <td className="wide">{utc(k.created_at)}</td>
-              <td>{ago(k.last_used_at, now)}</td>
-              <td>{k.revoked_at ? `revoked ${utc(k.revoked_at)}` : 'active'}</td>
-              <td className="actions">
-                <Button onClick={() => setInspecting(k)} label={`State of ${k.prefix}`}>
-                  State
-                </Button>
-                <Button
-                  disabled={!canWrite || Boolean(k.revoked_at)}
-                  reason={k.revoked_at ? 'Already revoked.' : READ_ONLY_REASON}
-                  onClick={() => void rotate(k)}
-                  label={`Rotate ${k.prefix}`}
-                >
-                  Rotate
-                </Button>
-                <Button
-                  kind="danger"
-                  disabled={!canWrite || Boolean(k.revoked_at)}
-                  reason={k.revoked_at ? 'Already revoked.' : READ_ONLY_REASON}
-                  onClick={() => setRevoking(k)}
-                  label={`Revoke ${k.prefix}`}
-                >
-                  Revoke
-                </Button>
+              <td data-label="Name">{k.name}</td>
+              <td data-label="Member">
+                <span>
+                  <Link to={`members/${encodeURIComponent(k.member.id)}`}>{k.member.name}</Link>
+                  {k.member.suspended ? <span className="badge danger">suspended</span> : null}
+                </span>
+              </td>
+              <td className="wide" data-label="Tier">
+                {k.member.tier}
+              </td>
+              <td className="wide" data-label="Created">
+                {utc(k.created_at)}
+              </td>
+              <td data-label="Last used">{ago(k.last_used_at, now)}</td>
+              <td data-label="Status">{k.revoked_at ? `revoked ${utc(k.revoked_at)}` : 'active'}</td>
+              <td data-label="Actions">
+                <div className="actions">
+                  <Button onClick={() => setInspecting(k)} label={`State of ${k.prefix}`}>
+                    State
+                  </Button>
+                  <Button
+                    disabled={!canWrite || Boolean(k.revoked_at)}
+                    reason={k.revoked_at ? 'Already revoked.' : READ_ONLY_REASON}
+                    onClick={() => void rotate(k)}
+                    label={`Rotate ${k.prefix}`}
+                  >
+                    Rotate
+                  </Button>
+                  <Button
+                    kind="danger"
+                    disabled={!canWrite || Boolean(k.revoked_at)}
+                    reason={k.revoked_at ? 'Already revoked.' : READ_ONLY_REASON}
+                    onClick={() => setRevoking(k)}
+                    label={`Revoke ${k.prefix}`}
+                  >
+                    Revoke
+                  </Button>
+                </div>
               </td>
             </tr>
           ))}

@@ -110,7 +110,7 @@ export function MemberDetailPage(props: { id: string }) {
           Mint key
         </Button>
       </div>
-      <table>
+      <table className="cards">
         <caption className="sr-only">API keys</caption>
         <thead>
           <tr>
@@ -126,42 +126,46 @@ export function MemberDetailPage(props: { id: string }) {
         <tbody>
           {m.api_keys.map((k) => (
             <tr key={k.id}>
-              <td className="mono">{k.prefix}</td>
-              <td>{k.name}</td>
-              <td>{utc(k.created_at)}</td>
-              <td>{ago(k.last_used_at)}</td>
-              <td>{k.limits ? 'key overrides' : 'tier'}</td>
-              <td>{k.revoked_at ? `revoked ${utc(k.revoked_at)}` : 'active'}</td>
-              <td className="actions">
-                <Button onClick={() => setInspecting(k)}>State</Button>
-                <Button disabled={!canWrite} reason={READ_ONLY_REASON} onClick={() => setEditing(k)}>
-                  Limits
-                </Button>
-                <Button
-                  disabled={!canWrite || Boolean(k.revoked_at)}
-                  reason={k.revoked_at ? 'Already revoked.' : READ_ONLY_REASON}
-                  onClick={async () => {
-                    setFailure(null);
-                    try {
-                      setMinted(
-                        await api<MintedKey>('POST', `/admin/keys/${encodeURIComponent(k.id)}/rotate`),
-                      );
-                    } catch (error) {
-                      setFailure(error);
-                    }
-                    detail.reload();
-                  }}
-                >
-                  Rotate
-                </Button>
-                <Button
-                  kind="danger"
-                  disabled={!canWrite || Boolean(k.revoked_at)}
-                  reason={k.revoked_at ? 'Already revoked.' : READ_ONLY_REASON}
-                  onClick={() => setRevoking(k)}
-                >
-                  Revoke
-                </Button>
+              <td className="mono" data-label="Prefix">
+                {k.prefix}
+              </td>
+              <td data-label="Name">{k.name}</td>
+              <td data-label="Created">{utc(k.created_at)}</td>
+              <td data-label="Last used">{ago(k.last_used_at)}</td>
+              <td data-label="Limits">{k.limits ? 'key overrides' : 'tier'}</td>
+              <td data-label="Status">{k.revoked_at ? `revoked ${utc(k.revoked_at)}` : 'active'}</td>
+              <td data-label="Actions">
+                <div className="actions">
+                  <Button onClick={() => setInspecting(k)}>State</Button>
+                  <Button disabled={!canWrite} reason={READ_ONLY_REASON} onClick={() => setEditing(k)}>
+                    Limits
+                  </Button>
+                  <Button
+                    disabled={!canWrite || Boolean(k.revoked_at)}
+                    reason={k.revoked_at ? 'Already revoked.' : READ_ONLY_REASON}
+                    onClick={async () => {
+                      setFailure(null);
+                      try {
+                        setMinted(
+                          await api<MintedKey>('POST', `/admin/keys/${encodeURIComponent(k.id)}/rotate`),
+                        );
+                      } catch (error) {
+                        setFailure(error);
+                      }
+                      detail.reload();
+                    }}
+                  >
+                    Rotate
+                  </Button>
+                  <Button
+                    kind="danger"
+                    disabled={!canWrite || Boolean(k.revoked_at)}
+                    reason={k.revoked_at ? 'Already revoked.' : READ_ONLY_REASON}
+                    onClick={() => setRevoking(k)}
+                  >
+                    Revoke
+                  </Button>
+                </div>
               </td>
             </tr>
           ))}
@@ -410,19 +414,27 @@ function QuotaRows(props: { rows: LimitState[] }) {
     <>
       {props.rows.map((l) => (
         <tr key={l.name}>
-          <td>
-            {quotaLabel(l)} <span className="mono wide">({l.name})</span>
+          <td data-label="Quota">
+            <span>
+              {quotaLabel(l)} <span className="mono wide">({l.name})</span>
+            </span>
           </td>
-          <td>{WINDOW_LABEL[l.window] ?? l.window}</td>
-          <td>
-            <meter min={0} max={l.limit} value={l.used} aria-label={`${quotaLabel(l)} used`} />{' '}
-            {l.used.toLocaleString('en')} {l.unit}
+          <td data-label="Period">{WINDOW_LABEL[l.window] ?? l.window}</td>
+          <td data-label="Used">
+            <span>
+              <meter min={0} max={l.limit} value={l.used} aria-label={`${quotaLabel(l)} used`} />{' '}
+              {l.used.toLocaleString('en')} {l.unit}
+            </span>
           </td>
-          <td>
-            {l.remaining.toLocaleString('en')} of {l.limit.toLocaleString('en')}
-            {l.remaining <= 0 ? <span className="badge danger">spent ({l.status})</span> : null}
+          <td data-label="Left">
+            <span>
+              {l.remaining.toLocaleString('en')} of {l.limit.toLocaleString('en')}
+              {l.remaining <= 0 ? <span className="badge danger">spent ({l.status})</span> : null}
+            </span>
           </td>
-          <td className="wide">{l.resets_at ? utc(l.resets_at) : '-'}</td>
+          <td className="wide" data-label="Resets">
+            {l.resets_at ? utc(l.resets_at) : '-'}
+          </td>
         </tr>
       ))}
     </>
@@ -446,7 +458,7 @@ function QuotaPanel(props: { memberId: string }) {
       <h2 id="quotas-title">Quotas</h2>
       <ErrorNote error={quotas.error} />
       {q && !q.enabled ? <p>Limits are off on this gateway: nothing is enforced.</p> : null}
-      <table>
+      <table className="cards">
         <caption className="sr-only">Quotas of this member</caption>
         <thead>
           <tr>

@@ -38,7 +38,7 @@ export function ModelsPage() {
         others.
       </p>
       <ErrorNote error={list.error ?? failure} />
-      <table>
+      <table className="cards">
         <caption className="sr-only">Model catalog</caption>
         <thead>
           <tr>
@@ -60,27 +60,38 @@ export function ModelsPage() {
         <tbody>
           {(list.data?.data ?? []).map((m) => (
             <tr key={m.id}>
-              <td className="mono">{m.id}</td>
-              <td className="wide">{m.kind}</td>
-              <td>{m.tiers.join(', ')}</td>
-              <td className="wide">
+              <td className="mono" data-label="Model">
+                {m.id}
+              </td>
+              <td className="wide" data-label="Kind">
+                {m.kind}
+              </td>
+              <td data-label="Tiers">{m.tiers.join(', ')}</td>
+              <td className="wide" data-label="Capabilities">
                 {Object.entries(m.capabilities ?? {})
                   .filter(([, v]) => v === true)
                   .map(([k]) => k)
                   .join(', ') || '-'}
               </td>
-              <td>{m.engine ?? '-'}</td>
-              <td className="wide">{utc(m.updated_at)}</td>
-              <td>
-                <Button
-                  kind={m.enabled ? 'plain' : 'primary'}
-                  disabled={!canWrite}
-                  reason={READ_ONLY_REASON}
-                  onClick={() => toggle(m)}
-                >
-                  {m.enabled ? `Disable ${m.id}` : `Enable ${m.id}`}
-                </Button>{' '}
-                {m.enabled ? 'enabled' : <span className="badge danger">disabled</span>}
+              <td className="mono" data-label="Engine">
+                {m.engine ?? '-'}
+              </td>
+              <td className="wide" data-label="Updated">
+                {utc(m.updated_at)}
+              </td>
+              <td data-label="Status">
+                <div className="actions">
+                  {m.enabled ? 'enabled' : <span className="badge danger">disabled</span>}
+                  <Button
+                    kind={m.enabled ? 'plain' : 'primary'}
+                    disabled={!canWrite}
+                    reason={READ_ONLY_REASON}
+                    onClick={() => toggle(m)}
+                    label={m.enabled ? `Disable ${m.id}` : `Enable ${m.id}`}
+                  >
+                    {m.enabled ? 'Disable' : 'Enable'}
+                  </Button>
+                </div>
               </td>
             </tr>
           ))}

@@ -47,7 +47,7 @@ export function OperatorsPage() {
     <section>
       <h1>Operators</h1>
       <ErrorNote error={list.error ?? failure} />
-      <table>
+      <table className="cards">
         <caption className="sr-only">Operators</caption>
         <thead>
           <tr>
@@ -62,32 +62,35 @@ export function OperatorsPage() {
         <tbody>
           {(list.data?.data ?? []).map((o) => (
             <tr key={o.id}>
-              <td>{o.email}</td>
-              <td>
-                <label className="sr-only" htmlFor={`role-${o.id}`}>
-                  Role of {o.email}
-                </label>
-                <select
-                  id={`role-${o.id}`}
-                  value={o.role}
-                  onChange={(e) => patch(o.id, { role: e.target.value })}
-                >
-                  {OPERATOR_ROLES.map((r) => (
-                    <option key={r}>{r}</option>
-                  ))}
-                </select>
+              <td data-label="Email">{o.email}</td>
+              <td data-label="Role">
+                <span>
+                  <label className="sr-only" htmlFor={`role-${o.id}`}>
+                    Role of {o.email}
+                  </label>
+                  <select
+                    id={`role-${o.id}`}
+                    value={o.role}
+                    onChange={(e) => patch(o.id, { role: e.target.value })}
+                  >
+                    {OPERATOR_ROLES.map((r) => (
+                      <option key={r}>{r}</option>
+                    ))}
+                  </select>
+                </span>
               </td>
-              <td>{o.sso_only ? 'single sign-on' : 'password'}</td>
-              <td>{ago(o.last_login_at)}</td>
-              <td>{utc(o.created_at)}</td>
-              <td>
+              <td data-label="Sign-in">{o.sso_only ? 'single sign-on' : 'password'}</td>
+              <td data-label="Last sign-in">{ago(o.last_login_at)}</td>
+              <td data-label="Created">{utc(o.created_at)}</td>
+              <td data-label="Status">
                 <Button
                   kind={o.disabled ? 'plain' : 'danger'}
                   disabled={o.id === me.id}
                   reason="You cannot disable yourself."
                   onClick={() => patch(o.id, { disabled: !o.disabled })}
+                  label={o.disabled ? `Enable ${o.email}` : `Disable ${o.email}`}
                 >
-                  {o.disabled ? `Enable ${o.email}` : `Disable ${o.email}`}
+                  {o.disabled ? 'Enable' : 'Disable'}
                 </Button>
               </td>
             </tr>

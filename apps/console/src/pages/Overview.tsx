@@ -3,6 +3,7 @@ import { useEffect, useState } from 'react';
 import { api } from '../api.js';
 import { ago, compactNumber } from '../format.js';
 import { useLoad, useNow } from '../hooks.js';
+import { requestsPerModel24h } from '../hours.js';
 import { BarChart, Button, ErrorNote, LineChart } from '../ui.js';
 
 const MINUTES = 60;
@@ -117,9 +118,8 @@ export function OverviewPage() {
     ? [hhmm(starts[0] as number), hhmm(starts.at(-1) as number)]
     : ['', ''];
   const top = (o?.models ?? []).slice(0, 6);
-  const perModel24 = new Map<string, number>();
-  for (const r of usage.data?.data ?? [])
-    perModel24.set(r.model, (perModel24.get(r.model) ?? 0) + r.requests);
+  // The rollup for the hours before this one, the live counters for this one (hours.ts).
+  const day = requestsPerModel24h(usage.data?.data ?? [], o, now);
   const waiting = (o?.queues ?? []).reduce((n, q) => n + (q.counts.waiting ?? 0), 0);
   const services = new Map<string, number>();
   for (const i of o?.instances ?? []) services.set(i.service, (services.get(i.service) ?? 0) + 1);
@@ -204,7 +204,7 @@ export function OverviewPage() {
         />
       </div>
       <h2>Models, last hour</h2>
-      <table>
+      <table className="cards">
         <caption className="sr-only">Traffic per model over the last hour</caption>
         <thead>
           <tr>
@@ -219,12 +219,16 @@ export function OverviewPage() {
         <tbody>
           {(o?.models ?? []).map((m) => (
             <tr key={m.model}>
-              <td className="mono">{m.model}</td>
-              <td>{m.requests.toLocaleString('en')}</td>
-              <td>{m.errors.toLocaleString('en')}</td>
-              <td>{ms(m.p50_ms)}</td>
-              <td>{ms(m.p99_ms)}</td>
-              <td>{compactNumber(Math.round(m.tokens / Math.max(1, o?.minutes ?? 60)))}</td>
+              <td className="mono" data-label="Model">
+                {m.model}
+              </td>
+              <td data-label="Requests">{m.requests.toLocaleString('en')}</td>
+              <td data-label="Errors">{m.errors.toLocaleString('en')}</td>
+              <td data-label="p50">{ms(m.p50_ms)}</td>
+              <td data-label="p99">{ms(m.p99_ms)}</td>
+              <td data-label="Tokens/min">
+                {compactNumber(Math.round(m.tokens / Math.max(1, o?.minutes ?? 60)))}
+              </td>
             </tr>
           ))}
         </tbody>
@@ -268,7 +272,7 @@ export function OverviewPage() {
       </table>
 
       <h2>Queues</h2>
-      <table>
+      <table className="cards">
         <caption className="sr-only">Queue depths</caption>
         <thead>
           <tr>
@@ -283,12 +287,16 @@ export function OverviewPage() {
         <tbody>
           {(o?.queues ?? []).map((q) => (
             <tr key={q.name}>
-              <td className="mono">{q.name}</td>
-              <td>{q.counts.waiting ?? 0}</td>
-              <td>{q.counts.active ?? 0}</td>
-              <td>{q.counts.delayed ?? 0}</td>
-              <td>{q.counts.failed ?? 0}</td>
-              <td>{q.paused ? <span className="badge danger">paused</span> : 'running'}</td>
+              <td className="mono" data-label="Queue">
+                {q.name}
+              </td>
+              <td data-label="waiting">{q.counts.waiting ?? 0}</td>
+              <td data-label="active">{q.counts.active ?? 0}</td>
+              <td data-label="delayed">{q.counts.delayed ?? 0}</td>
+              <td data-label="failed">{q.counts.failed ?? 0}</td>
+              <td data-label="State">
+                {q.paused ? <span className="badge danger">paused</span> : 'running'}
+              </td>
             </tr>
           ))}
         </tbody>
@@ -297,7 +305,8 @@ export function OverviewPage() {
       <BarChart
         title="Requests per model, last 24 hours"
         unit="Requests"
-        bars={[...perModel24].map(([model, n]) => ({ label: model, value: n }))}
+        bars={day.models.map((m) => ({ label: m.model, value: m.requests, partial: m.current }))}
+        partialLabel={`the current hour so far (since ${hhmm(day.hourStart)} UTC)`}
       />
     </section>
   );

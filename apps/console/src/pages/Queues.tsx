@@ -47,7 +47,7 @@ export function QueuesPage(props: { params: URLSearchParams }) {
         unit="Jobs"
         bars={data.map((q) => ({ label: q.name, value: (q.counts.waiting ?? 0) + (q.counts.active ?? 0) }))}
       />
-      <table>
+      <table className="cards">
         <caption className="sr-only">Queue counts</caption>
         <thead>
           <tr>
@@ -64,34 +64,38 @@ export function QueuesPage(props: { params: URLSearchParams }) {
         <tbody>
           {data.map((q) => (
             <tr key={q.name}>
-              <td className="mono">{q.name}</td>
+              <td className="mono" data-label="Queue">
+                {q.name}
+              </td>
               {STATES.map((s) => (
-                <td key={s} className={SECONDARY.has(s) ? 'wide' : undefined}>
+                <td key={s} className={SECONDARY.has(s) ? 'wide' : undefined} data-label={s}>
                   {q.counts[s] ?? 0}
                 </td>
               ))}
-              <td>
+              <td data-label="Workers">
                 {q.workers === 0 && (q.counts.waiting ?? 0) > 0 ? (
                   <span className="badge danger">no workers</span>
                 ) : (
                   q.workers
                 )}
               </td>
-              <td className="actions">
-                {q.paused ? (
-                  <span className="badge danger">paused</span>
-                ) : (
-                  <span className="badge ok">running</span>
-                )}
-                <Button
-                  kind={q.paused ? 'primary' : 'plain'}
-                  disabled={!canWrite}
-                  reason={READ_ONLY_REASON}
-                  onClick={() => void setPaused(q, !q.paused)}
-                  label={q.paused ? `Resume ${q.name}` : `Pause ${q.name}`}
-                >
-                  {q.paused ? 'Resume' : 'Pause'}
-                </Button>
+              <td data-label="Processing">
+                <div className="actions">
+                  {q.paused ? (
+                    <span className="badge danger">paused</span>
+                  ) : (
+                    <span className="badge ok">running</span>
+                  )}
+                  <Button
+                    kind={q.paused ? 'primary' : 'plain'}
+                    disabled={!canWrite}
+                    reason={READ_ONLY_REASON}
+                    onClick={() => void setPaused(q, !q.paused)}
+                    label={q.paused ? `Resume ${q.name}` : `Pause ${q.name}`}
+                  >
+                    {q.paused ? 'Resume' : 'Pause'}
+                  </Button>
+                </div>
               </td>
             </tr>
           ))}
@@ -161,7 +165,7 @@ function Jobs(props: { queues: string[]; params: URLSearchParams; onChange: () =
           ? `, the latest ${jobs.data.data.length} shown`
           : ''}
       </p>
-      <table>
+      <table className="cards">
         <caption className="sr-only">{`${state} jobs of ${queue}`}</caption>
         <thead>
           <tr>
@@ -178,29 +182,37 @@ function Jobs(props: { queues: string[]; params: URLSearchParams; onChange: () =
         <tbody>
           {(jobs.data?.data ?? []).map((j) => (
             <tr key={j.id}>
-              <td className="mono">{j.id}</td>
-              <td>{j.name}</td>
-              <td>{j.failed_reason ?? '-'}</td>
-              <td>{j.attempts_made}</td>
-              <td className="wide">{utc(j.created_at)}</td>
-              <td className="actions">
-                {j.state === 'failed' ? (
+              <td className="mono" data-label="Job">
+                {j.id}
+              </td>
+              <td data-label="Name">{j.name}</td>
+              <td data-label="Error">{j.failed_reason ?? '-'}</td>
+              <td data-label="Attempts">{j.attempts_made}</td>
+              <td className="wide" data-label="Created">
+                {utc(j.created_at)}
+              </td>
+              <td data-label="Actions">
+                <div className="actions">
+                  {j.state === 'failed' ? (
+                    <Button
+                      disabled={!canWrite}
+                      reason={READ_ONLY_REASON}
+                      onClick={() => act('POST', `${jobPath(j)}/retry`)}
+                      label={`Retry job ${j.id}`}
+                    >
+                      Retry
+                    </Button>
+                  ) : null}
                   <Button
-                    disabled={!canWrite}
+                    kind="danger"
+                    disabled={!canWrite || j.state === 'active'}
                     reason={READ_ONLY_REASON}
-                    onClick={() => act('POST', `${jobPath(j)}/retry`)}
+                    onClick={() => setRemoving(j)}
+                    label={`Remove job ${j.id}`}
                   >
-                    {`Retry job ${j.id}`}
+                    Remove
                   </Button>
-                ) : null}
-                <Button
-                  kind="danger"
-                  disabled={!canWrite || j.state === 'active'}
-                  reason={READ_ONLY_REASON}
-                  onClick={() => setRemoving(j)}
-                >
-                  {`Remove job ${j.id}`}
-                </Button>
+                </div>
               </td>
             </tr>
           ))}

@@ -129,6 +129,7 @@ export class OverviewService implements OnModuleInit, OnApplicationShutdown {
         tokens: m.tokens,
         p50_ms: m.p50_ms,
         p99_ms: m.p99_ms,
+        requests_per_min: m.requests_per_min,
         tokens_per_min: m.tokens_per_min,
         p50_per_min: m.p50_per_min,
         p99_per_min: m.p99_per_min,
