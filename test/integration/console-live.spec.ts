@@ -110,7 +110,7 @@ describe('operator console live pages in Chromium', { skip: noChromium }, () => 
         .waitFor();
     await page
       .getByTestId('ledger-lag')
-      .getByText(/events$/)
+      .getByText(/messages$/)
       .waitFor();
     await capture(page, shots, '01-overview-live');
     // At phone width: nothing wider than the screen (the charts' hidden tables included), tables as

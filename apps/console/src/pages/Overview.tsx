@@ -164,8 +164,9 @@ export function OverviewPage() {
               ? '-'
               : o.ledger.error
                 ? 'unknown'
-                : `${(o.ledger.pending ?? 0) + (o.ledger.ack_pending ?? 0)} events`}
+                : `${(o.ledger.pending ?? 0) + (o.ledger.ack_pending ?? 0)} messages`}
           </p>
+          <p>a message: one usage event, or a gateway's batch of them</p>
           {o?.ledger.oldest_ms ? <p>oldest {ms(o.ledger.oldest_ms)}</p> : null}
           {o?.ledger.error ? <p>{o.ledger.error}</p> : null}
         </div>
