@@ -12,6 +12,8 @@ import {
   MembersRepository,
   migrateDeploy,
 } from '@infer/persistence';
+import { connectNats } from '@infer/service-kit';
+import { jetstreamManager } from '@nats-io/jetstream';
 
 export const PG_ROOT = process.env.TEST_PG_URL ?? 'postgresql://postgres@127.0.0.1:5432';
 
@@ -173,12 +175,21 @@ export async function startGatewayProcess(
   } = {},
 ): Promise<{ child: ChildProcess; url: string }> {
   const port = await freePort();
+  // Usage events go to a stream of the bench's own (deleted when the gateway exits), never to the
+  // development stack's USAGE stream, whose ledger writer would put them in its database.
+  const usage: { USAGE_STREAM?: string; USAGE_SUBJECT_ROOT?: string } = env.USAGE_STREAM
+    ? {}
+    : (() => {
+        const run = randomBytes(4).toString('hex');
+        return { USAGE_STREAM: `BENCH_USAGE_${run}`, USAGE_SUBJECT_ROOT: `bench_${run}.usage` };
+      })();
   const child = spawn(
     process.execPath,
     ['--conditions=source', '--import', './tools/ts-register.js', ...nodeFlags, 'apps/gateway/src/main.ts'],
     {
       env: {
         ...process.env,
+        ...usage,
         ...env,
         HOST: '127.0.0.1',
         PORT: String(port),
@@ -189,6 +200,8 @@ export async function startGatewayProcess(
       cwd,
     },
   );
+  const own = usage.USAGE_STREAM;
+  if (own) child.once('exit', () => void dropStream(own));
   const url = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + 60_000;
   for (;;) {
@@ -265,4 +278,15 @@ export async function round(
     cpuMs: cpuMs(pid) - cpu0,
     latencies,
   };
+}
+
+/** Deletes a bench's own JetStream stream (best effort: NATS may be gone). */
+async function dropStream(name: string): Promise<void> {
+  try {
+    const nc = await connectNats(process.env.NATS_URL ?? 'nats://127.0.0.1:4222', 'bench-cleanup');
+    await (await jetstreamManager(nc)).streams.delete(name).catch(() => undefined);
+    await nc.close();
+  } catch {
+    // nothing to clean, or nobody to ask
+  }
 }
