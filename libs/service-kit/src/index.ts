@@ -2,6 +2,7 @@ export * from './abort.js';
 export * from './config.js';
 export * from './engine-registry.js';
 export * from './heap-trim.js';
+export * from './inflight-table.js';
 export * from './jobs.js';
 export * from './logger.js';
 export * from './nats.js';

@@ -53,6 +53,15 @@ async function promotedBy(run: () => Promise<void>): Promise<number> {
   return promoted;
 }
 
+/** `calls` calls of `one`, 32 in flight (as the bench's load generator keeps). */
+async function drive(calls: number, one: () => Promise<void>): Promise<void> {
+  let left = calls;
+  const worker = async () => {
+    while (left-- > 0) await one();
+  };
+  await Promise.all(Array.from({ length: 32 }, worker));
+}
+
 describe('NATS RPC client: what an ended call leaves behind', () => {
   let nc: NatsConnection;
   let client: RpcClient;
@@ -85,17 +94,12 @@ describe('NATS RPC client: what an ended call leaves behind', () => {
     // The client's table in the old generation, as in a gateway that has run for a while.
     gc();
     gc();
-    const promoted = await promotedBy(async () => {
-      let left = calls;
-      const worker = async () => {
-        while (left-- > 0) {
-          const end = await client.call(subject, req(), { idleTimeoutMs: 5_000 });
-          assert.equal((end.data as { text: string }).text.length, 4096);
-        }
-      };
-      // 32 in flight, as the bench's load generator keeps.
-      await Promise.all(Array.from({ length: 32 }, worker));
-    });
+    const promoted = await promotedBy(() =>
+      drive(calls, async () => {
+        const end = await client.call(subject, req(), { idleTimeoutMs: 5_000 });
+        assert.equal((end.data as { text: string }).text.length, 4096);
+      }),
+    );
     // Before: each call (its envelope, its 4 KB end frame) stayed reachable from a replaced table of the
     // Map of calls until a full collection, and was promoted (~2.1 KB per call here); now what little
     // survives is what was in flight at a scavenge.
@@ -132,13 +136,11 @@ describe('NATS RPC server: what a finished request leaves behind', () => {
     const calls = 3_000;
     gc();
     gc();
-    const promoted = await promotedBy(async () => {
-      let left = calls;
-      const worker = async () => {
-        while (left-- > 0) await client.call(subject, req(), { idleTimeoutMs: 5_000 });
-      };
-      await Promise.all(Array.from({ length: 32 }, worker));
-    });
+    const promoted = await promotedBy(() =>
+      drive(calls, async () => {
+        await client.call(subject, req(), { idleTimeoutMs: 5_000 });
+      }),
+    );
     t.diagnostic(`${(promoted / calls).toFixed(0)} bytes promoted per request`);
     // Before: 762-1,092 bytes per request (the work reachable from replaced tables of the Map of requests
     // in flight); with the emptied entries 272-276.

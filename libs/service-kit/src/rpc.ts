@@ -18,6 +18,7 @@ import {
   type PublishOptions,
   type Subscription,
 } from '@nats-io/transport-node';
+import { InflightTable, NumberedTable } from './inflight-table.js';
 import type { Logger } from './logger.js';
 import { activeTracer, rpcPublishOptions, traceRpcHandler } from './telemetry/index.js';
 
@@ -53,16 +54,6 @@ interface Work {
   ctx: HandlerContext;
 }
 
-/**
- * A request's entry in RpcServer.inflight: emptied when its work ends. The Map gains and loses an entry
- * per request and rebuilds its table every few dozen; V8 keeps each replaced table, with what it held,
- * until a full collection, so an entry holding the work itself (its abort controller and listeners,
- * its child logger, the handler's closures) would be promoted with it (the client's calls, see RpcClient).
- */
-interface Inflight {
-  work: Work | null;
-}
-
 /** A handler returns the end of the work: the result (unary) and the exact usage. */
 export type RpcHandler<B = unknown> = (req: ServiceRequest<B>, ctx: HandlerContext) => Promise<EndFrame>;
 
@@ -86,7 +77,8 @@ function shutdownError(): ApiError {
  * an error frame (ApiError as it is; anything else as a clean 500).
  */
 export class RpcServer {
-  private readonly inflight = new Map<string, Inflight>();
+  /** Work in flight by request id (an InflightTable: see there why not a plain Map). */
+  private readonly inflight = new InflightTable<string, Work>();
   private readonly subs: Subscription[] = [];
   private readonly heartbeat: NodeJS.Timeout;
   private readonly requestSubs: Subscription[] = [];
@@ -108,7 +100,7 @@ export class RpcServer {
       nc.subscribe(Subjects.cancel, {
         callback: (_err, msg) => {
           const id = dec.decode(msg.data);
-          this.inflight.get(id)?.work?.ac.abort(CANCELLED_BY_CLIENT);
+          this.inflight.get(id)?.ac.abort(CANCELLED_BY_CLIENT);
         },
       }),
     );
@@ -118,9 +110,8 @@ export class RpcServer {
   }
 
   private beat(): void {
-    for (const slot of this.inflight.values()) {
-      const w = slot.work;
-      if (!w || w.ac.signal.aborted) continue;
+    for (const w of this.inflight.values()) {
+      if (w.ac.signal.aborted) continue;
       let body = '{}';
       if (w.ctx.progress) {
         try {
@@ -207,8 +198,7 @@ export class RpcServer {
         if (!ac.signal.aborted) this.send(reply, encodeFrame(FrameKind.data, JSON.stringify(chunk)));
       },
     };
-    const slot: Inflight = { work: { ac, reply, ctx } };
-    this.inflight.set(req.requestId, slot);
+    this.inflight.set(req.requestId, { ac, reply, ctx });
     try {
       const end = await (activeTracer
         ? traceRpcHandler(msg.subject, msg.headers, req, ctx, () => handler(req, ctx))
@@ -230,7 +220,6 @@ export class RpcServer {
       this.send(reply, encodeFrame(FrameKind.error, JSON.stringify(wire)));
     } finally {
       clearTimeout(timer);
-      slot.work = null;
       this.inflight.delete(req.requestId);
       if (this.inflight.size === 0) this.idle?.();
     }
@@ -259,7 +248,7 @@ export class RpcServer {
       await Promise.race([settled, graceOver]);
       clearTimeout(timer);
       if (this.inflight.size > 0) {
-        for (const slot of this.inflight.values()) slot.work?.ac.abort(SHUTDOWN);
+        for (const w of this.inflight.values()) w.ac.abort(SHUTDOWN);
         await settled;
       }
     }
@@ -323,20 +312,10 @@ const SWEEP_MS = 250;
  * stop when the caller cancels, and its final usage is still collected.
  */
 export class RpcClient {
-  /**
-   * The calls waiting for frames, by the number at the end of their reply subject. Each entry is a
-   * holder emptied when its call ends, and the numbers are small integers: a long-lived Map that gains
-   * and loses an entry per request rebuilds its table every few dozen requests, and V8 keeps the
-   * replaced table (old generation, linked to the next one) with the entries it held until a full
-   * collection. Whatever those entries point at survives every scavenge until then and is promoted: with
-   * the calls themselves as values, each request's envelope, body, end frame (and through the gateway's
-   * WeakMaps its limits admission), ~1.7 KB per request (docs/performance.md, "what the gateway promotes").
-   * An emptied holder is all that such a table keeps.
-   */
-  private readonly calls = new Map<number, CallSlot>();
+  /** The calls waiting for frames, by the number at the end of their reply subject (see InflightTable). */
+  private readonly calls = new NumberedTable<InboxCall>();
   private inboxPrefix = '';
   private sub: Subscription | null = null;
-  private seq = 0;
   private sweeper: NodeJS.Timeout | null = null;
   private connected = true;
   /** Calls opened in this turn of the event loop, published together by flushOutbox. */
@@ -379,14 +358,8 @@ export class RpcClient {
   }
 
   private open(subject: string, req: ServiceRequest<unknown>, opts: CallOptions, stream: boolean): InboxCall {
-    // Small integers (V8 Smis: no string per call); wraps long before it could stop being one.
-    this.seq = this.seq >= 0x3fffffff ? 1 : this.seq + 1;
-    const token = this.seq;
-    const slot: CallSlot = { call: null };
-    const call = new InboxCall(this.nc, req, opts, stream, () => {
-      slot.call = null;
-      this.calls.delete(token);
-    });
+    const token = this.calls.nextKey();
+    const call = new InboxCall(this.nc, req, opts, stream, () => this.calls.delete(token));
     if (!this.isConnected) {
       call.fail(natsDown(), false);
       return call;
@@ -399,8 +372,7 @@ export class RpcClient {
       return call;
     }
     this.ensureInbox();
-    slot.call = call;
-    this.calls.set(token, slot);
+    this.calls.set(token, call);
     this.outbox.push({
       subject,
       data,
@@ -444,27 +416,22 @@ export class RpcClient {
     this.inboxPrefix = createInbox();
     const cut = this.inboxPrefix.length + 1;
     this.sub = this.nc.subscribe(`${this.inboxPrefix}.*`, {
-      callback: (_err, msg) => this.calls.get(Number(msg.subject.slice(cut)))?.call?.onMsg(msg),
+      callback: (_err, msg) => this.calls.get(Number(msg.subject.slice(cut)))?.onMsg(msg),
     });
     this.sweeper = setInterval(() => {
       const now = performance.now();
-      for (const s of this.calls.values()) s.call?.check(now);
+      for (const c of this.calls.values()) c.check(now);
     }, SWEEP_MS);
     this.sweeper.unref();
   }
 
   /** Stops the inbox (tests, shutdown); calls still open fail. */
   close(): void {
-    for (const s of [...this.calls.values()]) s.call?.fail(ApiError.internal('The client closed.'), false);
+    for (const c of [...this.calls.values()]) c.fail(ApiError.internal('The client closed.'), false);
     if (this.sweeper) clearInterval(this.sweeper);
     this.sub?.unsubscribe();
     this.sub = null;
   }
-}
-
-/** A call's entry in RpcClient.calls: emptied when the call ends (see there why). */
-interface CallSlot {
-  call: InboxCall | null;
 }
 
 class InboxCall implements RpcStream {

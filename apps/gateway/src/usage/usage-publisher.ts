@@ -1,5 +1,5 @@
 import { type UsageEvent, UsageStream } from '@infer/contracts';
-import type { Logger } from '@infer/service-kit';
+import { type Logger, NumberedTable } from '@infer/service-kit';
 import {
   createInbox,
   headers,
@@ -32,10 +32,10 @@ interface Batch {
   readonly payload: string;
 }
 
-/** A batch published and waiting for its ack; `batch` is emptied once it leaves `inflight` (see there). */
+/** A batch published and waiting for its ack. */
 interface Pending {
-  batch: Batch | null;
-  sentAt: number;
+  readonly batch: Batch;
+  readonly sentAt: number;
 }
 
 const dec = new TextDecoder();
@@ -65,13 +65,8 @@ export class UsagePublisher {
   private backlog: UsageEvent[] = [];
   /** Batches whose publish failed, sent again (first, as they were) once the pause is over. */
   private readonly retry: Batch[] = [];
-  /**
-   * By the number at the end of the ack's reply subject. The entry leaves with its batch emptied: a
-   * long-lived Map that gains and loses an entry per message rebuilds its table every few dozen
-   * entries, and V8 keeps each replaced table, with what it held, in the old generation until a full
-   * collection; the events it points at would survive every scavenge until then (promoted; see RpcClient.calls).
-   */
-  private readonly inflight = new Map<number, Pending>();
+  /** By the number at the end of the ack's reply subject (an InflightTable: see there why not a Map). */
+  private readonly inflight = new NumberedTable<Pending>();
   /** Events in the batches of `inflight`. */
   private inflightEvents = 0;
   private readonly window: number;
@@ -79,7 +74,6 @@ export class UsagePublisher {
   private readonly batchMax: number;
   private sub: Subscription | null = null;
   private inbox = '';
-  private seq = 0;
   private scheduled = false;
   private pausedUntil = 0;
   private delay = 100;
@@ -148,8 +142,7 @@ export class UsagePublisher {
       if (again && again.events.length > room) break;
       const batch = again ? (this.retry.shift() as Batch) : this.nextBatch(room);
       if (!batch) break;
-      this.seq = this.seq >= 0x3fffffff ? 1 : this.seq + 1;
-      const token = this.seq;
+      const token = this.inflight.nextKey();
       const h = headers();
       h.set('Nats-Msg-Id', batch.id);
       try {
@@ -207,8 +200,7 @@ export class UsagePublisher {
     const p = this.inflight.get(token);
     if (!p) return; // an ack after its timeout: the batch was sent again, that copy's ack counts
     this.inflight.delete(token);
-    const batch = p.batch as Batch;
-    p.batch = null;
+    const batch = p.batch;
     this.inflightEvents -= batch.events.length;
     let ok = false;
     let reason: unknown = 'no responders (is the usage stream missing?)';
@@ -246,11 +238,10 @@ export class UsagePublisher {
   private sweep(): void {
     const limit = Date.now() - this.ackTimeoutMs;
     let late = 0;
-    for (const [token, p] of this.inflight) {
+    for (const [token, p] of this.inflight.entries()) {
       if (p.sentAt > limit) continue;
       this.inflight.delete(token);
-      const batch = p.batch as Batch;
-      p.batch = null;
+      const batch = p.batch;
       this.inflightEvents -= batch.events.length;
       this.retry.unshift(batch);
       late += batch.events.length;
@@ -279,7 +270,7 @@ export class UsagePublisher {
     this.sub = null;
     const left = [
       ...this.retry.flatMap((b) => b.events),
-      ...[...this.inflight.values()].flatMap((p) => p.batch?.events ?? []),
+      ...[...this.inflight.values()].flatMap((p) => p.batch.events),
       ...this.backlog,
     ];
     if (left.length) this.log.error({ events: left }, 'usage events not published at shutdown');
