@@ -13,9 +13,10 @@ mkdir -p var/bench var/tmp
 build_at() {
   local src="var/tmp/src-$1"
   rm -rf "$src" && mkdir -p "$src"
-  git archive "$1" apps libs docker | tar -x -C "$src"
-  # The generated Prisma client is not in git (npm run db:generate makes it).
-  cp -a libs/persistence/src/generated "$src/libs/persistence/src/"
+  git archive "$1" apps libs docker prisma | tar -x -C "$src"
+  # The generated Prisma client is not in git: generated from that commit's schema (its generator options,
+  # e.g. the query compiler build, are part of what is compared).
+  npx prisma generate --schema "$src/prisma/schema.prisma" >/dev/null
   for p in libs/contracts libs/persistence libs/service-kit libs/image-store libs/search-index \
     apps/gateway apps/chat-service apps/ledger-writer; do
     [[ -d "$src/$p" ]] || continue

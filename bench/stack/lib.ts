@@ -102,6 +102,20 @@ export function imageNodeFlags(app: string): string[] {
   return argv[0] === 'node' ? argv.slice(1, -1) : [];
 }
 
+/**
+ * The environment an app's image sets for glibc's allocator (`ENV GLIBC_TUNABLES=...` in
+ * docker/<app>.Dockerfile), so the bench's processes allocate as production's do.
+ */
+export function imageEnv(app: string): Record<string, string> {
+  const env: Record<string, string> = {};
+  const file = readFileSync(`${process.env.BENCH_IMAGE_DIR ?? 'docker'}/${app}.Dockerfile`, 'utf8');
+  for (const line of file.split('\n')) {
+    const m = /^ENV GLIBC_TUNABLES=(\S+)\s*$/.exec(line);
+    if (m?.[1]) env.GLIBC_TUNABLES = m[1];
+  }
+  return env;
+}
+
 /** Spawns a production process; resolves once `ready(stdout so far)` says so (or the probe answers). */
 async function spawnProc(
   name: string,
@@ -257,13 +271,14 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       USAGE_SUBJECT_ROOT: usageRoot,
       LIMITS_REDIS_PREFIX: limitsPrefix,
     };
+    const gatewayImageEnv = imageEnv('gateway');
     const startGateway = async (name: string, limits: boolean, nodeArgs: string[], pin?: number) => {
       const port = await freePort();
       const url = `http://127.0.0.1:${port}`;
       const p = await spawnProc(
         name,
         [...nodeArgs, 'apps/gateway/dist/main.js'],
-        { ...gwEnv, PORT: String(port), LIMITS_ENABLED: limits ? '1' : '0' },
+        { ...gatewayImageEnv, ...gwEnv, PORT: String(port), LIMITS_ENABLED: limits ? '1' : '0' },
         async () => (await fetch(`${url}/readyz`)).status === 200,
         pin,
       );
