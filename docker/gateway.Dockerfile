@@ -51,6 +51,11 @@ ENV HOST=0.0.0.0 PORT=8080
 EXPOSE 8080
 # /healthz answers over plain HTTP or TLS (when TLS_CERT_FILE is set) without a key.
 HEALTHCHECK --interval=15s --timeout=3s --start-period=30s --retries=3 CMD ["node", "-e", "const h = require(process.env.TLS_CERT_FILE ? 'node:https' : 'node:http'); h.get({ host: '127.0.0.1', port: process.env.PORT || 8080, path: '/healthz', rejectUnauthorized: false }, (r) => process.exit(r.statusCode === 200 ? 0 : 1)).on('error', () => process.exit(1))"]
+# glibc's allocator: blocks of 128 KiB and more in their own mappings, returned when freed (the default
+# threshold grows to the largest block freed, so start-up's big buffers stay in the heap), and 2 arenas
+# instead of 8 per core. Idle RSS -2..-7 MiB, after 1,000 streams -10..-20 MiB (docs/performance.md, "Idle
+# memory"). bench/stack reads this line (bench/stack/lib.ts imageEnv), so keep the form ENV GLIBC_TUNABLES=...
+ENV GLIBC_TUNABLES=glibc.malloc.mmap_threshold=131072:glibc.malloc.arena_max=2
 # The batch runner role runs this image with: node apps/gateway/dist/batch-runner.js
 # V8's default young generation: capping it (--max-semi-space-size=4) saved ~60-100 MiB under load but cost
 # 11-21 us of scavenges per request (ADR 0014, "Memory"); the idle collection gives the memory back.
