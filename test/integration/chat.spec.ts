@@ -212,6 +212,26 @@ describe('chat completions through the gateway (openai SDK)', () => {
     assert.equal(((await bad.json()) as { error: { code: string } }).error.code, 'invalid_request_error');
     const arr = await fetch(`${stack.baseURL}/chat/completions`, { method: 'POST', headers, body: '[1,2]' });
     assert.equal(arr.status, 400);
+    // Each kind of body the parsers refuse or take, with its exact answer (app.ts: Fastify's JSON parser,
+    // Nest's form parser).
+    const bodies: [string, string, number, Record<string, unknown>][] = [
+      ['application/json', '', 400, { message: 'The request body is not valid JSON.' }],
+      ['application/json', '{"__proto__":{"x":1}}', 400, {}],
+      ['application/json; charset=utf-8', '{"model":"chat-A","messages":[]}', 400, { param: 'messages' }],
+      ['application/x-www-form-urlencoded', 'model=chat-A', 400, { param: 'messages' }],
+      ['text/plain', 'hello', 400, {}],
+      ['application/xml', '<a/>', 415, { code: 'unsupported_media_type' }],
+    ];
+    for (const [type, body, status, fields] of bodies) {
+      const res = await fetch(`${stack.baseURL}/chat/completions`, {
+        method: 'POST',
+        headers: { ...headers, 'content-type': type },
+        body,
+      });
+      assert.equal(res.status, status, `${type} ${body}`);
+      const err = ((await res.json()) as { error: Record<string, unknown> }).error;
+      for (const [k, v] of Object.entries(fields)) assert.equal(err[k], v, `${type} ${body}: ${k}`);
+    }
     const unknown = await fetch(`${stack.baseURL}/nothing/here`, { headers });
     assert.equal(unknown.status, 404);
     assert.ok(((await unknown.json()) as { error: unknown }).error);

@@ -108,8 +108,14 @@ export async function startGateway(env: NodeJS.ProcessEnv = process.env): Promis
   } as ConstructorParameters<typeof FastifyAdapter>[0]);
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(deps), adapter, {
     logger: ['error', 'warn'],
-    bodyParser: true,
+    // JSON bodies: Fastify's own parser, built once. Nest's (bodyParser: true) wraps the same
+    // secure-json-parse function, but fetches it anew for every request (getDefaultJsonParser: a closure
+    // and its options), reads the body as a Buffer copied by Buffer.concat and decoded again, and wraps
+    // each call in two closures of its own (runBodyParser). Same limits, errors (FST_ERR_CTP_*) and
+    // prototype-poisoning rules; form bodies keep Nest's parser, registered below as bodyParser: true did.
+    bodyParser: false,
   });
+  app.useBodyParser('application/x-www-form-urlencoded', { bodyLimit: config.BODY_LIMIT_BYTES });
   // Tracing (when on): before any route is registered, so that every handler runs in its request's
   // context (http-tracing.ts wraps each route's handler as it is added).
   traceHttpServer(app.getHttpServer(), app.getHttpAdapter().getInstance());

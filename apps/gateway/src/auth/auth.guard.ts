@@ -1,7 +1,7 @@
 import { type CanActivate, type ExecutionContext, Inject, Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { FastifyRequest } from 'fastify';
-import { KeyCache } from './key-cache.js';
+import { type AuthedKey, hashKey, KeyCache } from './key-cache.js';
 import { IS_PUBLIC } from './public.decorator.js';
 import { unauthorized } from './www-authenticate.js';
 
@@ -16,25 +16,50 @@ const BEARER = /^Bearer\s+(\S+)\s*$/i;
 /** Bearer-key auth on every route not marked @Public(): 401 invalid_api_key when missing or unknown. */
 @Injectable()
 export class AuthGuard implements CanActivate {
+  /** @Public() of each handler (on it or its class), read once per handler rather than per request. */
+  private readonly publicOf = new WeakMap<object, { cls: object; pub: boolean }>();
+
   constructor(
     @Inject(Reflector) private readonly reflector: Reflector,
     @Inject(KeyCache) private readonly keys: KeyCache,
   ) {}
 
-  async canActivate(ctx: ExecutionContext): Promise<boolean> {
-    if (
-      this.reflector.get<boolean>(IS_PUBLIC, ctx.getHandler()) ||
-      this.reflector.get<boolean>(IS_PUBLIC, ctx.getClass())
-    ) {
-      return true;
-    }
+  /**
+   * Synchronous when the key is in the cache (Nest then awaits nothing for this guard); a promise only
+   * when the store must be asked.
+   */
+  canActivate(ctx: ExecutionContext): boolean | Promise<boolean> {
+    if (this.isPublic(ctx)) return true;
     const req = ctx.switchToHttp().getRequest<FastifyRequest>();
-    req.auth = await authenticate(req, this.keys);
+    const auth = authenticate(req, this.keys);
+    if (auth instanceof Promise) {
+      return auth.then((found) => {
+        req.auth = found;
+        return true;
+      });
+    }
+    req.auth = auth;
     return true;
+  }
+
+  private isPublic(ctx: ExecutionContext): boolean {
+    const handler = ctx.getHandler();
+    const cls = ctx.getClass();
+    const known = this.publicOf.get(handler);
+    if (known !== undefined && known.cls === cls) return known.pub;
+    const pub = Boolean(
+      this.reflector.get<boolean>(IS_PUBLIC, handler) || this.reflector.get<boolean>(IS_PUBLIC, cls),
+    );
+    this.publicOf.set(handler, { cls, pub });
+    return pub;
   }
 }
 
-export async function authenticate(req: FastifyRequest, keys: KeyCache) {
+/**
+ * The caller's key (401 when missing, malformed or unknown). Returns the key itself when the cache
+ * answers (no promise per request), a promise when the store is asked; a bad header throws at once.
+ */
+export function authenticate(req: FastifyRequest, keys: KeyCache): AuthedKey | Promise<AuthedKey> {
   // Every 401 here carries a WWW-Authenticate Bearer challenge (RFC 6750): keys are bearer tokens.
   const header = req.headers.authorization;
   if (!header) {
@@ -51,7 +76,13 @@ export async function authenticate(req: FastifyRequest, keys: KeyCache) {
       'invalid_request',
     );
   }
-  const found = await keys.lookup(m[1], req.ip);
+  const hash = hashKey(m[1]);
+  const hit = keys.cached(hash);
+  // The client address only when the store is asked (it meters invalid-key floods there).
+  return hit !== undefined ? known(hit) : keys.lookupHash(hash, req.ip).then(known);
+}
+
+function known(found: AuthedKey | null): AuthedKey {
   if (!found) {
     throw unauthorized('Incorrect API key provided.', 'The API key is unknown or revoked.', 'invalid_token');
   }

@@ -92,8 +92,21 @@ export class KeyCache {
   }
 
   /** The key's owner, or null when no active key has it. `client` (an address) meters invalid-key floods. */
-  async lookup(key: string, client?: string): Promise<AuthedKey | null> {
-    const hash = hashKey(key);
+  lookup(key: string, client?: string): Promise<AuthedKey | null> {
+    return this.lookupHash(hashKey(key), client);
+  }
+
+  /**
+   * The cached answer for a key's hash while it is fresh (no store query, no promise: the hot path), or
+   * undefined when the cache does not hold it or it expired (lookupHash() then).
+   */
+  cached(hash: string): AuthedKey | null | undefined {
+    const hit = this.entries.get(hash);
+    return hit !== undefined && hit.expires > this.now() ? hit.value : undefined;
+  }
+
+  /** lookup() by the key's SHA-256 hex (hashKey). */
+  async lookupHash(hash: string, client?: string): Promise<AuthedKey | null> {
     const hit = this.entries.get(hash);
     const now = this.now();
     if (hit && hit.expires > now) return hit.value;

@@ -68,7 +68,8 @@ function walk(v: unknown, acc: { chars: number; fixed: number }, depth: number):
     acc.fixed += AUDIO_TOKENS;
     return;
   }
-  for (const [k, x] of Object.entries(o)) if (!SKIP_KEYS.has(k)) walk(x, acc, depth + 1);
+  // Object.keys, not Object.entries: the same keys in the same order, without a [key, value] array per key.
+  for (const k of Object.keys(o)) if (!SKIP_KEYS.has(k)) walk(o[k], acc, depth + 1);
 }
 
 /** Held when neither the request nor the catalog bounds the output (and the context window is unknown). */

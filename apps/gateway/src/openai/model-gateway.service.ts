@@ -106,7 +106,8 @@ export class ModelGateway {
           this.rpc.cancel(envelope.requestId);
         }
       };
-      reply.raw.once('close', onClose);
+      // `on`, not `once`: it is removed below either way, and 'close' comes once (no wrapper per request).
+      reply.raw.on('close', onClose);
       try {
         // A little past the deadline, so the service's own 524 wins the race.
         end = await this.rpc.call(this.subjectOf(route), envelope, {

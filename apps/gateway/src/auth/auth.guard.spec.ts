@@ -1,0 +1,71 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { ApiError } from '@infer/contracts';
+import type { FastifyRequest } from 'fastify';
+import { authenticate } from './auth.guard.js';
+import { type AuthedKey, hashKey, KeyCache, type KeyStore } from './key-cache.js';
+
+const alice: AuthedKey = {
+  keyId: 'k1',
+  memberId: 'm1',
+  tier: 'inference',
+  billingAnchor: new Date(0),
+  overrides: null,
+};
+
+class FakeStore implements KeyStore {
+  calls = 0;
+  async findActiveByHash(hash: string) {
+    this.calls++;
+    return hash === hashKey('sk-good') ? alice : null;
+  }
+}
+
+/** A request whose client address counts how often it is read (only a store lookup needs it). */
+function request(authorization?: string) {
+  const r = { headers: { authorization }, ipReads: 0 };
+  Object.defineProperty(r, 'ip', {
+    get() {
+      r.ipReads++;
+      return '10.0.0.1';
+    },
+  });
+  return r as typeof r & FastifyRequest;
+}
+
+const statusOf = async (f: () => unknown) => {
+  try {
+    await f();
+    return 200;
+  } catch (e) {
+    return e instanceof ApiError ? e.status : 500;
+  }
+};
+
+describe('authenticate', () => {
+  it('asks the store once, then answers from the cache without a promise or the client address', async () => {
+    const store = new FakeStore();
+    const keys = new KeyCache(store, 60_000);
+    const first = request('Bearer sk-good');
+    const asked = authenticate(first, keys);
+    assert.ok(asked instanceof Promise);
+    assert.deepEqual(await asked, alice);
+    assert.equal(first.ipReads, 1);
+    const again = request('Bearer sk-good');
+    assert.deepEqual(authenticate(again, keys), alice);
+    assert.equal(again.ipReads, 0);
+    assert.equal(store.calls, 1);
+  });
+
+  it('refuses a missing, malformed or unknown key with a 401, cached or not', async () => {
+    const keys = new KeyCache(new FakeStore(), 60_000);
+    assert.equal(await statusOf(() => authenticate(request(), keys)), 401);
+    assert.equal(await statusOf(() => authenticate(request('Basic abc'), keys)), 401);
+    assert.equal(await statusOf(() => authenticate(request('Bearer sk-bad'), keys)), 401);
+    // Now a cached miss: refused synchronously.
+    assert.throws(
+      () => authenticate(request('Bearer sk-bad'), keys),
+      (e: unknown) => (e as ApiError).status === 401,
+    );
+  });
+});
