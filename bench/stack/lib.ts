@@ -258,7 +258,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     const chat = await spawnProc(
       'chat-service',
       ['bench/stack/chat-service.mjs'],
-      { ...common, BENCH_SUBJECT_PREFIX: subjectPrefix },
+      { ...imageEnv('chat-service'), ...common, BENCH_SUBJECT_PREFIX: subjectPrefix },
       (o) => o.includes('ready'),
     );
     procs.push(chat);
@@ -301,6 +301,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       'ledger-writer',
       ['apps/ledger-writer/dist/main.js'],
       {
+        ...imageEnv('ledger-writer'),
         ...common,
         LEDGER_STREAM: usageStream,
         LEDGER_SUBJECTS: `${usageRoot}.>`,
