@@ -19,6 +19,18 @@ const snap = new CatalogSnapshot([
 ]);
 
 describe('CatalogSnapshot', () => {
+  it('holds frozen copies of its entries (their JSON is reused per envelope), leaving the given ones alone', () => {
+    const given = entry('chat-F', 3, [...all]);
+    const held = new CatalogSnapshot([given]).resolve('chat-F', 'premium', ['chat'], '/v1/chat/completions');
+    assert.notEqual(held, given);
+    assert.deepEqual(held, given);
+    assert.ok(Object.isFrozen(held) && Object.isFrozen(held.engine) && Object.isFrozen(held.tiers));
+    assert.throws(() => {
+      (held as { rank: number }).rank = 9;
+    }, TypeError);
+    assert.ok(!Object.isFrozen(given));
+  });
+
   it('lists most capable first, only what the tier reaches', () => {
     assert.deepEqual(
       snap.listFor('premium').data.map((m) => m.id),

@@ -21,7 +21,11 @@ export class CatalogSnapshot {
   private readonly listsByTier: Map<Tier, { object: 'list'; data: Model[] }>;
 
   constructor(entries: CatalogEntry[]) {
-    const sorted = [...entries].sort((a, b) => a.rank - b.rank || a.id.localeCompare(b.id));
+    // Frozen copies: the snapshot's entries travel in every envelope, and RpcClient serialises each entry
+    // object once and reuses its JSON (libs/service-kit rpc.ts envelopeJson), so they must never change.
+    const sorted = entries
+      .map((e) => deepFreeze(structuredClone(e)))
+      .sort((a, b) => a.rank - b.rank || a.id.localeCompare(b.id));
     this.byId = new Map(sorted.map((e) => [e.id, e]));
     this.listsByTier = new Map();
     for (const tier of ['community', 'inference', 'premium'] as const) {
@@ -67,4 +71,12 @@ export class CatalogSnapshot {
     if (!tierReaches(tier, entry)) throw ApiError.noModelAccess(id);
     return entry;
   }
+}
+
+function deepFreeze<T>(v: T): T {
+  if (v !== null && typeof v === 'object') {
+    for (const x of Object.values(v)) deepFreeze(x);
+    Object.freeze(v);
+  }
+  return v;
 }

@@ -1,8 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { ApiError, type ServiceRequest } from '@infer/contracts';
-import type { NatsConnection } from '@nats-io/transport-node';
-import { checkEnvelopeSize, joinList } from './collect.js';
+import { ApiError } from '@infer/contracts';
+import { joinList } from './collect.js';
 
 const parts = (...arrays: unknown[][]) => arrays.map((a) => Buffer.from(JSON.stringify(a).slice(1, -1)));
 
@@ -36,24 +35,5 @@ describe('collected list replies', () => {
     });
     assert.throws(() => joinList(null, 'data', []), ApiError);
     assert.throws(() => joinList([1], 'data', []), ApiError);
-  });
-
-  it('refuses with 413 a request that does not fit in one NATS message', () => {
-    const nc = { info: { max_payload: 1000 } } as unknown as NatsConnection;
-    const env = (n: number) =>
-      ({
-        requestId: 'r',
-        memberId: 'm',
-        keyId: 'k',
-        model: {},
-        body: { input: 'x'.repeat(n) },
-        deadline: 0,
-        stream: false,
-      }) as unknown as ServiceRequest;
-    checkEnvelopeSize(nc, env(100));
-    assert.throws(
-      () => checkEnvelopeSize(nc, env(2000)),
-      (e: unknown) => e instanceof ApiError && e.status === 413 && e.code === 'request_too_large',
-    );
   });
 });

@@ -1,6 +1,5 @@
 import { ApiError, type EndFrame, type ServiceRequest } from '@infer/contracts';
-import { envelopeTooLarge, type NatsRpcClientProxy } from '@infer/service-kit';
-import type { NatsConnection } from '@nats-io/transport-node';
+import type { NatsRpcClientProxy } from '@infer/service-kit';
 
 /**
  * Unary endpoints whose JSON reply can be larger than one NATS message (1 MiB by default): 2048
@@ -22,19 +21,6 @@ export interface Collected {
 
 const OPEN = 0x5b; // [
 const CLOSE = 0x5d; // ]
-const NATS_DEFAULT_MAX_PAYLOAD = 1024 * 1024;
-
-/**
- * 413 when the request itself cannot travel to the service in one NATS message. The model routes rely
- * on RpcClient, which checks the bytes it publishes (no second serialisation); this stays for callers
- * that want the answer before dispatching.
- */
-export function checkEnvelopeSize(nc: NatsConnection, envelope: ServiceRequest): void {
-  const max = nc.info?.max_payload ?? NATS_DEFAULT_MAX_PAYLOAD;
-  const size = Buffer.byteLength(JSON.stringify(envelope));
-  if (size > max) throw envelopeTooLarge(size, max);
-}
-
 /**
  * Runs the request as a stream of list frames and returns the joined reply. `onClientGone` receives a
  * canceller: the caller wires it to the client's connection so that a client that leaves stops the
