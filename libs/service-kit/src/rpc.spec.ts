@@ -257,3 +257,129 @@ describe('NATS RPC', () => {
     );
   });
 });
+
+// What leaves before the end of the turn: an idle lane publishes at once, a busy one batches the turn.
+// Observed on the wire: a second connection sees the messages of the publishing connection in the order
+// they were written, and a marker published by a setImmediate queued before the call (or the frame)
+// tells "at once" (the call first) from "at the end of the turn" (the marker first).
+describe('NATS RPC: idle lanes publish at once, busy ones per turn', () => {
+  let nc: NatsConnection;
+  let obs: NatsConnection;
+  let server: RpcServer;
+  let client: RpcClient;
+  before(async () => {
+    nc = await connectNats(NATS_URL, 'rpc-spec-lanes');
+    obs = await connectNats(NATS_URL, 'rpc-spec-lanes-observer');
+    server = new RpcServer(nc, 'rpc-spec-lanes', createLogger('rpc-spec', 'silent'));
+    client = new RpcClient(nc);
+  });
+  after(async () => {
+    await server.close();
+    await nc.close();
+    await obs.close();
+  });
+
+  /** The subjects (or the first byte of the payload, for replies) the observer sees, in order. */
+  function observe(subjects: string[]): string[] {
+    const seen: string[] = [];
+    for (const s of subjects) {
+      obs.subscribe(s, {
+        callback: (_e, m) =>
+          seen.push(
+            m.subject.startsWith('_INBOX.') ? `frame:${String.fromCharCode(m.data[0] ?? 0)}` : m.subject,
+          ),
+      });
+    }
+    return seen;
+  }
+  const until = async (cond: () => boolean) => {
+    const deadline = Date.now() + 5000;
+    while (!cond()) {
+      assert.ok(Date.now() < deadline, 'timed out');
+      await new Promise((r) => setImmediate(r));
+    }
+  };
+
+  it('the client: a lone call leaves at once; with a call in flight, calls wait for the end of the turn', async () => {
+    const s = subject('lane');
+    const marker = subject('marker');
+    let release!: () => void;
+    const gate = new Promise<void>((r) => {
+      release = r;
+    });
+    server.handle<{ hold?: boolean }>(s, async (r) => {
+      if (r.body.hold) await gate;
+      return { data: {}, usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 } };
+    });
+    const seen = observe([s, marker]);
+    await nc.flush();
+    await obs.flush();
+
+    setImmediate(() => nc.publish(marker));
+    const lone = client.call(s, req({}), { idleTimeoutMs: 2000 });
+    await lone;
+    await until(() => seen.length === 2);
+    assert.deepEqual(seen, [s, marker], 'the lone call was written before the end of its turn');
+
+    seen.length = 0;
+    const held = client.call(s, req({ hold: true }), { idleTimeoutMs: 2000 });
+    await until(() => seen.length === 1);
+    setImmediate(() => nc.publish(marker));
+    const second = client.call(s, req({}), { idleTimeoutMs: 2000 });
+    await second;
+    await until(() => seen.length === 3);
+    assert.deepEqual(seen, [s, marker, s], 'with a call in flight the new one left at the end of the turn');
+    release();
+    await held;
+  });
+
+  it('the server: the first frame of a lone request leaves at once; with two in flight, at the end of the turn', async () => {
+    const s = subject('frames');
+    const marker = subject('marker');
+    let release!: () => void;
+    const gate = new Promise<void>((r) => {
+      release = r;
+    });
+    server.handle<{ hold?: boolean }>(s, async (r, ctx) => {
+      if (r.body.hold) {
+        await gate;
+      } else {
+        setImmediate(() => nc.publish(marker));
+        ctx.emit({ first: true });
+      }
+      return { usage: { prompt_tokens: 0, completion_tokens: 1, total_tokens: 1 } };
+    });
+    const seen = observe(['_INBOX.>', marker]);
+    await nc.flush();
+    await obs.flush();
+
+    const lone = client.stream(s, req({}, true), { idleTimeoutMs: 2000 });
+    for await (const _ of lone) {
+      // drain
+    }
+    await lone.end;
+    await until(() => seen.length >= 3);
+    assert.deepEqual(
+      seen.slice(0, 2),
+      ['frame:D', marker],
+      'the first data frame was written before the marker',
+    );
+
+    seen.length = 0;
+    const held = client.call(s, req({ hold: true }), { idleTimeoutMs: 2000 });
+    const busy = client.stream(s, req({}, true), { idleTimeoutMs: 2000 });
+    for await (const _ of busy) {
+      // drain
+    }
+    await busy.end;
+    await until(() => seen.includes('frame:E'));
+    const m = seen.indexOf(marker);
+    const d = seen.indexOf('frame:D');
+    assert.ok(
+      m >= 0 && d > m,
+      `with another request in flight the frame waited for the turn: ${seen.join(' ')}`,
+    );
+    release();
+    await held;
+  });
+});

@@ -128,12 +128,30 @@ export class RpcServer {
    * Queues a frame; the frames of one turn of the event loop are published together (flushFrames), in
    * order, so that the answers of the requests served in that turn leave in one socket write instead
    * of one each (the NATS client writes once per microtask checkpoint).
+   *
+   * An idle lane does not wait for the end of the turn: the first frame of a turn in which this replica
+   * serves at most one request is published at once (a stream's first chunk no longer waits while the
+   * engine parses the rest of what the upstream sent in the same read), and the rest of that turn is
+   * batched as usual. Under load (more than one request in flight) nothing changes, so the writes per
+   * request stay as they were (a rule that published every turn's first frame at once cost a second
+   * write per turn: docs/performance.md, "Latency").
    */
   private send(reply: string, frame: Uint8Array): void {
-    this.outbox.push(reply, frame);
-    if (!this.flushScheduled) {
-      this.flushScheduled = true;
-      setImmediate(this.flushFrames);
+    if (this.flushScheduled) {
+      this.outbox.push(reply, frame);
+      return;
+    }
+    this.flushScheduled = true;
+    setImmediate(this.flushFrames);
+    if (this.inflight.size <= 1) this.publishFrame(reply, frame);
+    else this.outbox.push(reply, frame);
+  }
+
+  private publishFrame(reply: string, frame: Uint8Array): void {
+    try {
+      this.nc.publish(reply, frame);
+    } catch (err) {
+      this.log.debug({ err: String(err) }, 'frame not sent: the NATS connection is closed');
     }
   }
 
@@ -143,13 +161,7 @@ export class RpcServer {
     const out = this.outbox;
     if (!out.length) return;
     this.outbox = [];
-    for (let i = 0; i < out.length; i += 2) {
-      try {
-        this.nc.publish(out[i] as string, out[i + 1] as Uint8Array);
-      } catch (err) {
-        this.log.debug({ err: String(err) }, 'frame not sent: the NATS connection is closed');
-      }
-    }
+    for (let i = 0; i < out.length; i += 2) this.publishFrame(out[i] as string, out[i + 1] as Uint8Array);
   };
 
   get inflightCount(): number {
@@ -319,7 +331,7 @@ export class RpcClient {
   private sweeper: NodeJS.Timeout | null = null;
   private connected = true;
   /** Calls opened in this turn of the event loop, published together by flushOutbox. */
-  private outbox: Array<{ subject: string; data: Uint8Array; opts: PublishOptions; call: InboxCall }> = [];
+  private outbox: Outgoing[] = [];
   private flushScheduled = false;
 
   constructor(private readonly nc: NatsConnection) {
@@ -379,17 +391,23 @@ export class RpcClient {
       return call;
     }
     this.ensureInbox();
+    // An idle lane (no other call in flight) publishes at once; see flushOutbox.
+    const idle = this.calls.size === 0;
     this.calls.set(token, call);
-    this.outbox.push({
+    const o = {
       subject,
       data,
       opts: rpcPublishOptions(subject, `${this.inboxPrefix}.${token}`, req, call.end),
       call,
-    });
-    if (!this.flushScheduled) {
-      this.flushScheduled = true;
-      setImmediate(this.flushOutbox);
+    };
+    if (this.flushScheduled) {
+      this.outbox.push(o);
+      return call;
     }
+    this.flushScheduled = true;
+    setImmediate(this.flushOutbox);
+    if (idle) this.publish(o);
+    else this.outbox.push(o);
     return call;
   }
 
@@ -398,6 +416,10 @@ export class RpcClient {
    * its socket once per microtask checkpoint, so publishing each call as it opens costs one write per
    * request; here the requests that arrived together leave in one write. A call cancelled before its
    * turn came is never published.
+   *
+   * The first call of a turn in which no other call is in flight (an idle lane) is published at once
+   * instead (open): it would only wait for the rest of the turn. Under load nothing changes, so the
+   * writes per request stay as they were (the RpcServer does the same with its frames).
    */
   private readonly flushOutbox = (): void => {
     this.flushScheduled = false;
@@ -409,14 +431,18 @@ export class RpcClient {
         o.call.fail(new ApiError(499, 'Client closed the request.'), false);
         continue;
       }
-      try {
-        this.nc.publish(o.subject, o.data, o.opts);
-      } catch (e) {
-        // e.g. the connection closed meanwhile: fail cleanly, leak nothing.
-        o.call.fail(mapNatsError(e), false);
-      }
+      this.publish(o);
     }
   };
+
+  private publish(o: Outgoing): void {
+    try {
+      this.nc.publish(o.subject, o.data, o.opts);
+    } catch (e) {
+      // e.g. the connection closed meanwhile: fail cleanly, leak nothing.
+      o.call.fail(mapNatsError(e), false);
+    }
+  }
 
   private ensureInbox(): void {
     if (this.sub) return;
@@ -439,6 +465,13 @@ export class RpcClient {
     this.sub?.unsubscribe();
     this.sub = null;
   }
+}
+
+interface Outgoing {
+  subject: string;
+  data: Uint8Array;
+  opts: PublishOptions;
+  call: InboxCall;
 }
 
 class InboxCall implements RpcStream {
