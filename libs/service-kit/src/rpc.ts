@@ -391,23 +391,17 @@ export class RpcClient {
       return call;
     }
     this.ensureInbox();
-    // An idle lane (no other call in flight) publishes at once; see flushOutbox.
-    const idle = this.calls.size === 0;
     this.calls.set(token, call);
-    const o = {
+    this.outbox.push({
       subject,
       data,
       opts: rpcPublishOptions(subject, `${this.inboxPrefix}.${token}`, req, call.end),
       call,
-    };
-    if (this.flushScheduled) {
-      this.outbox.push(o);
-      return call;
+    });
+    if (!this.flushScheduled) {
+      this.flushScheduled = true;
+      setImmediate(this.flushOutbox);
     }
-    this.flushScheduled = true;
-    setImmediate(this.flushOutbox);
-    if (idle) this.publish(o);
-    else this.outbox.push(o);
     return call;
   }
 
@@ -416,10 +410,6 @@ export class RpcClient {
    * its socket once per microtask checkpoint, so publishing each call as it opens costs one write per
    * request; here the requests that arrived together leave in one write. A call cancelled before its
    * turn came is never published.
-   *
-   * The first call of a turn in which no other call is in flight (an idle lane) is published at once
-   * instead (open): it would only wait for the rest of the turn. Under load nothing changes, so the
-   * writes per request stay as they were (the RpcServer does the same with its frames).
    */
   private readonly flushOutbox = (): void => {
     this.flushScheduled = false;
