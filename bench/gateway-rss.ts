@@ -5,8 +5,8 @@
 // round starts `node <image flags> apps/gateway/dist/main.js` with the image's GLIBC_TUNABLES, limits on,
 // on the machine's Redis/NATS (private stream, subjects and Redis prefix). It sends one key-authenticated
 // GET /v1/models (auth + catalog), reads RSS and /proc/<pid>/smaps_rollup `--idle` s after start, then
-// (with `--admin S`) one GET /admin/keys with ADMIN_TOKEN (a route on Prisma's client) and reads them
-// again S s later. `--modules` also runs the gateway with bench/stack/module-watch.mjs preloaded and
+// (with `--admin S`) GET /admin/keys twice with ADMIN_TOKEN (a route on Prisma's client; both timed) and
+// reads them again S s later. `--modules` also runs the gateway with bench/stack/module-watch.mjs preloaded and
 // prints which of Prisma's client modules it loaded before and after the admin request (that run's RSS
 // is not reported: the hook is not free). Numbers, not pass/fail.
 import { spawn } from 'node:child_process';
@@ -150,8 +150,14 @@ try {
       const idle = memory(gw.pid);
       let line = `round ${round}: idle ${opt.idle} s after start: RSS ${mib(idle.rss)} MiB (file ${mib(idle.file)}, anonymous ${mib(idle.anon)})`;
       if (adminMs !== null) {
+        const t0 = performance.now();
         const s = await get(`${gw.url}/admin/keys`, ADMIN_TOKEN);
+        const first = performance.now() - t0;
         if (s !== 200) throw new Error(`/admin/keys answered ${s}`);
+        const t1 = performance.now();
+        await get(`${gw.url}/admin/keys`, ADMIN_TOKEN);
+        const second = performance.now() - t1;
+        line += `; first GET /admin/keys ${first.toFixed(0)} ms, the next ${second.toFixed(0)} ms`;
         const at = Date.now();
         await sleep(Math.max(0, at + adminMs - Date.now()));
         const after = memory(gw.pid);
