@@ -41,11 +41,16 @@ describe("gateway: Prisma's client only for the routes that need it", () => {
     assert.equal(loaded(), false);
     const ready = await fetch(`${stack.url}/readyz`);
     assert.equal(ready.status, 200);
-    assert.deepEqual(await ready.json(), { status: 'ok', checks: { postgres: 'ok', redis: 'ok', nats: 'ok' } });
+    assert.deepEqual(await ready.json(), {
+      status: 'ok',
+      checks: { postgres: 'ok', redis: 'ok', nats: 'ok' },
+    });
 
     const models = await stack.client('inference').models.list();
     assert.ok(models.data.some((m) => m.id === 'chat-A'));
-    const refused = await fetch(`${stack.baseURL}/models`, { headers: { authorization: 'Bearer sk-inf-nope' } });
+    const refused = await fetch(`${stack.baseURL}/models`, {
+      headers: { authorization: 'Bearer sk-inf-nope' },
+    });
     assert.equal(refused.status, 401);
 
     const chat = await stack.client('premium').chat.completions.create({
@@ -61,7 +66,9 @@ describe("gateway: Prisma's client only for the routes that need it", () => {
   });
 
   it('the first admin request makes it, and it answers as before', async () => {
-    const res = await fetch(`${stack.url}/admin/keys`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+    const res = await fetch(`${stack.url}/admin/keys`, {
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+    });
     assert.equal(res.status, 200);
     const body = (await res.json()) as { data?: unknown[] } | unknown[];
     const rows = Array.isArray(body) ? body : (body.data ?? []);

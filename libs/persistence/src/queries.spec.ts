@@ -56,7 +56,10 @@ describe('queries on pg directly (the gateway) and through Prisma', () => {
   it('findActiveKeyByHash: key, member, tier and overrides as through Prisma; revoked and suspended refused', async () => {
     const member = await repos.members.create({ name: 'q', tier: 'premium' });
     const { key, record } = await repos.keys.mint(member.id, 'k');
-    await repos.keys.setLimits(record.id, { key: { requests_per_minute: 7 }, models: { 'chat-A': { tokens_per_minute: 9 } } });
+    await repos.keys.setLimits(record.id, {
+      key: { requests_per_minute: 7 },
+      models: { 'chat-A': { tokens_per_minute: 9 } },
+    });
     const hash = hashApiKey(key);
     const onPg = await findActiveKeyByHash(pool, hash);
     assert.deepEqual(onPg, await repos.keys.findActiveByHash(hash));
