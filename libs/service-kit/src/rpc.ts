@@ -129,7 +129,7 @@ export class RpcServer {
    * order, so that the answers of the requests served in that turn leave in one socket write instead
    * of one each (the NATS client writes once per microtask checkpoint).
    *
-   * An idle lane does not wait for the end of the turn: the first frame of a turn in which this replica
+   * An idle replica does not wait for the end of the turn: the first frame of a turn in which it
    * serves at most one request is published at once (a stream's first chunk no longer waits while the
    * engine parses the rest of what the upstream sent in the same read), and the rest of that turn is
    * batched as usual. Under load (more than one request in flight) nothing changes, so the writes per
@@ -331,7 +331,7 @@ export class RpcClient {
   private sweeper: NodeJS.Timeout | null = null;
   private connected = true;
   /** Calls opened in this turn of the event loop, published together by flushOutbox. */
-  private outbox: Outgoing[] = [];
+  private outbox: Array<{ subject: string; data: Uint8Array; opts: PublishOptions; call: InboxCall }> = [];
   private flushScheduled = false;
 
   constructor(private readonly nc: NatsConnection) {
@@ -421,18 +421,14 @@ export class RpcClient {
         o.call.fail(new ApiError(499, 'Client closed the request.'), false);
         continue;
       }
-      this.publish(o);
+      try {
+        this.nc.publish(o.subject, o.data, o.opts);
+      } catch (e) {
+        // e.g. the connection closed meanwhile: fail cleanly, leak nothing.
+        o.call.fail(mapNatsError(e), false);
+      }
     }
   };
-
-  private publish(o: Outgoing): void {
-    try {
-      this.nc.publish(o.subject, o.data, o.opts);
-    } catch (e) {
-      // e.g. the connection closed meanwhile: fail cleanly, leak nothing.
-      o.call.fail(mapNatsError(e), false);
-    }
-  }
 
   private ensureInbox(): void {
     if (this.sub) return;
@@ -455,13 +451,6 @@ export class RpcClient {
     this.sub?.unsubscribe();
     this.sub = null;
   }
-}
-
-interface Outgoing {
-  subject: string;
-  data: Uint8Array;
-  opts: PublishOptions;
-  call: InboxCall;
 }
 
 class InboxCall implements RpcStream {
