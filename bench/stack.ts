@@ -47,6 +47,11 @@ const { values: opt } = parseArgs({
     connections: { type: 'string', default: '32' },
     streams: { type: 'string', default: '200' },
     'concurrent-streams': { type: 'string', default: '1000' },
+    /**
+     * Milliseconds between one stream's end and the next one's start (default 0: back to back, so each
+     * request meets the previous one's settlement, usage event and ledger write).
+     */
+    'stream-gap': { type: 'string', default: '0' },
     'error-seconds': { type: 'string', default: '15' },
     soak: { type: 'string', default: '0' },
     rate: { type: 'string', default: '1000' },
@@ -123,6 +128,7 @@ const DURATION = Number(opt.duration);
 const ROUNDS = Number(opt.rounds);
 const CONNECTIONS = Number(opt.connections);
 const STREAMS = Number(opt.streams);
+const STREAM_GAP_MS = Number(opt['stream-gap']);
 const CONCURRENT_STREAMS = Number(opt['concurrent-streams']);
 const ERROR_SECONDS = Number(opt['error-seconds']);
 const SOAK = Number(opt.soak);
@@ -579,6 +585,7 @@ async function firstBytes(
         first.push(t1 - t0);
         total.push(performance.now() - t0);
       }
+      if (STREAM_GAP_MS > 0) await new Promise((r) => setTimeout(r, STREAM_GAP_MS));
     }
   } finally {
     await pool.close();
@@ -812,7 +819,9 @@ async function main(): Promise<void> {
     }
 
     if (part('streams')) {
-      console.log(`\nStreams one at a time (${STREAMS} each): time to first byte / to end, ms`);
+      console.log(
+        `\nStreams one at a time (${STREAMS} each, ${STREAM_GAP_MS ? `${STREAM_GAP_MS} ms apart` : 'back to back'}): time to first byte / to end, ms`,
+      );
       const streamRows: Record<string, string>[] = [];
       let upstreamFirst = 0;
       for (const [name, url, key, model] of [
