@@ -199,15 +199,30 @@ interface GcTotals {
   scavenges: number;
   fullGcs: number;
   promoted: number;
+  /** Of `promoted`, what full collections moved out of the young generation (their `promoted` field). */
+  promotedByFull: number;
   pauseMs: number;
+  /** Full collections by V8's reason ('allocation failure', 'testing' for a gc() call ...). */
+  fullReasons: Record<string, number>;
 }
 interface GcPerRequest {
   promotedBytes: number;
+  /** Of promotedBytes, the part full collections promoted. */
+  promotedByFullBytes: number;
+  /** Full collections in the round, by reason. */
+  fullReasons: Record<string, number>;
   pauseUs: number;
   scavengesPer1k: number;
   fullGcsPer1k: number;
 }
-const gcTotals: GcTotals = { scavenges: 0, fullGcs: 0, promoted: 0, pauseMs: 0 };
+const gcTotals: GcTotals = {
+  scavenges: 0,
+  fullGcs: 0,
+  promoted: 0,
+  promotedByFull: 0,
+  pauseMs: 0,
+  fullReasons: {},
+};
 
 /** Sums the `GC: {...}` lines of `--trace-gc-nvp` that a process prints on its stdout. */
 function followGcTrace(out: NodeJS.ReadableStream): void {
@@ -219,9 +234,20 @@ function followGcTrace(out: NodeJS.ReadableStream): void {
       const at = line.indexOf('GC: {');
       if (at < 0) continue;
       try {
-        const g = JSON.parse(line.slice(at + 4)) as { gc?: string; promoted?: number; pause?: number };
+        const g = JSON.parse(line.slice(at + 4)) as {
+          gc?: string;
+          promoted?: number;
+          pause?: number;
+          reason?: string;
+        };
         if (g.gc === 's') gcTotals.scavenges++;
-        else if (g.gc === 'mc' || g.gc === 'mmc') gcTotals.fullGcs++;
+        else if (g.gc === 'mc' || g.gc === 'mmc') {
+          // A full collection's `promoted` is the young generation's live objects it moved to the old one.
+          gcTotals.fullGcs++;
+          gcTotals.promotedByFull += g.promoted ?? 0;
+          const reason = g.reason || '?';
+          gcTotals.fullReasons[reason] = (gcTotals.fullReasons[reason] ?? 0) + 1;
+        }
         gcTotals.promoted += g.promoted ?? 0;
         gcTotals.pauseMs += g.pause ?? 0;
       } catch {
@@ -235,6 +261,12 @@ function gcSince(before: GcTotals, responses: number): GcPerRequest {
   const n = Math.max(1, responses);
   return {
     promotedBytes: (gcTotals.promoted - before.promoted) / n,
+    promotedByFullBytes: (gcTotals.promotedByFull - before.promotedByFull) / n,
+    fullReasons: Object.fromEntries(
+      Object.entries(gcTotals.fullReasons)
+        .map(([r, c]) => [r, c - (before.fullReasons[r] ?? 0)] as const)
+        .filter(([, c]) => c > 0),
+    ),
     pauseUs: ((gcTotals.pauseMs - before.pauseMs) * 1000) / n,
     scavengesPer1k: ((gcTotals.scavenges - before.scavenges) * 1000) / n,
     fullGcsPer1k: ((gcTotals.fullGcs - before.fullGcs) * 1000) / n,
@@ -293,7 +325,7 @@ async function measure(
   const wakesBefore = procs.map((p) => wakeups(p.pid));
   const preemptsBefore = procs.map((p) => preemptions(p.pid));
   const bytesBefore = procs.map((p) => ioBytes(p.pid));
-  const gcBefore = { ...gcTotals };
+  const gcBefore = { ...gcTotals, fullReasons: { ...gcTotals.fullReasons } };
   const headers = {
     'content-type': 'application/json',
     ...(t.key ? { authorization: `Bearer ${t.key}` } : {}),
@@ -449,6 +481,34 @@ function summarizeTurns(samples: Sample[]): Record<string, string>[] {
     }
     return row;
   });
+}
+
+/**
+ * `--gc`, per target: each round's bytes promoted per request (scavenges + full collections) and its full
+ * collections by V8's reason. A full collection's "promoted" is the young generation's live objects it
+ * moved, so a round with one counts megabytes that no scavenge promoted.
+ */
+function summarizeGc(samples: Sample[]): Record<string, string>[] {
+  const byTarget = new Map<string, Sample[]>();
+  for (const s of samples) byTarget.set(s.target, [...(byTarget.get(s.target) ?? []), s]);
+  return [...byTarget.entries()].map(([target, ss]) => ({
+    target,
+    'promoted B per round (scavenges + full GCs)': ss
+      .map((s) => {
+        const g = s.gc;
+        if (!g) return '-';
+        return `${(g.promotedBytes - g.promotedByFullBytes).toFixed(0)} + ${g.promotedByFullBytes.toFixed(0)}`;
+      })
+      .join(' | '),
+    'full GCs per round (reason)': ss
+      .map(
+        (s) =>
+          Object.entries(s.gc?.fullReasons ?? {})
+            .map(([r, c]) => `${c} ${r}`)
+            .join(', ') || '0',
+      )
+      .join(' | '),
+  }));
 }
 
 /** Write system calls per request of each process (median of rounds): the socket writes a request costs. */
@@ -745,6 +805,10 @@ async function main(): Promise<void> {
         `\nPer request: socket writes / reads / event-loop wake-ups (main thread's voluntary context switches)${opt.gc ? "; the limits-on gateway's GC (--trace-gc-nvp)" : ''}, median of rounds:`,
       );
       console.table(summarizeTurns(samples));
+      if (opt.gc) {
+        console.log("\nThe limits-on gateway's collections, each round (--trace-gc-nvp):");
+        console.table(summarizeGc(samples));
+      }
       const raw = samples.filter((s) => s.target === 'raw proxy').map((s) => s.cpu['raw proxy'] ?? 0);
       const rawUs = median(raw);
       for (const [target, proc] of [
