@@ -33,6 +33,7 @@
 // promoted bytes and GC pauses (`--trace-gc-nvp`), also for the 503 burst; `--lag-ms N` a target on the
 // simulator answering after N ms (the upstream path's timing without its work).
 import { type ChildProcess, spawn } from 'node:child_process';
+import { createWriteStream, mkdirSync, type WriteStream } from 'node:fs';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { Pool } from 'undici';
@@ -224,8 +225,19 @@ const gcTotals: GcTotals = {
   fullReasons: {},
 };
 
+/**
+ * `--gc`: every `GC: {...}` line of the limits-on gateway, with `# start <target>` / `# end <target>`
+ * markers around each measured run, in var/bench/gc-trace-<bench pid>.jsonl (the path is printed).
+ */
+let gcLog: WriteStream | null = null;
+const gcMark = (what: string) => gcLog?.write(`# ${what} ${Date.now()}\n`);
+
 /** Sums the `GC: {...}` lines of `--trace-gc-nvp` that a process prints on its stdout. */
 function followGcTrace(out: NodeJS.ReadableStream): void {
+  mkdirSync('var/bench', { recursive: true });
+  const path = `var/bench/gc-trace-${process.pid}.jsonl`;
+  gcLog = createWriteStream(path);
+  console.log(`gateway (limits on) GC trace: ${path}`);
   let rest = '';
   out.on('data', (d: Buffer) => {
     const lines = (rest + d.toString('utf8')).split('\n');
@@ -233,6 +245,7 @@ function followGcTrace(out: NodeJS.ReadableStream): void {
     for (const line of lines) {
       const at = line.indexOf('GC: {');
       if (at < 0) continue;
+      gcLog?.write(`${line.slice(at + 4)}\n`);
       try {
         const g = JSON.parse(line.slice(at + 4)) as {
           gc?: string;
@@ -326,6 +339,7 @@ async function measure(
   const preemptsBefore = procs.map((p) => preemptions(p.pid));
   const bytesBefore = procs.map((p) => ioBytes(p.pid));
   const gcBefore = { ...gcTotals, fullReasons: { ...gcTotals.fullReasons } };
+  gcMark(`start ${t.name}`);
   const headers = {
     'content-type': 'application/json',
     ...(t.key ? { authorization: `Bearer ${t.key}` } : {}),
@@ -406,6 +420,7 @@ async function measure(
     perResponse(sys, p.name, (sysBefore[i] ?? 0) * 1000, (sysAfter[i] ?? 0) * 1000);
   });
   cpu[viaWrk ? 'wrk' : 'autocannon'] = responses ? (loadgenMs * 1000) / responses : 0;
+  gcMark(`end ${t.name} ${responses}`);
   return {
     target: t.name,
     reqPerS: responses / r.durationS,
