@@ -33,6 +33,7 @@
 // promoted bytes and GC pauses (`--trace-gc-nvp`), also for the 503 burst; `--lag-ms N` a target on the
 // simulator answering after N ms (the upstream path's timing without its work).
 import { type ChildProcess, spawn } from 'node:child_process';
+import { createWriteStream, mkdirSync, type WriteStream } from 'node:fs';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { Pool } from 'undici';
@@ -205,18 +206,44 @@ interface GcTotals {
   scavenges: number;
   fullGcs: number;
   promoted: number;
+  /** Of `promoted`, what full collections moved out of the young generation (their `promoted` field). */
+  promotedByFull: number;
   pauseMs: number;
+  /** Full collections by V8's reason ('allocation failure', 'testing' for a gc() call ...). */
+  fullReasons: Record<string, number>;
 }
 interface GcPerRequest {
   promotedBytes: number;
+  /** Of promotedBytes, the part full collections promoted. */
+  promotedByFullBytes: number;
+  /** Full collections in the round, by reason. */
+  fullReasons: Record<string, number>;
   pauseUs: number;
   scavengesPer1k: number;
   fullGcsPer1k: number;
 }
-const gcTotals: GcTotals = { scavenges: 0, fullGcs: 0, promoted: 0, pauseMs: 0 };
+const gcTotals: GcTotals = {
+  scavenges: 0,
+  fullGcs: 0,
+  promoted: 0,
+  promotedByFull: 0,
+  pauseMs: 0,
+  fullReasons: {},
+};
+
+/**
+ * `--gc`: every `GC: {...}` line of the limits-on gateway, with `# start <target>` / `# end <target>`
+ * markers around each measured run, in var/bench/gc-trace-<bench pid>.jsonl (the path is printed).
+ */
+let gcLog: WriteStream | null = null;
+const gcMark = (what: string) => gcLog?.write(`# ${what} ${Date.now()}\n`);
 
 /** Sums the `GC: {...}` lines of `--trace-gc-nvp` that a process prints on its stdout. */
 function followGcTrace(out: NodeJS.ReadableStream): void {
+  mkdirSync('var/bench', { recursive: true });
+  const path = `var/bench/gc-trace-${process.pid}.jsonl`;
+  gcLog = createWriteStream(path);
+  console.log(`gateway (limits on) GC trace: ${path}`);
   let rest = '';
   out.on('data', (d: Buffer) => {
     const lines = (rest + d.toString('utf8')).split('\n');
@@ -224,10 +251,22 @@ function followGcTrace(out: NodeJS.ReadableStream): void {
     for (const line of lines) {
       const at = line.indexOf('GC: {');
       if (at < 0) continue;
+      gcLog?.write(`${line.slice(at + 4)}\n`);
       try {
-        const g = JSON.parse(line.slice(at + 4)) as { gc?: string; promoted?: number; pause?: number };
+        const g = JSON.parse(line.slice(at + 4)) as {
+          gc?: string;
+          promoted?: number;
+          pause?: number;
+          reason?: string;
+        };
         if (g.gc === 's') gcTotals.scavenges++;
-        else if (g.gc === 'mc' || g.gc === 'mmc') gcTotals.fullGcs++;
+        else if (g.gc === 'mc' || g.gc === 'mmc') {
+          // A full collection's `promoted` is the young generation's live objects it moved to the old one.
+          gcTotals.fullGcs++;
+          gcTotals.promotedByFull += g.promoted ?? 0;
+          const reason = g.reason || '?';
+          gcTotals.fullReasons[reason] = (gcTotals.fullReasons[reason] ?? 0) + 1;
+        }
         gcTotals.promoted += g.promoted ?? 0;
         gcTotals.pauseMs += g.pause ?? 0;
       } catch {
@@ -241,6 +280,12 @@ function gcSince(before: GcTotals, responses: number): GcPerRequest {
   const n = Math.max(1, responses);
   return {
     promotedBytes: (gcTotals.promoted - before.promoted) / n,
+    promotedByFullBytes: (gcTotals.promotedByFull - before.promotedByFull) / n,
+    fullReasons: Object.fromEntries(
+      Object.entries(gcTotals.fullReasons)
+        .map(([r, c]) => [r, c - (before.fullReasons[r] ?? 0)] as const)
+        .filter(([, c]) => c > 0),
+    ),
     pauseUs: ((gcTotals.pauseMs - before.pauseMs) * 1000) / n,
     scavengesPer1k: ((gcTotals.scavenges - before.scavenges) * 1000) / n,
     fullGcsPer1k: ((gcTotals.fullGcs - before.fullGcs) * 1000) / n,
@@ -299,7 +344,8 @@ async function measure(
   const wakesBefore = procs.map((p) => wakeups(p.pid));
   const preemptsBefore = procs.map((p) => preemptions(p.pid));
   const bytesBefore = procs.map((p) => ioBytes(p.pid));
-  const gcBefore = { ...gcTotals };
+  const gcBefore = { ...gcTotals, fullReasons: { ...gcTotals.fullReasons } };
+  gcMark(`start ${t.name}`);
   const headers = {
     'content-type': 'application/json',
     ...(t.key ? { authorization: `Bearer ${t.key}` } : {}),
@@ -380,6 +426,7 @@ async function measure(
     perResponse(sys, p.name, (sysBefore[i] ?? 0) * 1000, (sysAfter[i] ?? 0) * 1000);
   });
   cpu[viaWrk ? 'wrk' : 'autocannon'] = responses ? (loadgenMs * 1000) / responses : 0;
+  gcMark(`end ${t.name} ${responses}`);
   return {
     target: t.name,
     reqPerS: responses / r.durationS,
@@ -455,6 +502,34 @@ function summarizeTurns(samples: Sample[]): Record<string, string>[] {
     }
     return row;
   });
+}
+
+/**
+ * `--gc`, per target: each round's bytes promoted per request (scavenges + full collections) and its full
+ * collections by V8's reason. A full collection's "promoted" is the young generation's live objects it
+ * moved, so a round with one counts megabytes that no scavenge promoted.
+ */
+function summarizeGc(samples: Sample[]): Record<string, string>[] {
+  const byTarget = new Map<string, Sample[]>();
+  for (const s of samples) byTarget.set(s.target, [...(byTarget.get(s.target) ?? []), s]);
+  return [...byTarget.entries()].map(([target, ss]) => ({
+    target,
+    'promoted B per round (scavenges + full GCs)': ss
+      .map((s) => {
+        const g = s.gc;
+        if (!g) return '-';
+        return `${(g.promotedBytes - g.promotedByFullBytes).toFixed(0)} + ${g.promotedByFullBytes.toFixed(0)}`;
+      })
+      .join(' | '),
+    'full GCs per round (reason)': ss
+      .map(
+        (s) =>
+          Object.entries(s.gc?.fullReasons ?? {})
+            .map(([r, c]) => `${c} ${r}`)
+            .join(', ') || '0',
+      )
+      .join(' | '),
+  }));
 }
 
 /** Write system calls per request of each process (median of rounds): the socket writes a request costs. */
@@ -752,6 +827,10 @@ async function main(): Promise<void> {
         `\nPer request: socket writes / reads / event-loop wake-ups (main thread's voluntary context switches)${opt.gc ? "; the limits-on gateway's GC (--trace-gc-nvp)" : ''}, median of rounds:`,
       );
       console.table(summarizeTurns(samples));
+      if (opt.gc) {
+        console.log("\nThe limits-on gateway's collections, each round (--trace-gc-nvp):");
+        console.table(summarizeGc(samples));
+      }
       const raw = samples.filter((s) => s.target === 'raw proxy').map((s) => s.cpu['raw proxy'] ?? 0);
       const rawUs = median(raw);
       for (const [target, proc] of [
