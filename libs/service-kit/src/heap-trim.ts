@@ -13,10 +13,7 @@ import { runInNewContext } from 'node:vm';
  * trigger one, so the garbage of the burst (and the pages V8 pools for reuse) stay resident until the
  * next load. Node offers no other hint (no memory-pressure or
  * background notification), so this asks V8 for the collection the reducer would have made: a full
- * GC, which on an idle heap compacts, shrinks the young generation and releases the pooled pages.
- * A "regular" one, not V8's "last resort" flavor: that one also throws away the compiled code and type
- * feedback of every function not on the stack, so the next load ran unoptimized code for up to two
- * minutes and promoted ~40x more bytes per request (docs/performance.md, "The idle collection").
+ * "last resort" GC (compacts, shrinks the young generation, releases the pooled pages).
  *
  * When: every `intervalMs`, only if the event loop was busy less than `maxIdleUtilization` of that
  * interval (60-90 ms of pauses: a request arriving meanwhile waits that long) and RSS grew by at least
@@ -49,7 +46,7 @@ export class IdleHeapTrim {
     this.minGrowth = opts.minGrowthBytes ?? 32 * 1024 * 1024;
     this.rss = opts.rss ?? process.memoryUsage.rss;
     this.utilization = opts.utilization ?? eventLoopUtilizationSinceLastCall();
-    this.collect = opts.collect ?? fullGc();
+    this.collect = opts.collect ?? lastResortGc();
   }
 
   start(): this {
@@ -90,10 +87,14 @@ function eventLoopUtilizationSinceLastCall(): () => number {
  * V8's `gc()` without `--expose-gc` on the command line: the flag set at run time makes it available to
  * contexts created afterwards, so only this function holds it (the main context gets no global `gc`).
  */
-function fullGc(): () => void {
+function lastResortGc(): () => void {
   setFlagsFromString('--expose-gc');
-  const gc = runInNewContext('gc') as (o: { type: 'major'; execution: 'sync'; flavor: 'regular' }) => void;
-  return () => gc({ type: 'major', execution: 'sync', flavor: 'regular' });
+  const gc = runInNewContext('gc') as (o: {
+    type: 'major';
+    execution: 'sync';
+    flavor: 'last-resort';
+  }) => void;
+  return () => gc({ type: 'major', execution: 'sync', flavor: 'last-resort' });
 }
 
 let shared: { trim: IdleHeapTrim; users: number } | null = null;
