@@ -43,10 +43,7 @@ export class IdleHeapTrim {
 
   constructor(private readonly opts: HeapTrimOptions = {}) {
     this.maxUtil = opts.maxIdleUtilization ?? 0.05;
-    // 64 MiB: more than a young generation grown to its full size under load holds (3 x 16 MiB), which
-    // the next load needs again; a full collection at idle puts the gateway in a dearer state for up to
-    // two minutes (docs/performance.md, "The idle collection and the post-idle state").
-    this.minGrowth = opts.minGrowthBytes ?? 64 * 1024 * 1024;
+    this.minGrowth = opts.minGrowthBytes ?? 32 * 1024 * 1024;
     this.rss = opts.rss ?? process.memoryUsage.rss;
     this.utilization = opts.utilization ?? eventLoopUtilizationSinceLastCall();
     this.collect = opts.collect ?? lastResortGc();
