@@ -1,9 +1,7 @@
 import { PrismaPg } from '@prisma/adapter-pg';
-import type pg from 'pg';
 import { databaseUrlFromEnv } from './database.js';
-import { PrismaClient } from './generated/prisma/client.js';
+import { type Prisma, PrismaClient } from './generated/prisma/client.js';
 
-export { type Db, type DbClient, inTransaction } from './db.js';
 export type {
   ApiKey,
   Batch,
@@ -30,10 +28,15 @@ export function createPrisma(databaseUrl: string = databaseUrlFromEnv(), options
   return new PrismaClient({ adapter });
 }
 
+export type Db = ReturnType<typeof createPrisma>;
+
+/** The client, or the client of an interactive transaction (`db.$transaction(async (tx) => ...)`). */
+export type DbClient = Db | Prisma.TransactionClient;
+
 /**
- * A PrismaClient on an existing pg pool (shared with queries run on pg directly). `$disconnect()` leaves
- * the pool open: its owner ends it.
+ * Runs `fn` in a transaction, or inside the one `db` already is (Prisma 7 runs a `$transaction` of a
+ * transaction client inside that same transaction: same txid, checked).
  */
-export function createPrismaOnPool(pool: pg.Pool): ReturnType<typeof createPrisma> {
-  return new PrismaClient({ adapter: new PrismaPg(pool) });
+export function inTransaction<T>(db: DbClient, fn: (tx: Prisma.TransactionClient) => Promise<T>): Promise<T> {
+  return '$transaction' in db ? db.$transaction(fn) : fn(db);
 }

@@ -1,5 +1,5 @@
 import type { OidcErrorCode } from '@infer/contracts';
-import type { Operator } from '@infer/persistence/lazy';
+import type { Operator } from '@infer/persistence';
 
 /** The claims of a validated ID token that decide who signs in. */
 export interface OidcIdentity {
