@@ -3,7 +3,6 @@ import {
   type EffectiveLimits,
   ErrorCode,
   ErrorType,
-  formatCount,
   IMAGE_ENDPOINT_PREFIX,
   type LimitState,
   SEARCH_ENDPOINTS,
@@ -156,6 +155,10 @@ export interface PlanContext {
   prefix: string;
 }
 
+function fmt(n: number): string {
+  return n.toLocaleString('en-US');
+}
+
 /** What every check states: its name, whom it counts against, its limit and this request's cost. */
 interface Counter {
   name: string;
@@ -273,7 +276,7 @@ function keyRpm(ctx: PlanContext, limit: number): WindowCheck {
     scope: 'key',
     limit,
     base: `${ctx.prefix}k:${ctx.subject.keyId}:rpm`,
-    what: `${formatCount(limit)} requests per minute for this API key`,
+    what: `${fmt(limit)} requests per minute for this API key`,
   });
 }
 
@@ -283,7 +286,7 @@ function keyConcurrency(ctx: PlanContext, limit: number): LeaseCheck {
     scope: 'key',
     limit,
     key: `${ctx.prefix}k:${ctx.subject.keyId}:cc`,
-    what: `at most ${formatCount(limit)} concurrent requests for this API key`,
+    what: `at most ${fmt(limit)} concurrent requests for this API key`,
   });
 }
 
@@ -320,7 +323,7 @@ export function planModel(ctx: PlanContext, model: CatalogEntry): Check[] {
         refusal: quotaSpent(
           402,
           ErrorCode.monthlyCap,
-          `The ${what}ly token allowance of ${model.id} (${formatCount(allowance)} tokens) is spent or too small ` +
+          `The ${what}ly token allowance of ${model.id} (${fmt(allowance)} tokens) is spent or too small ` +
             'for this request',
         ),
       }),
@@ -342,7 +345,7 @@ export function planModel(ctx: PlanContext, model: CatalogEntry): Check[] {
         limit: rolling.tokens,
         key: `${mk}:roll`,
         windowMs: rolling.window_minutes * MINUTE_MS,
-        what: `The token budget of ${model.id} (${formatCount(rolling.tokens)} tokens per rolling ${hours})`,
+        what: `The token budget of ${model.id} (${fmt(rolling.tokens)} tokens per rolling ${hours})`,
       }),
     );
   }
@@ -357,7 +360,7 @@ export function planModel(ctx: PlanContext, model: CatalogEntry): Check[] {
         model: model.id,
         limit: rpm,
         base: `${mk}:rpm`,
-        what: `${formatCount(rpm)} requests per minute on ${model.id} for this API key`,
+        what: `${fmt(rpm)} requests per minute on ${model.id} for this API key`,
       }),
     );
   }
@@ -373,8 +376,8 @@ export function planModel(ctx: PlanContext, model: CatalogEntry): Check[] {
         limit: tpm,
         base: `${mk}:tpm`,
         what: (estimate) =>
-          `${formatCount(tpm)} tokens per minute on ${model.id} for this API key` +
-          (estimate > tpm ? ` (this request's prompt alone is about ${formatCount(estimate)} tokens)` : ''),
+          `${fmt(tpm)} tokens per minute on ${model.id} for this API key` +
+          (estimate > tpm ? ` (this request's prompt alone is about ${fmt(estimate)} tokens)` : ''),
       }),
     );
   }
@@ -389,7 +392,7 @@ export function planModel(ctx: PlanContext, model: CatalogEntry): Check[] {
         model: model.id,
         limit: cc,
         key: `${mk}:cc`,
-        what: `at most ${formatCount(cc)} concurrent requests on ${model.id} for this API key`,
+        what: `at most ${fmt(cc)} concurrent requests on ${model.id} for this API key`,
       }),
     );
   }
@@ -422,7 +425,7 @@ export function planImages(ctx: PlanContext): Check[] {
         refusal: quotaSpent(
           429,
           ErrorCode.quotaExceeded,
-          `The monthly image quota (${formatCount(month)} requests) is used up`,
+          `The monthly image quota (${fmt(month)} requests) is used up`,
         ),
       }),
     );
@@ -435,7 +438,7 @@ export function planImages(ctx: PlanContext): Check[] {
         scope: 'member',
         limit: rpm,
         base: `${base}:rpm`,
-        what: `${formatCount(rpm)} image requests per minute`,
+        what: `${fmt(rpm)} image requests per minute`,
       }),
     );
   }
@@ -462,7 +465,7 @@ export function planSearch(ctx: PlanContext): Check[] {
         refusal: quotaSpent(
           429,
           ErrorCode.insufficientQuota,
-          `The daily web search quota (${formatCount(day)} searches) is used up`,
+          `The daily web search quota (${fmt(day)} searches) is used up`,
         ),
       }),
     );
@@ -475,7 +478,7 @@ export function planSearch(ctx: PlanContext): Check[] {
         scope: 'key',
         limit: rpm,
         base: `${base}:rpm`,
-        what: `${formatCount(rpm)} web searches per minute for this API key`,
+        what: `${fmt(rpm)} web searches per minute for this API key`,
       }),
     );
   }
@@ -487,7 +490,7 @@ export function planSearch(ctx: PlanContext): Check[] {
         scope: 'key',
         limit: cc,
         key: `${base}:cc`,
-        what: `at most ${formatCount(cc)} concurrent web searches for this API key`,
+        what: `at most ${fmt(cc)} concurrent web searches for this API key`,
       }),
     );
   }
