@@ -447,19 +447,28 @@ async function measure(
   };
 }
 
+/** The samples of each target, in the order of the rounds (targets in the order first measured). */
+function byTarget(samples: Sample[]): Map<string, Sample[]> {
+  const out = new Map<string, Sample[]>();
+  for (const s of samples) {
+    const ss = out.get(s.target);
+    if (ss) ss.push(s);
+    else out.set(s.target, [s]);
+  }
+  return out;
+}
+
 /**
  * Per request, median of rounds, for the gateways and chat-service: socket writes, reads and event-loop
  * wake-ups (what separates two targets whose own work per request is the same), and with `--gc` the
  * limits-on gateway's collections.
  */
 function summarizeTurns(samples: Sample[]): Record<string, string>[] {
-  const byTarget = new Map<string, Sample[]>();
-  for (const s of samples) byTarget.set(s.target, [...(byTarget.get(s.target) ?? []), s]);
   const m = (xs: Array<number | undefined>, digits = 2) => {
     const ys = xs.filter((x): x is number => x !== undefined);
     return ys.length ? median(ys).toFixed(digits) : '-';
   };
-  return [...byTarget.entries()].map(([target, ss]) => {
+  return [...byTarget(samples)].map(([target, ss]) => {
     const row: Record<string, string> = { target };
     row['gw on user/sys us'] = [
       m(
@@ -510,9 +519,7 @@ function summarizeTurns(samples: Sample[]): Record<string, string>[] {
  * moved, so a round with one counts megabytes that no scavenge promoted.
  */
 function summarizeGc(samples: Sample[]): Record<string, string>[] {
-  const byTarget = new Map<string, Sample[]>();
-  for (const s of samples) byTarget.set(s.target, [...(byTarget.get(s.target) ?? []), s]);
-  return [...byTarget.entries()].map(([target, ss]) => ({
+  return [...byTarget(samples)].map(([target, ss]) => ({
     target,
     'promoted B per round (scavenges + full GCs)': ss
       .map((s) => {
@@ -534,9 +541,7 @@ function summarizeGc(samples: Sample[]): Record<string, string>[] {
 
 /** Write system calls per request of each process (median of rounds): the socket writes a request costs. */
 function summarizeWrites(samples: Sample[], procNames: string[]): Record<string, string>[] {
-  const byTarget = new Map<string, Sample[]>();
-  for (const s of samples) byTarget.set(s.target, [...(byTarget.get(s.target) ?? []), s]);
-  return [...byTarget.entries()].map(([target, ss]) => {
+  return [...byTarget(samples)].map(([target, ss]) => {
     const row: Record<string, string> = { target };
     for (const p of procNames) {
       const xs = ss.map((s) => s.writes[p]).filter((x): x is number => x !== undefined);
@@ -547,9 +552,7 @@ function summarizeWrites(samples: Sample[], procNames: string[]): Record<string,
 }
 
 function summarize(samples: Sample[], procNames: string[]): Record<string, string | number>[] {
-  const byTarget = new Map<string, Sample[]>();
-  for (const s of samples) byTarget.set(s.target, [...(byTarget.get(s.target) ?? []), s]);
-  return [...byTarget.entries()].map(([target, ss]) => {
+  return [...byTarget(samples)].map(([target, ss]) => {
     const row: Record<string, string | number> = {
       target,
       'req/s': median(ss.map((s) => s.reqPerS)).toFixed(0),
