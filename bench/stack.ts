@@ -845,9 +845,10 @@ async function main(): Promise<void> {
         ...(BURN > 0 ? [[`gw on, simulator, burn ${BURN}`, 'gw on'] as const] : []),
         ...(opt['side-load'] ? [['gw on, simulator + side load', 'gw on'] as const] : []),
       ] as const) {
-        const us = median(samples.filter((s) => s.target === target).map((s) => s.cpu[proc] ?? 0));
+        const rounds = samples.filter((s) => s.target === target).map((s) => s.cpu[proc] ?? 0);
+        const us = median(rounds);
         console.log(
-          `${target}: gateway ${us.toFixed(0)} us/req = ${(us / rawUs).toFixed(2)}x the raw proxy (${rawUs.toFixed(0)} us/req)`,
+          `${target}: gateway ${us.toFixed(0)} us/req = ${(us / rawUs).toFixed(2)}x the raw proxy (${rawUs.toFixed(0)} us/req); rounds ${rounds.map((r) => r.toFixed(0)).join(', ')}, raw ${raw.map((r) => r.toFixed(0)).join(', ')}`,
         );
       }
       const simOn = samples.filter((s) => s.target === 'gw on, simulator');
