@@ -59,10 +59,5 @@ ENV GLIBC_TUNABLES=glibc.malloc.mmap_threshold=131072:glibc.malloc.arena_max=2
 # The batch runner role runs this image with: node apps/gateway/dist/batch-runner.js
 # V8's default young generation: capping it (--max-semi-space-size=4) saved ~60-100 MiB under load but cost
 # 11-21 us of scavenges per request (ADR 0014, "Memory"); the idle collection gives the memory back.
-# --semi-space-growth-factor=32: an idle collection (ours or V8's memory reducer) shrinks the young
-# generation to 1 MiB, and V8 doubles it only each time as many bytes survived as it holds, so the first
-# ~100 scavenges after an idle period ran at 1-16 MiB (2.3x the scavenges per request, 3x the promoted
-# bytes); with 32 it is back at its 32 MiB after the first MiB survives (docs/performance.md, "The young
-# generation after an idle period").
 # bench/stack reads node flags from this line, so keep the form ["node", <flags>..., <script>].
-CMD ["node", "--semi-space-growth-factor=32", "apps/gateway/dist/main.js"]
+CMD ["node", "apps/gateway/dist/main.js"]
