@@ -1,4 +1,5 @@
 import { createFileStore } from '@infer/image-store';
+import type { Db, SqlRunner } from '@infer/persistence/lazy';
 import { type Logger, NatsRpcClientProxy } from '@infer/service-kit';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { type DynamicModule, Module } from '@nestjs/common';
@@ -21,7 +22,7 @@ import { GATEWAY_CONFIG, type GatewayConfig } from './config.js';
 import { HealthController } from './health/health.controller.js';
 import { CLOCK, systemClock } from './images/clock.js';
 import { ImageDelivery } from './images/image-delivery.service.js';
-import { CATALOG_SOURCE, FILE_STORE, LOGGER, NATS, PRISMA, REDIS } from './infra/tokens.js';
+import { CATALOG_SOURCE, FILE_STORE, LOGGER, NATS, PG, PRISMA, REDIS } from './infra/tokens.js';
 import { LimitsService } from './limits/limits.service.js';
 import { McpEndpoint } from './mcp/mcp.endpoint.js';
 import { MetricsController } from './metrics/metrics.controller.js';
@@ -58,7 +59,10 @@ import { UsagePublisher } from './usage/usage-publisher.js';
 export interface GatewayDeps {
   config: GatewayConfig;
   log: Logger;
-  prisma: { $queryRawUnsafe(sql: string): Promise<unknown> };
+  /** Prisma's client, made on first use (infra/persistence.ts). */
+  prisma: Db;
+  /** The pg pool: /readyz and the limits' ledger totals. */
+  pg: SqlRunner;
   redis: Redis;
   nc: NatsConnection;
   keyStore: KeyStore;
@@ -120,6 +124,7 @@ export class AppModule {
         { provide: GATEWAY_CONFIG, useValue: deps.config },
         { provide: LOGGER, useValue: deps.log },
         { provide: PRISMA, useValue: deps.prisma },
+        { provide: PG, useValue: deps.pg },
         { provide: REDIS, useValue: deps.redis },
         { provide: NATS, useValue: deps.nc },
         { provide: CATALOG_SOURCE, useValue: deps.catalogSource },

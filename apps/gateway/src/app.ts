@@ -51,7 +51,7 @@ export async function startGateway(env: NodeJS.ProcessEnv = process.env): Promis
   const telemetry = startTelemetry('gateway', env);
   loadLimitsFile(config.LIMITS_FILE); // a bad limits file stops the start here, with a clear message
   const log = createLogger('gateway', config.LOG_LEVEL);
-  const persistence = await openPersistence(config.DATABASE_URL);
+  const persistence = await openPersistence(config.DATABASE_URL, log);
   // Fails fast while Redis is unreachable: admission answers 503 at once, never queues (ADR 0003).
   const redis = watchRedis(
     createRedisClient(config.REDIS_URL, {
@@ -75,6 +75,7 @@ export async function startGateway(env: NodeJS.ProcessEnv = process.env): Promis
     config,
     log,
     prisma: persistence.prisma,
+    pg: persistence.pool,
     redis,
     nc,
     keyStore: persistence.keyStore,

@@ -1,7 +1,12 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Tier } from '@infer/contracts';
+import type { DbClient } from './db.js';
 import { InvalidInputError, NotFoundError, prismaErrorCode } from './errors.js';
-import { type DbClient, Prisma } from './prisma.js';
+import type { Prisma } from './prisma.js';
+import { findActiveKeyByHash, prismaRunner, touchKeyLastUsed } from './queries.js';
+import { PrismaSql } from './sql-tag.js';
+
+const { DbNull } = PrismaSql;
 
 /** Every key starts with this. */
 export const API_KEY_PREFIX = 'sk-inf-';
@@ -222,40 +227,8 @@ export class ApiKeysRepository {
    * Returns null for an unknown hash and, unless includeRevoked, for a revoked key or a key of a
    * suspended member.
    */
-  async findActiveByHash(hash: string, options: { includeRevoked?: boolean } = {}): Promise<AuthKey | null> {
-    const rows = await this.db.$queryRaw<
-      {
-        keyId: string;
-        memberId: string;
-        tier: Tier;
-        name: string;
-        prefix: string;
-        revokedAt: Date | null;
-        limits: unknown;
-        billingPeriodAnchor: Date;
-        lastUsedAt: Date | null;
-        suspendedAt: Date | null;
-      }[]
-    >`SELECT k."id" AS "keyId", k."memberId", m."tier"::text AS "tier", k."name", k."prefix", k."revokedAt",
-             k."limits", m."billingPeriodAnchor", k."lastUsedAt", m."suspendedAt"
-        FROM "ApiKey" k JOIN "Member" m ON m."id" = k."memberId"
-       WHERE k."hash" = ${hash}
-       LIMIT 1`;
-    const row = rows[0];
-    if (!row) return null;
-    // A suspended member's keys are refused like revoked ones (operator console: suspend).
-    if ((row.revokedAt || row.suspendedAt) && !options.includeRevoked) return null;
-    return {
-      keyId: row.keyId,
-      memberId: row.memberId,
-      tier: row.tier,
-      name: row.name,
-      prefix: row.prefix,
-      revoked: row.revokedAt !== null,
-      limits: row.limits ?? null,
-      billingPeriodAnchor: new Date(row.billingPeriodAnchor),
-      lastUsedAt: row.lastUsedAt ? new Date(row.lastUsedAt) : null,
-    };
+  findActiveByHash(hash: string, options: { includeRevoked?: boolean } = {}): Promise<AuthKey | null> {
+    return findActiveKeyByHash(prismaRunner(this.db), hash, options);
   }
 
   /** findActiveByHash(hashApiKey(key)). */
@@ -268,11 +241,8 @@ export class ApiKeysRepository {
    * calling it on every request costs one cheap UPDATE that usually matches nothing.
    * Returns true when the row was updated.
    */
-  async touchLastUsed(keyId: string, at: Date = new Date(), minIntervalMs = 60_000): Promise<boolean> {
-    const before = new Date(at.getTime() - minIntervalMs);
-    const n = await this.db.$executeRaw`UPDATE "ApiKey" SET "lastUsedAt" = ${at}
-       WHERE "id" = ${keyId} AND ("lastUsedAt" IS NULL OR "lastUsedAt" <= ${before})`;
-    return n > 0;
+  touchLastUsed(keyId: string, at: Date = new Date(), minIntervalMs = 60_000): Promise<boolean> {
+    return touchKeyLastUsed(prismaRunner(this.db), keyId, at, minIntervalMs);
   }
 
   /** Sets (or clears, with null) a key's limit overrides. */
@@ -281,7 +251,7 @@ export class ApiKeysRepository {
     if (!found) throw new NotFoundError('key', idOrPrefix);
     return this.db.apiKey.update({
       where: { id: found.id },
-      data: { limits: limits === null ? Prisma.DbNull : (limits as Prisma.InputJsonValue) },
+      data: { limits: limits === null ? DbNull : (limits as Prisma.InputJsonValue) },
       select: INFO_SELECT,
     });
   }

@@ -1,5 +1,8 @@
-import { Prisma } from './generated/prisma/client.js';
-import type { DbClient } from './prisma.js';
+import type { DbClient } from './db.js';
+import type { Prisma } from './prisma.js';
+import { PrismaSql } from './sql-tag.js';
+
+const { DbNull } = PrismaSql;
 
 export interface AuditActor {
   type: 'operator' | 'token' | 'cli';
@@ -60,7 +63,7 @@ export function redactSecrets(value: unknown): unknown {
 }
 
 const json = (v: unknown) =>
-  v === undefined || v === null ? Prisma.DbNull : (redactSecrets(v) as Prisma.InputJsonValue);
+  v === undefined || v === null ? DbNull : (redactSecrets(v) as Prisma.InputJsonValue);
 
 /**
  * The audit log: append and read, nothing else. The table refuses UPDATE, DELETE and TRUNCATE

@@ -2,8 +2,11 @@ import { readFile } from 'node:fs/promises';
 import { type CatalogEntry, CatalogEntrySchema, type CatalogFile, CatalogFileSchema } from '@infer/contracts';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
+import type { Db } from './db.js';
 import { InvalidInputError } from './errors.js';
-import type { Db, Model, Prisma } from './prisma.js';
+import type { Prisma } from './prisma.js';
+import { prismaRunner } from './queries.js';
+import type { SqlRunner } from './usage-partitions.js';
 
 /**
  * Reads and validates a catalog file (YAML, or JSON which is YAML too) with CatalogFileSchema.
@@ -62,8 +65,31 @@ export function entryToRow(entry: CatalogEntry): ModelData {
   };
 }
 
+/**
+ * What rowToEntry reads of a "Model" row: a row of Prisma's client, or of a raw query on pg or through
+ * Prisma (queries.ts), where `tiers` and `allowancePeriod` are cast to text and `allowanceTokens` (bigint)
+ * is a string (pg) or a BigInt (Prisma).
+ */
+export interface CatalogRow {
+  id: string;
+  kind: string;
+  rank: number;
+  ownedBy: string;
+  created: number;
+  description: string;
+  tiers: string[];
+  contextWindow: number | null;
+  allowanceTokens: bigint | string | number | null;
+  allowancePeriod: string | null;
+  capabilities: unknown;
+  engine: unknown;
+  dimensions: number | null;
+  defaultMaxOutputTokens: number | null;
+  batchPriceFactor: number;
+}
+
 /** Table row -> catalog entry, validated again with CatalogEntrySchema. */
-export function rowToEntry(row: Model): CatalogEntry {
+export function rowToEntry(row: CatalogRow): CatalogEntry {
   const input = {
     id: row.id,
     kind: row.kind,
@@ -87,6 +113,24 @@ export function rowToEntry(row: Model): CatalogEntry {
   if (!parsed.success)
     throw new Error(`model ${row.id} in the database is not a valid catalog entry: ${parsed.error.message}`);
   return parsed.data;
+}
+
+// Enum columns come back from pg as text ('{community,inference}' for an enum array: pg knows no parser
+// for the enum's type): cast to text and text[], which both drivers return as string / string[].
+const ENABLED_MODELS_SQL = `SELECT "id", "kind", "rank", "ownedBy", "created", "description", "tiers"::text[] AS "tiers",
+       "contextWindow", "allowanceTokens", "allowancePeriod"::text AS "allowancePeriod", "capabilities",
+       "engine", "dimensions", "defaultMaxOutputTokens", "batchPriceFactor"
+  FROM "Model"
+ WHERE "enabled"
+ ORDER BY "rank" ASC, "id" ASC`;
+
+/**
+ * Enabled models, most capable first (rank, then id), as catalog entries (validated again): on pg
+ * directly (the gateway) or through Prisma (`prismaRunner`, CatalogRepository.listEnabled).
+ */
+export async function listEnabledModels(db: SqlRunner): Promise<CatalogEntry[]> {
+  const { rows } = await db.query<CatalogRow & Record<string, unknown>>(ENABLED_MODELS_SQL);
+  return rows.map(rowToEntry);
 }
 
 export interface CatalogSyncResult {
@@ -139,12 +183,8 @@ export class CatalogRepository {
   }
 
   /** Enabled models, most capable first (rank, then id). */
-  async listEnabled(): Promise<CatalogEntry[]> {
-    const rows = await this.db.model.findMany({
-      where: { enabled: true },
-      orderBy: [{ rank: 'asc' }, { id: 'asc' }],
-    });
-    return rows.map(rowToEntry);
+  listEnabled(): Promise<CatalogEntry[]> {
+    return listEnabledModels(prismaRunner(this.db));
   }
 
   /** Every model, disabled ones included. */

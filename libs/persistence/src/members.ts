@@ -1,6 +1,7 @@
 import type { Tier } from '@infer/contracts';
+import type { DbClient } from './db.js';
 import { InvalidInputError, NotFoundError, PersistenceUserError, prismaErrorCode } from './errors.js';
-import type { DbClient, Member, Prisma } from './prisma.js';
+import type { Member, Prisma } from './prisma.js';
 import { parseTier } from './tiers.js';
 
 export type { Member };

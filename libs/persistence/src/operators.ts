@@ -1,8 +1,9 @@
 import { createHash, randomBytes } from 'node:crypto';
+import { type DbClient, inTransaction } from './db.js';
 import { InvalidInputError, NotFoundError, PersistenceUserError, prismaErrorCode } from './errors.js';
 import type { OperatorRole } from './generated/prisma/enums.js';
 import { hashPassword, passwordProblem } from './passwords.js';
-import { type DbClient, inTransaction, type Operator } from './prisma.js';
+import type { Operator } from './prisma.js';
 
 export type { Operator, OperatorRole };
 export const OPERATOR_ROLES = ['owner', 'admin', 'viewer'] as const satisfies readonly OperatorRole[];

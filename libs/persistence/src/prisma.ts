@@ -1,7 +1,9 @@
 import { PrismaPg } from '@prisma/adapter-pg';
+import type pg from 'pg';
 import { databaseUrlFromEnv } from './database.js';
-import { type Prisma, PrismaClient } from './generated/prisma/client.js';
+import { PrismaClient } from './generated/prisma/client.js';
 
+export { type Db, type DbClient, inTransaction } from './db.js';
 export type {
   ApiKey,
   Batch,
@@ -28,15 +30,10 @@ export function createPrisma(databaseUrl: string = databaseUrlFromEnv(), options
   return new PrismaClient({ adapter });
 }
 
-export type Db = ReturnType<typeof createPrisma>;
-
-/** The client, or the client of an interactive transaction (`db.$transaction(async (tx) => ...)`). */
-export type DbClient = Db | Prisma.TransactionClient;
-
 /**
- * Runs `fn` in a transaction, or inside the one `db` already is (Prisma 7 runs a `$transaction` of a
- * transaction client inside that same transaction: same txid, checked).
+ * A PrismaClient on an existing pg pool (shared with queries run on pg directly). `$disconnect()` leaves
+ * the pool open: its owner ends it.
  */
-export function inTransaction<T>(db: DbClient, fn: (tx: Prisma.TransactionClient) => Promise<T>): Promise<T> {
-  return '$transaction' in db ? db.$transaction(fn) : fn(db);
+export function createPrismaOnPool(pool: pg.Pool): ReturnType<typeof createPrisma> {
+  return new PrismaClient({ adapter: new PrismaPg(pool) });
 }

@@ -2,8 +2,13 @@
 // by member, key and/or model (admin CLI and GET /admin/usage), and one sum used to rebuild a quota
 // counter that Redis lost. Every query is bounded by "createdAt" so that only the months involved
 // are scanned (partition pruning), and filtered on indexed columns.
+
+import type { DbClient } from './db.js';
 import { InvalidInputError } from './errors.js';
-import { type Db, Prisma } from './prisma.js';
+import { PrismaSql } from './sql-tag.js';
+import type { SqlRunner } from './usage-partitions.js';
+
+const { empty, join, raw, sql } = PrismaSql;
 
 export type UsageGroupBy = 'member' | 'key' | 'model';
 
@@ -49,18 +54,18 @@ function checkPeriod(from: Date, to: Date): void {
 }
 
 /** Ledger totals in [from, to), grouped as asked, largest total tokens first. */
-export async function usageReport(db: Db, q: UsageReportQuery): Promise<UsageReportRow[]> {
+export async function usageReport(db: DbClient, q: UsageReportQuery): Promise<UsageReportRow[]> {
   checkPeriod(q.from, q.to);
   const groups = [...new Set(q.groupBy)];
   for (const g of groups) if (!COLUMN[g]) throw new InvalidInputError(`cannot group usage by ${g}`);
-  const where = [Prisma.sql`u."createdAt" >= ${q.from} AND u."createdAt" < ${q.to}`];
-  if (q.memberId) where.push(Prisma.sql`u."memberId" = ${q.memberId}`);
-  if (q.keyId) where.push(Prisma.sql`u."keyId" = ${q.keyId}`);
-  if (q.model) where.push(Prisma.sql`u."model" = ${q.model}`);
-  const cols = groups.map((g) => Prisma.raw(`u.${COLUMN[g].sql}`));
-  const select = cols.length ? Prisma.sql`${Prisma.join(cols)},` : Prisma.empty;
-  const groupBy = cols.length ? Prisma.sql`GROUP BY ${Prisma.join(cols)}` : Prisma.empty;
-  const order = cols.length ? Prisma.sql`, ${Prisma.join(cols)}` : Prisma.empty;
+  const where = [sql`u."createdAt" >= ${q.from} AND u."createdAt" < ${q.to}`];
+  if (q.memberId) where.push(sql`u."memberId" = ${q.memberId}`);
+  if (q.keyId) where.push(sql`u."keyId" = ${q.keyId}`);
+  if (q.model) where.push(sql`u."model" = ${q.model}`);
+  const cols = groups.map((g) => raw(`u.${COLUMN[g].sql}`));
+  const select = cols.length ? sql`${join(cols)},` : empty;
+  const groupBy = cols.length ? sql`GROUP BY ${join(cols)}` : empty;
+  const order = cols.length ? sql`, ${join(cols)}` : empty;
   const rows = await db.$queryRaw<Record<string, unknown>[]>`
     SELECT ${select} count(*)::bigint AS "requests",
            COALESCE(sum(u."promptTokens"), 0)::bigint AS "promptTokens",
@@ -70,7 +75,7 @@ export async function usageReport(db: Db, q: UsageReportQuery): Promise<UsageRep
            COALESCE(round(sum(CASE WHEN u."batch" THEN u."totalTokens" * COALESCE(m."batchPriceFactor", 0.5)
                                    ELSE u."totalTokens" END)), 0)::bigint AS "billableTokens"
       FROM "UsageEvent" u LEFT JOIN "Model" m ON m."id" = u."model"
-     WHERE ${Prisma.join(where, ' AND ')}
+     WHERE ${join(where, ' AND ')}
      ${groupBy}
      ORDER BY "totalTokens" DESC ${order}`;
   return rows
@@ -103,18 +108,24 @@ export interface UsageTotalQuery {
   to: Date;
 }
 
-/** One number from the ledger: what a quota counter of the gateway holds, rebuilt. */
-export async function usageTotal(db: Db, q: UsageTotalQuery): Promise<number> {
+/**
+ * One number from the ledger: what a quota counter of the gateway holds, rebuilt. On pg directly (the
+ * gateway's limits) or through Prisma's client (`prismaRunner(db)`).
+ */
+export async function usageTotal(db: SqlRunner, q: UsageTotalQuery): Promise<number> {
   checkPeriod(q.from, q.to);
-  const where = [Prisma.sql`"createdAt" >= ${q.from} AND "createdAt" < ${q.to}`];
-  if (q.memberId) where.push(Prisma.sql`"memberId" = ${q.memberId}`);
-  if (q.keyId) where.push(Prisma.sql`"keyId" = ${q.keyId}`);
-  if (q.model) where.push(Prisma.sql`"model" = ${q.model}`);
-  if (q.endpoints) where.push(Prisma.sql`"endpoint" = ANY(${[...q.endpoints]}::text[])`);
-  if (q.endpointPrefix) where.push(Prisma.sql`starts_with("endpoint", ${q.endpointPrefix})`);
-  const value =
-    q.unit === 'tokens' ? Prisma.sql`COALESCE(sum("totalTokens"), 0)::bigint` : Prisma.sql`count(*)::bigint`;
-  const rows = await db.$queryRaw<{ n: bigint }[]>`
-    SELECT ${value} AS "n" FROM "UsageEvent" WHERE ${Prisma.join(where, ' AND ')}`;
+  const values: unknown[] = [q.from, q.to];
+  const param = (v: unknown) => `$${values.push(v)}`;
+  const where = ['"createdAt" >= $1 AND "createdAt" < $2'];
+  if (q.memberId) where.push(`"memberId" = ${param(q.memberId)}`);
+  if (q.keyId) where.push(`"keyId" = ${param(q.keyId)}`);
+  if (q.model) where.push(`"model" = ${param(q.model)}`);
+  if (q.endpoints) where.push(`"endpoint" = ANY(${param([...q.endpoints])}::text[])`);
+  if (q.endpointPrefix) where.push(`starts_with("endpoint", ${param(q.endpointPrefix)})`);
+  const value = q.unit === 'tokens' ? 'COALESCE(sum("totalTokens"), 0)::bigint' : 'count(*)::bigint';
+  const { rows } = await db.query<{ n: bigint | string }>(
+    `SELECT ${value} AS "n" FROM "UsageEvent" WHERE ${where.join(' AND ')}`,
+    values,
+  );
   return Number(rows[0]?.n ?? 0);
 }

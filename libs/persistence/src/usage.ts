@@ -1,7 +1,10 @@
 import { type UsageEvent, UsageEventSchema } from '@infer/contracts';
+import type { Db } from './db.js';
 import { InvalidInputError } from './errors.js';
-import { type Db, Prisma } from './prisma.js';
+import { PrismaSql } from './sql-tag.js';
 import { monthStart, usagePartitionName } from './usage-partitions.js';
+
+const { join, sql } = PrismaSql;
 
 export type { UsageEvent };
 
@@ -167,10 +170,10 @@ export class UsageRepository {
     ) {
       throw new InvalidInputError('usage summary needs valid from and to dates');
     }
-    const conditions = [Prisma.sql`"createdAt" >= ${query.from} AND "createdAt" < ${query.to}`];
-    if (query.memberId) conditions.push(Prisma.sql`"memberId" = ${query.memberId}`);
-    if (query.keyId) conditions.push(Prisma.sql`"keyId" = ${query.keyId}`);
-    if (query.model) conditions.push(Prisma.sql`"model" = ${query.model}`);
+    const conditions = [sql`"createdAt" >= ${query.from} AND "createdAt" < ${query.to}`];
+    if (query.memberId) conditions.push(sql`"memberId" = ${query.memberId}`);
+    if (query.keyId) conditions.push(sql`"keyId" = ${query.keyId}`);
+    if (query.model) conditions.push(sql`"model" = ${query.model}`);
     const rows = await this.db.$queryRaw<
       {
         model: string;
@@ -182,7 +185,7 @@ export class UsageRepository {
     >`SELECT "model", count(*) AS "requests", sum("promptTokens") AS "promptTokens",
              sum("completionTokens") AS "completionTokens", sum("totalTokens") AS "totalTokens"
         FROM "UsageEvent"
-       WHERE ${Prisma.join(conditions, ' AND ')}
+       WHERE ${join(conditions, ' AND ')}
        GROUP BY "model" ORDER BY "model"`;
     const byModel = rows.map((r) => ({
       model: r.model,

@@ -7,7 +7,7 @@ import {
   type UsageGroup,
   UsageGroupSchema,
 } from '@infer/contracts';
-import { ApiKeysRepository, type Db, MembersRepository, usageReport } from '@infer/persistence';
+import { ApiKeysRepository, type Db, MembersRepository, usageReport } from '@infer/persistence/lazy';
 import { Controller, Get, Inject, Param, Query, Req } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import { Public } from '../auth/public.decorator.js';

@@ -1,5 +1,5 @@
 import { ApiError, BATCH_STATUSES } from '@infer/contracts';
-import type { Db } from '@infer/persistence';
+import type { Db } from '@infer/persistence/lazy';
 import { Controller, Get, Inject, Param, Query, Req } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import { Public } from '../auth/public.decorator.js';

@@ -8,7 +8,7 @@ import {
   parseOrThrow,
   Queues,
 } from '@infer/contracts';
-import type { Db, Prisma } from '@infer/persistence';
+import type { Db, Prisma } from '@infer/persistence/lazy';
 import { Controller, Get, HttpCode, Inject, Param, Post, Query, Req } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import { BullQueues } from '../admin-queues/bull-queues.js';

@@ -10,7 +10,7 @@ import {
   parseOrThrow,
 } from '@infer/contracts';
 import type { FileStore } from '@infer/image-store';
-import type { Db } from '@infer/persistence';
+import type { Db } from '@infer/persistence/lazy';
 import type { Logger } from '@infer/service-kit';
 import { Controller, Delete, Get, HttpCode, Inject, Param, Post, Query, Req, Res } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';

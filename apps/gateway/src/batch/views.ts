@@ -7,7 +7,7 @@ import {
   type FileObject,
   type FilePurpose,
 } from '@infer/contracts';
-import type { Batch, File } from '@infer/persistence';
+import type { Batch, File } from '@infer/persistence/lazy';
 import type { FastifyRequest } from 'fastify';
 import type { AuthedKey } from '../auth/key-cache.js';
 

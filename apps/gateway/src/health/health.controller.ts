@@ -4,10 +4,10 @@ import { Controller, Get, Inject, Res } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import type { Redis } from 'ioredis';
 import { Public } from '../auth/public.decorator.js';
-import { LOGGER, NATS, PRISMA, REDIS } from '../infra/tokens.js';
+import { LOGGER, NATS, PG, REDIS } from '../infra/tokens.js';
 
 interface Pingable {
-  $queryRawUnsafe(sql: string): Promise<unknown>;
+  query(text: string): Promise<unknown>;
 }
 
 const within = <T>(p: Promise<T>, ms: number) =>
@@ -16,7 +16,7 @@ const within = <T>(p: Promise<T>, ms: number) =>
 @Controller()
 export class HealthController {
   constructor(
-    @Inject(PRISMA) private readonly db: Pingable,
+    @Inject(PG) private readonly db: Pingable,
     @Inject(REDIS) private readonly redis: Redis,
     @Inject(NATS) private readonly nc: NatsConnection,
     @Inject(LOGGER) private readonly log: Logger,
@@ -34,7 +34,7 @@ export class HealthController {
   @Get('/readyz')
   async readyz(@Res() reply: FastifyReply): Promise<void> {
     const [postgres, redis, nats] = await Promise.allSettled([
-      within(this.db.$queryRawUnsafe('SELECT 1'), 1000),
+      within(this.db.query('SELECT 1'), 1000),
       within(this.redis.ping(), 1000),
       within(this.nc.flush(), 1000),
     ]);

@@ -1,6 +1,9 @@
 /** DI tokens for the gateway's infrastructure. */
 export const LOGGER = Symbol('LOGGER');
+/** Prisma's client (a Db made on first use: infra/persistence.ts). */
 export const PRISMA = Symbol('PRISMA');
+/** The pg pool (a SqlRunner): queries the gateway runs without Prisma's client. */
+export const PG = Symbol('PG');
 export const REDIS = Symbol('REDIS');
 export const NATS = Symbol('NATS');
 export const CATALOG_SOURCE = Symbol('CATALOG_SOURCE');

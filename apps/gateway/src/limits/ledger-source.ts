@@ -1,7 +1,7 @@
-import { type Db, usageTotal } from '@infer/persistence';
+import { type SqlRunner, usageTotal } from '@infer/persistence/lazy';
 import type { LedgerSource } from './limits.engine.js';
 
 /** Rebuilds quota counters from the usage ledger in PostgreSQL. */
-export function prismaLedgerSource(db: Db): LedgerSource {
+export function sqlLedgerSource(db: SqlRunner): LedgerSource {
   return { total: (q) => usageTotal(db, q) };
 }

@@ -1,13 +1,13 @@
 import type { CatalogEntry, LimitState } from '@infer/contracts';
-import type { Db } from '@infer/persistence';
+import type { SqlRunner } from '@infer/persistence/lazy';
 import { inSampledTrace, type Logger, withSpan } from '@infer/service-kit';
 import { Inject, Injectable, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import type { Redis } from 'ioredis';
 import { Counter, Gauge } from 'prom-client';
 import { GATEWAY_CONFIG, type GatewayConfig } from '../config.js';
-import { LOGGER, PRISMA, REDIS } from '../infra/tokens.js';
+import { LOGGER, PG, REDIS } from '../infra/tokens.js';
 import { MetricsService } from '../metrics/metrics.service.js';
-import { prismaLedgerSource } from './ledger-source.js';
+import { sqlLedgerSource } from './ledger-source.js';
 import { type Admission, LimitsEngine } from './limits.engine.js';
 import { loadLimitsFile } from './limits-file.js';
 import type { LimitSubject } from './plan.js';
@@ -30,7 +30,7 @@ export class LimitsService implements OnModuleInit, OnApplicationShutdown {
 
   constructor(
     @Inject(REDIS) redis: Redis,
-    @Inject(PRISMA) prisma: unknown,
+    @Inject(PG) pg: SqlRunner,
     @Inject(GATEWAY_CONFIG) config: GatewayConfig,
     @Inject(LOGGER) log: Logger,
     @Inject(MetricsService) metrics: MetricsService,
@@ -53,7 +53,7 @@ export class LimitsService implements OnModuleInit, OnApplicationShutdown {
         rebuilt: (limit) => rebuilds.inc({ limit }),
       },
       redis,
-      ledger: prismaLedgerSource(prisma as Db),
+      ledger: sqlLedgerSource(pg),
       log,
       file: loadLimitsFile(config.LIMITS_FILE),
       enabled: config.LIMITS_ENABLED,

@@ -8,7 +8,7 @@ import {
   SEARCH_ENDPOINTS,
   type Tier,
 } from '@infer/contracts';
-import type { UsageTotalQuery } from '@infer/persistence';
+import type { UsageTotalQuery } from '@infer/persistence/lazy';
 import { billingPeriod, dayWindow, MINUTE_MS, minuteWindow, monthWindow, type Window } from './periods.js';
 
 /** Who a request counts against: what the auth step knows about the key. */

@@ -8,7 +8,7 @@ import {
   OperatorSessionsRepository,
   type Prisma,
   type SessionWithOperator,
-} from '@infer/persistence';
+} from '@infer/persistence/lazy';
 import { Inject, Injectable } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import { checkAdmin } from '../admin/admin-auth.js';

@@ -20,7 +20,7 @@ import {
   type Db,
   type Member,
   MembersRepository,
-} from '@infer/persistence';
+} from '@infer/persistence/lazy';
 import { Body, Controller, Get, HttpCode, Inject, Param, Patch, Post, Put, Query, Req } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import { AdminInvalidation } from '../admin/invalidation.js';

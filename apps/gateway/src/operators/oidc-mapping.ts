@@ -1,5 +1,5 @@
 import type { OidcErrorCode } from '@infer/contracts';
-import type { Operator } from '@infer/persistence';
+import type { Operator } from '@infer/persistence/lazy';
 
 /** The claims of a validated ID token that decide who signs in. */
 export interface OidcIdentity {

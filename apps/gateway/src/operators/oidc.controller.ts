@@ -6,7 +6,7 @@ import {
   type Operator,
   OperatorSessionsRepository,
   OperatorsRepository,
-} from '@infer/persistence';
+} from '@infer/persistence/lazy';
 import type { Logger } from '@infer/service-kit';
 import { Controller, Get, Inject, Req, Res } from '@nestjs/common';
 import { parseCookie, stringifySetCookie } from 'cookie';

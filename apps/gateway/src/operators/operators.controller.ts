@@ -7,7 +7,7 @@ import {
   parseOrThrow,
   UpdateOperatorRequestSchema,
 } from '@infer/contracts';
-import { AuditRepository, type Db, OperatorsRepository } from '@infer/persistence';
+import { AuditRepository, type Db, OperatorsRepository } from '@infer/persistence/lazy';
 import { Body, Controller, Get, Inject, Param, Patch, Post, Query, Req } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import { Public } from '../auth/public.decorator.js';

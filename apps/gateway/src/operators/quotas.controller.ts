@@ -1,5 +1,5 @@
 import { type CatalogEntry, type LimitState, type MemberQuotas } from '@infer/contracts';
-import { ApiKeysRepository, type Db, MembersRepository } from '@infer/persistence';
+import { ApiKeysRepository, type Db, MembersRepository } from '@infer/persistence/lazy';
 import { Controller, Get, Inject, Param, Req } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import { Public } from '../auth/public.decorator.js';

@@ -1,5 +1,5 @@
 import { parseOrThrow } from '@infer/contracts';
-import type { Db } from '@infer/persistence';
+import type { Db } from '@infer/persistence/lazy';
 import { SearchDocumentsRepository } from '@infer/search-index';
 import { Controller, Get, Inject, Query, Req } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';

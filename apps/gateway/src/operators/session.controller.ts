@@ -5,7 +5,7 @@ import {
   OperatorSessionsRepository,
   OperatorsRepository,
   verifyPassword,
-} from '@infer/persistence';
+} from '@infer/persistence/lazy';
 import { Body, Controller, Delete, Get, HttpCode, Inject, Post, Req, Res } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Redis } from 'ioredis';

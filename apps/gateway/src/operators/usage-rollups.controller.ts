@@ -6,7 +6,7 @@ import {
   HourlyUsageQuerySchema,
   parseOrThrow,
 } from '@infer/contracts';
-import { type Db, Prisma } from '@infer/persistence';
+import { type Db, PrismaSql, type Sql } from '@infer/persistence/lazy';
 import { Controller, Get, Inject, Query, Req } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import { Public } from '../auth/public.decorator.js';
@@ -18,9 +18,9 @@ export const MAX_DAYS = 366;
 const DAY_MS = 86_400_000;
 
 const GROUP_COLUMN = {
-  model: Prisma.sql`"model"`,
-  member: Prisma.sql`"memberId"`,
-  key: Prisma.sql`"keyId"`,
+  model: PrismaSql.sql`"model"`,
+  member: PrismaSql.sql`"memberId"`,
+  key: PrismaSql.sql`"keyId"`,
 } as const;
 const GROUP_FIELD = { model: 'model', member: 'member_id', key: 'key_id' } as const;
 
@@ -51,35 +51,35 @@ export class UsageRollupsController {
       throw ApiError.invalid(`At most ${MAX_DAYS} days per query.`, 'from');
     const fromDay = new Date(from).toISOString().slice(0, 10);
     const toDay = new Date(to).toISOString().slice(0, 10);
-    const where = [Prisma.sql`"day" BETWEEN ${fromDay}::date AND ${toDay}::date`];
-    if (q.member) where.push(Prisma.sql`"memberId" = ${q.member}`);
-    if (q.key) where.push(Prisma.sql`"keyId" = ${q.key}`);
-    if (q.model) where.push(Prisma.sql`"model" = ${q.model}`);
+    const where = [PrismaSql.sql`"day" BETWEEN ${fromDay}::date AND ${toDay}::date`];
+    if (q.member) where.push(PrismaSql.sql`"memberId" = ${q.member}`);
+    if (q.key) where.push(PrismaSql.sql`"keyId" = ${q.key}`);
+    if (q.model) where.push(PrismaSql.sql`"model" = ${q.model}`);
     const group = q.group_by === 'none' ? null : GROUP_COLUMN[q.group_by];
     if (!q.member && !q.key && (q.group_by === 'model' || q.group_by === 'none')) {
       // Platform-wide per model: the hourly per-model rollup holds the same totals in far fewer rows.
       const rows = await this.db.$queryRaw<
         Array<{ day: string; g: string | null; r: number; e: number; p: number; c: number; t: number }>
       >`SELECT to_char(("hour" AT TIME ZONE 'UTC')::date, 'YYYY-MM-DD') AS day,
-               ${q.group_by === 'model' ? Prisma.sql`"model"` : Prisma.sql`NULL`}::text AS g,
+               ${q.group_by === 'model' ? PrismaSql.sql`"model"` : PrismaSql.sql`NULL`}::text AS g,
                sum("requests")::int AS r, sum("errors")::int AS e, sum("promptTokens")::float8 AS p,
                sum("completionTokens")::float8 AS c, sum("totalTokens")::float8 AS t
           FROM "UsageHourlyModel"
          WHERE "hour" >= ${new Date(from)} AND "hour" < ${new Date(to + DAY_MS)}
-               ${q.model ? Prisma.sql`AND "model" = ${q.model}` : Prisma.empty}
+               ${q.model ? PrismaSql.sql`AND "model" = ${q.model}` : PrismaSql.empty}
          GROUP BY 1, 2 ORDER BY 1, 2`;
       return this.answer(fromDay, toDay, q.group_by, rows);
     }
     if (!q.key && !q.model && (q.group_by === 'member' || (q.member && q.group_by === 'none'))) {
       // Per member over all keys and models: the per-member daily rollup (one row per member and day).
-      const memberCond = Prisma.join(
+      const memberCond = PrismaSql.join(
         [
-          Prisma.sql`"day" BETWEEN ${fromDay}::date AND ${toDay}::date`,
-          ...(q.member ? [Prisma.sql`"memberId" = ${q.member}`] : []),
+          PrismaSql.sql`"day" BETWEEN ${fromDay}::date AND ${toDay}::date`,
+          ...(q.member ? [PrismaSql.sql`"memberId" = ${q.member}`] : []),
         ],
         ' AND ',
       );
-      const g = q.group_by === 'member' ? Prisma.sql`"memberId"` : Prisma.sql`NULL`;
+      const g = q.group_by === 'member' ? PrismaSql.sql`"memberId"` : PrismaSql.sql`NULL`;
       // Ranking every member without reading every member's every day (the monthly rollup bounds
       // each member's total over the range from above, in 1-2 rows per member for 30 days):
       //  1. `ub`: per member, the tokens of the months the range touches (>= the range's total);
@@ -88,24 +88,22 @@ export class UsageRollupsController {
       //  3. exact totals of every member whose `ub` reaches the bar, and the top of those.
       // Exact whatever the data (a flat distribution only makes step 3 larger). Sums in float8:
       // exact below 2^53 tokens and far cheaper than numeric (what sum(bigint) gives).
-      const daySum = (
-        m: Prisma.Sql,
-      ) => Prisma.sql`(SELECT sum(d."totalTokens"::float8) FROM "UsageDailyMember" d
+      const daySum = (m: Sql) => PrismaSql.sql`(SELECT sum(d."totalTokens"::float8) FROM "UsageDailyMember" d
           WHERE d."memberId" = ${m} AND d."day" BETWEEN ${fromDay}::date AND ${toDay}::date)`;
       const ranked = q.member
-        ? Prisma.sql`SELECT "memberId" FROM "UsageDailyMember" WHERE ${memberCond} GROUP BY 1`
-        : Prisma.sql`WITH ub AS MATERIALIZED (
+        ? PrismaSql.sql`SELECT "memberId" FROM "UsageDailyMember" WHERE ${memberCond} GROUP BY 1`
+        : PrismaSql.sql`WITH ub AS MATERIALIZED (
               SELECT "memberId", sum("totalTokens"::float8) AS u FROM "UsageMonthlyMember"
                WHERE "month" BETWEEN date_trunc('month', ${fromDay}::date)::date AND ${toDay}::date
                GROUP BY 1),
             guessed AS MATERIALIZED (
-              SELECT ${daySum(Prisma.sql`g."memberId"`)} AS t
+              SELECT ${daySum(PrismaSql.sql`g."memberId"`)} AS t
                 FROM (SELECT "memberId" FROM ub ORDER BY u DESC LIMIT ${q.top * 4}) g),
             bar AS MATERIALIZED (
               SELECT CASE WHEN count(*) < ${q.top} THEN 0 ELSE min(t) END AS t
                 FROM (SELECT t FROM guessed WHERE t IS NOT NULL ORDER BY t DESC LIMIT ${q.top}) x),
             exact AS MATERIALIZED (
-              SELECT n."memberId", ${daySum(Prisma.sql`n."memberId"`)} AS t
+              SELECT n."memberId", ${daySum(PrismaSql.sql`n."memberId"`)} AS t
                 FROM ub n WHERE n.u >= (SELECT t FROM bar))
             SELECT "memberId" FROM exact WHERE t IS NOT NULL ORDER BY t DESC, 1 LIMIT ${q.top}`;
       const rows = await this.db.$queryRaw<
@@ -118,18 +116,18 @@ export class UsageRollupsController {
          GROUP BY 1, 2 ORDER BY 1, 2`;
       return this.answer(fromDay, toDay, q.group_by, rows);
     }
-    const cond = Prisma.join(where, ' AND ');
+    const cond = PrismaSql.join(where, ' AND ');
     // Grouped: only the `top` groups by tokens over the range, so a chart of all members stays small.
     const rows = await this.db.$queryRaw<
       Array<{ day: string; g: string | null; r: number; e: number; p: number; c: number; t: number }>
     >`WITH top AS (
-        SELECT ${group ?? Prisma.sql`NULL`}::text AS g FROM "UsageDaily" WHERE ${cond}
+        SELECT ${group ?? PrismaSql.sql`NULL`}::text AS g FROM "UsageDaily" WHERE ${cond}
          GROUP BY 1 ORDER BY sum("totalTokens") DESC, 1 LIMIT ${group ? q.top : 1})
-      SELECT to_char("day", 'YYYY-MM-DD') AS day, ${group ?? Prisma.sql`NULL`}::text AS g,
+      SELECT to_char("day", 'YYYY-MM-DD') AS day, ${group ?? PrismaSql.sql`NULL`}::text AS g,
              sum("requests")::int AS r, sum("errors")::int AS e, sum("promptTokens")::float8 AS p,
              sum("completionTokens")::float8 AS c, sum("totalTokens")::float8 AS t
         FROM "UsageDaily"
-       WHERE ${cond}${group ? Prisma.sql` AND ${group} IN (SELECT g FROM top)` : Prisma.empty}
+       WHERE ${cond}${group ? PrismaSql.sql` AND ${group} IN (SELECT g FROM top)` : PrismaSql.empty}
        GROUP BY 1, 2 ORDER BY 1, 2`;
     return this.answer(fromDay, toDay, q.group_by, rows);
   }

@@ -1,5 +1,5 @@
 import { ApiError } from '@infer/contracts';
-import { isUserError } from '@infer/persistence';
+import { isUserError } from '@infer/persistence/lazy';
 
 /**
  * The admin API's answer to a repository's refusal (PersistenceUserError): not_found 404, conflict

@@ -1,5 +1,5 @@
 import type { AuditEventSchema, OperatorView } from '@infer/contracts';
-import type { AuditRow, Operator } from '@infer/persistence';
+import type { AuditRow, Operator } from '@infer/persistence/lazy';
 import type { z } from 'zod';
 
 export function operatorView(op: Operator): OperatorView {

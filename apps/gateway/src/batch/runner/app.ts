@@ -103,7 +103,7 @@ class BatchRunnerModule {
 
 /** Connections, catalog, limits, lane and the BullMQ worker of the runner. */
 async function openRunner(config: BatchRunnerConfig, log: Logger): Promise<Parts> {
-  const persistence = await openPersistence(config.DATABASE_URL);
+  const persistence = await openPersistence(config.DATABASE_URL, log);
   const prisma = persistence.prisma;
   // One primary or a Redis Cluster, as the gateway (redis+cluster:// URLs: libs/service-kit/src/redis.ts).
   const redis = createRedisClient(config.REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 2 });
@@ -120,7 +120,7 @@ async function openRunner(config: BatchRunnerConfig, log: Logger): Promise<Parts
   } as GatewayConfig;
   const catalog = new CatalogService(persistence.catalogSource, gatewaySettings, log);
   await catalog.onModuleInit();
-  const limits = new LimitsService(redis, prisma, gatewaySettings, log, new MetricsService());
+  const limits = new LimitsService(redis, persistence.pool, gatewaySettings, log, new MetricsService());
   limits.onModuleInit();
 
   // Interactive pressure, read every 100 ms from the gateways' reports (batch/pressure.ts).

@@ -17,7 +17,7 @@ import {
   UsageStream,
 } from '@infer/contracts';
 import type { FileStore } from '@infer/image-store';
-import type { Batch, Db, Prisma } from '@infer/persistence';
+import type { Batch, Db, Prisma } from '@infer/persistence/lazy';
 import type { Logger, NatsRpcClientProxy } from '@infer/service-kit';
 import type { JetStreamClient } from '@nats-io/jetstream';
 import type { CatalogSnapshot } from '../../catalog/catalog.js';
