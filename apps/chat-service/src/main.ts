@@ -1,6 +1,10 @@
+// First: Intl formatters made while the modules below load are built on first use (ADR 0015).
+import '@infer/service-kit/intl-at-load';
 import { ConfigError } from '@infer/service-kit';
+import { endIntlDeferral } from '@infer/service-kit/intl-at-load';
 import { startChatService } from './app.js';
 
+endIntlDeferral();
 try {
   await startChatService({ installSignalHandlers: true });
 } catch (e) {

@@ -8,6 +8,7 @@ export * from './console.js';
 export * from './embeddings.js';
 export * from './envelope.js';
 export * from './errors.js';
+export * from './format.js';
 export * from './images.js';
 export * from './limits.js';
 export * from './mcp.js';

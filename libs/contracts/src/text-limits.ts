@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { formatCount } from './format.js';
 
 /**
  * Largest lengths of the free-text fields of every request, in characters (UTF-16 code units, as
@@ -41,5 +42,5 @@ export const TextLimits = {
 
 /** A string of at most `max` characters, with a message that states the maximum. */
 export function boundedText(max: number): z.ZodString {
-  return z.string().max(max, `must be at most ${max.toLocaleString('en-US')} characters`);
+  return z.string().max(max, `must be at most ${formatCount(max)} characters`);
 }

@@ -7,6 +7,7 @@ import {
   FILE_UPLOAD_PURPOSES,
   FileListQuerySchema,
   type FileObject,
+  formatCount,
   parseOrThrow,
 } from '@infer/contracts';
 import type { FileStore } from '@infer/image-store';
@@ -124,7 +125,7 @@ export class FilesController {
         }
         if (tooManyLines) {
           failure ??= ApiError.invalid(
-            `The file has more than ${BATCH_FILE_MAX_LINES.toLocaleString('en-US')} lines, the most a batch takes. Split it into several batches.`,
+            `The file has more than ${formatCount(BATCH_FILE_MAX_LINES)} lines, the most a batch takes. Split it into several batches.`,
             'file',
           );
         }

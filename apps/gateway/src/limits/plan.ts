@@ -3,6 +3,7 @@ import {
   type EffectiveLimits,
   ErrorCode,
   ErrorType,
+  formatCount,
   IMAGE_ENDPOINT_PREFIX,
   type LimitState,
   SEARCH_ENDPOINTS,
@@ -155,10 +156,6 @@ export interface PlanContext {
   prefix: string;
 }
 
-function fmt(n: number): string {
-  return n.toLocaleString('en-US');
-}
-
 /** What every check states: its name, whom it counts against, its limit and this request's cost. */
 interface Counter {
   name: string;
@@ -276,7 +273,7 @@ function keyRpm(ctx: PlanContext, limit: number): WindowCheck {
     scope: 'key',
     limit,
     base: `${ctx.prefix}k:${ctx.subject.keyId}:rpm`,
-    what: `${fmt(limit)} requests per minute for this API key`,
+    what: `${formatCount(limit)} requests per minute for this API key`,
   });
 }
 
@@ -286,7 +283,7 @@ function keyConcurrency(ctx: PlanContext, limit: number): LeaseCheck {
     scope: 'key',
     limit,
     key: `${ctx.prefix}k:${ctx.subject.keyId}:cc`,
-    what: `at most ${fmt(limit)} concurrent requests for this API key`,
+    what: `at most ${formatCount(limit)} concurrent requests for this API key`,
   });
 }
 
@@ -323,7 +320,7 @@ export function planModel(ctx: PlanContext, model: CatalogEntry): Check[] {
         refusal: quotaSpent(
           402,
           ErrorCode.monthlyCap,
-          `The ${what}ly token allowance of ${model.id} (${fmt(allowance)} tokens) is spent or too small ` +
+          `The ${what}ly token allowance of ${model.id} (${formatCount(allowance)} tokens) is spent or too small ` +
             'for this request',
         ),
       }),
@@ -345,7 +342,7 @@ export function planModel(ctx: PlanContext, model: CatalogEntry): Check[] {
         limit: rolling.tokens,
         key: `${mk}:roll`,
         windowMs: rolling.window_minutes * MINUTE_MS,
-        what: `The token budget of ${model.id} (${fmt(rolling.tokens)} tokens per rolling ${hours})`,
+        what: `The token budget of ${model.id} (${formatCount(rolling.tokens)} tokens per rolling ${hours})`,
       }),
     );
   }
@@ -360,7 +357,7 @@ export function planModel(ctx: PlanContext, model: CatalogEntry): Check[] {
         model: model.id,
         limit: rpm,
         base: `${mk}:rpm`,
-        what: `${fmt(rpm)} requests per minute on ${model.id} for this API key`,
+        what: `${formatCount(rpm)} requests per minute on ${model.id} for this API key`,
       }),
     );
   }
@@ -376,8 +373,8 @@ export function planModel(ctx: PlanContext, model: CatalogEntry): Check[] {
         limit: tpm,
         base: `${mk}:tpm`,
         what: (estimate) =>
-          `${fmt(tpm)} tokens per minute on ${model.id} for this API key` +
-          (estimate > tpm ? ` (this request's prompt alone is about ${fmt(estimate)} tokens)` : ''),
+          `${formatCount(tpm)} tokens per minute on ${model.id} for this API key` +
+          (estimate > tpm ? ` (this request's prompt alone is about ${formatCount(estimate)} tokens)` : ''),
       }),
     );
   }
@@ -392,7 +389,7 @@ export function planModel(ctx: PlanContext, model: CatalogEntry): Check[] {
         model: model.id,
         limit: cc,
         key: `${mk}:cc`,
-        what: `at most ${fmt(cc)} concurrent requests on ${model.id} for this API key`,
+        what: `at most ${formatCount(cc)} concurrent requests on ${model.id} for this API key`,
       }),
     );
   }
@@ -425,7 +422,7 @@ export function planImages(ctx: PlanContext): Check[] {
         refusal: quotaSpent(
           429,
           ErrorCode.quotaExceeded,
-          `The monthly image quota (${fmt(month)} requests) is used up`,
+          `The monthly image quota (${formatCount(month)} requests) is used up`,
         ),
       }),
     );
@@ -438,7 +435,7 @@ export function planImages(ctx: PlanContext): Check[] {
         scope: 'member',
         limit: rpm,
         base: `${base}:rpm`,
-        what: `${fmt(rpm)} image requests per minute`,
+        what: `${formatCount(rpm)} image requests per minute`,
       }),
     );
   }
@@ -465,7 +462,7 @@ export function planSearch(ctx: PlanContext): Check[] {
         refusal: quotaSpent(
           429,
           ErrorCode.insufficientQuota,
-          `The daily web search quota (${fmt(day)} searches) is used up`,
+          `The daily web search quota (${formatCount(day)} searches) is used up`,
         ),
       }),
     );
@@ -478,7 +475,7 @@ export function planSearch(ctx: PlanContext): Check[] {
         scope: 'key',
         limit: rpm,
         base: `${base}:rpm`,
-        what: `${fmt(rpm)} web searches per minute for this API key`,
+        what: `${formatCount(rpm)} web searches per minute for this API key`,
       }),
     );
   }
@@ -490,7 +487,7 @@ export function planSearch(ctx: PlanContext): Check[] {
         scope: 'key',
         limit: cc,
         key: `${base}:cc`,
-        what: `at most ${fmt(cc)} concurrent web searches for this API key`,
+        what: `at most ${formatCount(cc)} concurrent web searches for this API key`,
       }),
     );
   }
