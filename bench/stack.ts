@@ -79,6 +79,8 @@ const { values: opt } = parseArgs({
     rss: { type: 'boolean', default: false },
     /** Node flags of the limits-on gateway instead of its image's (docker/gateway.Dockerfile CMD), e.g. "" or "--max-semi-space-size=4". */
     'gateway-flags': { type: 'string' },
+    /** Target order of the throughput rounds, as indices of the default list (raw proxy, gw off upstream, gw on upstream, gw on simulator, gw on 429, extras). */
+    order: { type: 'string' },
     /**
      * The limits-on gateway with `--trace-gc-nvp` (one line per collection on its stdout): per target and
      * for the 503 burst, the bytes its scavenges promoted to the old generation, its GC pauses and its
@@ -811,10 +813,19 @@ async function main(): Promise<void> {
       console.log(
         `warm-up (${opt.warmup} s per target), then ${ROUNDS} rounds of ${DURATION} s, ${CONNECTIONS} connections, load generator ${loadgen}`,
       );
-      for (const t of targets) await load(stack, t, Number(opt.warmup));
+      // `--order 0,1,3,2,4`: the same targets in another order (indices into the list above), e.g. to
+      // see whether a row's cost follows its place in the round (the target measured after a gateway's idle).
+      const order = opt.order
+        ? opt.order.split(',').map((i) => {
+            const t = targets[Number(i)];
+            if (!t) throw new Error(`--order: no target ${i} (0-${targets.length - 1})`);
+            return t;
+          })
+        : targets;
+      for (const t of order) await load(stack, t, Number(opt.warmup));
       const samples: Sample[] = [];
       for (let r = 0; r < ROUNDS; r++) {
-        for (const t of targets)
+        for (const t of order)
           samples.push(await load(stack, t, DURATION, cpuRate ? { overallRate: cpuRate } : {}));
       }
       const rows = summarize(samples, [...procNames, loadgen]);
