@@ -77,7 +77,7 @@ const { values: opt } = parseArgs({
     loadgen: { type: 'string', default: '' },
     /** Only the memory figures: idle RSS, the concurrent streams, the 503 burst and `--soak`. */
     rss: { type: 'boolean', default: false },
-    /** Node flags of the limits-on gateway instead of its image's (docker/gateway.Dockerfile CMD), e.g. "" or "--max-semi-space-size=4". */
+    /** Node flags of both gateways instead of their image's (docker/gateway.Dockerfile CMD), e.g. "" or "--max-semi-space-size=4". */
     'gateway-flags': { type: 'string' },
     /** Target order of the throughput rounds, as indices of the default list (raw proxy, gw off upstream, gw on upstream, gw on simulator, gw on 429, extras). */
     order: { type: 'string' },

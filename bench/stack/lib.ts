@@ -91,9 +91,12 @@ export function buildProduction(): void {
  * The node flags an app's image starts it with: what stands between `node` and the script in the CMD of
  * docker/<app>.Dockerfile (so the bench runs the gateway as production does).
  */
-export function imageNodeFlags(app: string): string[] {
+export function imageNodeFlags(
+  app: string,
   // compare.sh points BENCH_IMAGE_DIR at the docker/ folder of the commit it measures.
-  const cmd = readFileSync(`${process.env.BENCH_IMAGE_DIR ?? 'docker'}/${app}.Dockerfile`, 'utf8')
+  dockerDir = process.env.BENCH_IMAGE_DIR ?? 'docker',
+): string[] {
+  const cmd = readFileSync(`${dockerDir}/${app}.Dockerfile`, 'utf8')
     .split('\n')
     .filter((l) => l.startsWith('CMD ['))
     .at(-1);

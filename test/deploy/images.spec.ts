@@ -15,6 +15,7 @@ import { createPrisma, dropDatabase } from '@infer/persistence';
 import { Ajv2019 } from 'ajv/dist/2019.js';
 import { validate as lintDockerfile } from 'dockerfile-utils';
 import { parse as parseYaml } from 'yaml';
+import { imageNodeFlags } from '../../bench/stack/lib.js';
 import { REPO } from './k8s-support.js';
 
 // The operator console is no process of its own: its static build ships inside the gateway image.
@@ -58,6 +59,22 @@ describe('Dockerfiles', () => {
         app,
       );
     }
+  });
+
+  it("every image's node flags (its CMD) are ones Node 26 accepts: a misspelt V8 flag stops the container at start", () => {
+    const docker = join(REPO, 'docker');
+    for (const app of APPS) {
+      const flags = imageNodeFlags(app, docker);
+      assert.doesNotThrow(
+        () => execFileSync(process.execPath, [...flags, '-e', '0'], { stdio: 'pipe' }),
+        app,
+      );
+    }
+    assert.ok(imageNodeFlags('gateway', docker).length > 0, 'the gateway image runs node with flags');
+    // The check can fail: node refuses a flag it does not know.
+    assert.throws(() =>
+      execFileSync(process.execPath, ['--initial-old-space-sizee=128', '-e', '0'], { stdio: 'pipe' }),
+    );
   });
 
   it('the linter does report a broken Dockerfile', () => {

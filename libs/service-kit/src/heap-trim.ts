@@ -13,7 +13,12 @@ import { runInNewContext } from 'node:vm';
  * trigger one, so the garbage of the burst (and the pages V8 pools for reuse) stay resident until the
  * next load. Node offers no other hint (no memory-pressure or
  * background notification), so this asks V8 for the collection the reducer would have made: a full
- * "last resort" GC (compacts, shrinks the young generation, releases the pooled pages).
+ * "last resort" GC (compacts, shrinks the young generation, releases the pooled pages). It also drops
+ * the compiled code of functions not on the stack, so the next load re-tiers them; the "regular" flavour
+ * keeps it but left RSS at ~160 MiB until V8's own reducer ran ~30 s later (docs/performance.md, "The
+ * idle collection and the post-idle state"). Either flavour, like V8's reducer, leaves a small young
+ * generation and a low old-generation limit for the next load: the gateway image's node flags
+ * (docker/gateway.Dockerfile) make it regrow at once.
  *
  * When: every `intervalMs`, only if the event loop was busy less than `maxIdleUtilization` of that
  * interval (60-90 ms of pauses: a request arriving meanwhile waits that long) and RSS grew by at least
