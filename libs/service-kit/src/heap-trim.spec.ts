@@ -28,7 +28,9 @@ describe('IdleHeapTrim', () => {
     state.rss = 380 * MiB; // a burst left 220 MiB behind
     state.busy = 0.6; // still under load: never
     assert.equal(trim.check(), false);
-    state.busy = 0.01; // idle again
+    state.busy = 0.01; // idle again: after start-up, three idle intervals in a row
+    assert.equal(trim.check(), false);
+    assert.equal(trim.check(), false);
     assert.equal(trim.check(), true);
     assert.equal(state.collected, 2);
     assert.equal(trim.check(), false, 'RSS after the collection is the new reference');
@@ -48,7 +50,34 @@ describe('IdleHeapTrim', () => {
     state.rss = 150 * MiB; // V8 shrank the heap on its own
     assert.equal(trim.check(), false);
     state.rss = 190 * MiB; // +40 MiB over 150, although below the old reference
+    assert.equal(trim.check(), true, 'the third idle interval in a row');
+  });
+
+  it('after start-up, waits for idle intervals in a row: a short pause between bursts is not collected', () => {
+    const { state, trim } = scripted({ afterCollect: 160 * MiB });
     assert.equal(trim.check(), true);
+    state.rss = 300 * MiB;
+    for (let burst = 0; burst < 4; burst++) {
+      state.busy = 0.7;
+      assert.equal(trim.check(), false);
+      state.busy = 0; // two idle intervals, then load again
+      assert.equal(trim.check(), false);
+      assert.equal(trim.check(), false);
+    }
+    assert.equal(state.collected, 1);
+    assert.equal(trim.check(), true, 'the third idle interval in a row');
+    const custom = new IdleHeapTrim({
+      idleIntervals: 1,
+      rss: () => state.rss,
+      utilization: () => state.busy,
+      collect: () => {},
+    });
+    assert.equal(custom.check(), true);
+    state.rss = 400 * MiB;
+    state.busy = 0.7;
+    assert.equal(custom.check(), false);
+    state.busy = 0;
+    assert.equal(custom.check(), true, 'idleIntervals: 1 collects on the first idle interval after load');
   });
 
   it('really collects: the default collection runs a full GC in this process', async () => {

@@ -25,11 +25,20 @@ import { runInNewContext } from 'node:vm';
  * `minGrowthBytes` since the last collection this made (or since start-up, whose garbage counts too).
  * Under load it never runs; after a collection RSS is the new reference, so a heap that really holds
  * more (caches) is not collected again and again.
+ *
+ * How long idle: start-up's garbage after one idle interval, any later collection only after
+ * `idleIntervals` idle intervals in a row (default 3: 30 s). A full collection while idle, ours or V8's
+ * memory reducer (which the gateway image turns off), leaves the gateway promoting ~3.5x the bytes per
+ * request (V8's pretenuring decisions start over) and costing 30-45 us more per request until a
+ * collection under load: worth paying after a long pause, not after each short one between bursts
+ * (docs/performance.md, "Idle collections and the load after them").
  */
 export interface HeapTrimOptions {
   intervalMs?: number;
   maxIdleUtilization?: number;
   minGrowthBytes?: number;
+  /** Idle intervals in a row before a collection after the first one (default 3). */
+  idleIntervals?: number;
   /** Test seams: resident set size, event-loop utilization since the previous call, the collection. */
   rss?: () => number;
   utilization?: () => number;
@@ -39,16 +48,20 @@ export interface HeapTrimOptions {
 export class IdleHeapTrim {
   private readonly maxUtil: number;
   private readonly minGrowth: number;
+  private readonly idleIntervals: number;
   private readonly rss: () => number;
   private readonly utilization: () => number;
   private readonly collect: () => void;
   /** RSS right after the last collection (0 before the first: start-up's garbage is worth one). */
   private reference = 0;
+  /** Idle intervals in a row until now. */
+  private idleStreak = 0;
   private timer: NodeJS.Timeout | null = null;
 
   constructor(private readonly opts: HeapTrimOptions = {}) {
     this.maxUtil = opts.maxIdleUtilization ?? 0.05;
     this.minGrowth = opts.minGrowthBytes ?? 32 * 1024 * 1024;
+    this.idleIntervals = opts.idleIntervals ?? 3;
     this.rss = opts.rss ?? process.memoryUsage.rss;
     this.utilization = opts.utilization ?? eventLoopUtilizationSinceLastCall();
     this.collect = opts.collect ?? lastResortGc();
@@ -70,8 +83,13 @@ export class IdleHeapTrim {
     const busy = this.utilization();
     const rss = this.rss();
     if (this.reference && rss < this.reference) this.reference = rss; // V8 gave memory back itself
-    if (busy > this.maxUtil) return false;
+    if (busy > this.maxUtil) {
+      this.idleStreak = 0;
+      return false;
+    }
+    this.idleStreak++;
     if (this.reference && rss - this.reference < this.minGrowth) return false;
+    if (this.reference && this.idleStreak < this.idleIntervals) return false;
     this.collect();
     this.reference = this.rss();
     return true;
