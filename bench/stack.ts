@@ -709,9 +709,12 @@ async function concurrentStreams(stack: Stack, n: number): Promise<Record<string
   }
   await new Promise((r) => setTimeout(r, 3_000));
   const after = rssKiB(gw.pid);
-  // The idle collection (infra/heap-trim.ts) looks every 10 s.
+  // The idle collection (service-kit heap-trim.ts) looks every 10 s and, after start-up, collects after
+  // three idle looks in a row: 45 s later it has had its chance.
   await new Promise((r) => setTimeout(r, 12_000));
-  return { before, peak, after, later: rssKiB(gw.pid), ok, maxOpen };
+  const later = rssKiB(gw.pid);
+  await new Promise((r) => setTimeout(r, 30_000));
+  return { before, peak, after, later, settled: rssKiB(gw.pid), ok, maxOpen };
 }
 
 const mib = (kib: number) => (kib / 1024).toFixed(1);
@@ -943,7 +946,7 @@ async function main(): Promise<void> {
       const cs = await concurrentStreams(stack, CONCURRENT_STREAMS);
       console.log(
         `  ${cs.ok} ok, ${cs.maxOpen} open at once; RSS ${mib(cs.before!)} -> peak ${mib(cs.peak!)} MiB ` +
-          `(${((cs.peak! - cs.before!) / Math.max(1, cs.maxOpen!)).toFixed(1)} KiB per stream) -> ${mib(cs.after!)} MiB 3 s later, ${mib(cs.later!)} MiB 15 s later`,
+          `(${((cs.peak! - cs.before!) / Math.max(1, cs.maxOpen!)).toFixed(1)} KiB per stream) -> ${mib(cs.after!)} MiB 3 s later, ${mib(cs.later!)} MiB 15 s later, ${mib(cs.settled!)} MiB 45 s later`,
       );
     }
 
@@ -965,11 +968,14 @@ async function main(): Promise<void> {
       await new Promise((r) => setTimeout(r, 5_000));
       const errSettled = rssKiB(stack.gatewayOn.pid);
       await new Promise((r) => setTimeout(r, 25_000));
-      // (the idle collection looks every 10 s: 30 s later it has had its chance)
       const errLater = rssKiB(stack.gatewayOn.pid);
+      // (the idle collection looks every 10 s and collects after three idle looks in a row: 45 s later
+      // it has had its chance)
+      await new Promise((r) => setTimeout(r, 15_000));
+      const errSettled45 = rssKiB(stack.gatewayOn.pid);
       console.log(
         `  ${burst.responses} answers (${burst.non2xx} non-2xx) at ${burst.reqPerS.toFixed(0)} req/s, gateway ${(burst.cpu['gw on'] ?? 0).toFixed(0)} us/req; ` +
-          `RSS ${mib(errBefore)} -> ${mib(errAfter)} MiB, ${mib(errSettled)} MiB 5 s later, ${mib(errLater)} MiB 30 s later`,
+          `RSS ${mib(errBefore)} -> ${mib(errAfter)} MiB, ${mib(errSettled)} MiB 5 s later, ${mib(errLater)} MiB 30 s later, ${mib(errSettled45)} MiB 45 s later`,
       );
       if (burst.gc) {
         console.log(

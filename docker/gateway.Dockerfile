@@ -66,5 +66,10 @@ ENV GLIBC_TUNABLES=glibc.malloc.mmap_threshold=131072:glibc.malloc.arena_max=2
 # Every bench row 2-8 us cheaper in two same-run pairs, a 120 s soak's RSS spread 59 -> 19 %; idle RSS,
 # per-stream and post-burst RSS unchanged (docs/performance.md, "The upstream row's extra cost is its
 # place in the round").
+# A full collection while the gateway is idle, V8's memory reducer's (after ~8 s of low allocation) or the
+# idle collection's, leaves it promoting ~3.5x the bytes per request and costing 30-45 us more per request
+# until a collection under load: --no-memory-reducer leaves idle collections to the idle collection
+# (service-kit heap-trim.ts), which waits for 30 s of idleness (docs/performance.md, "Idle collections and
+# the load after them").
 # bench/stack reads node flags from this line, so keep the form ["node", <flags>..., <script>].
-CMD ["node", "--initial-old-space-size=128", "--semi-space-growth-factor=32", "apps/gateway/dist/main.js"]
+CMD ["node", "--initial-old-space-size=128", "--semi-space-growth-factor=32", "--no-memory-reducer", "apps/gateway/dist/main.js"]
