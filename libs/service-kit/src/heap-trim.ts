@@ -6,7 +6,8 @@ import { runInNewContext } from 'node:vm';
  * Gives memory back to the system once an app is idle again after its heap grew (ADR 0014, "Memory");
  * every app starts it through `startIdleHeapTrim()` (below).
  *
- * Why: V8's own memory reducer never runs in these processes. In the gateway, after a burst (15 s of 503s: heap 50 ->
+ * Why: V8's own memory reducer cannot be relied on here (and the gateway image turns it off, below). In the
+ * gateway, after a burst (15 s of 503s: heap 50 ->
  * 190 MiB, RSS 210 -> 380 MiB), `--trace-memory-reducer` prints "high alloc, foreground" every 8 s for
  * as long as the gateway stays idle: its allocation-rate estimate does not come down while nothing
  * collects (after one collection the reducer works again), and an idle process allocates too little to
@@ -28,10 +29,11 @@ import { runInNewContext } from 'node:vm';
  *
  * How long idle: start-up's garbage after one idle interval, any later collection only after
  * `idleIntervals` idle intervals in a row (default 3: 30 s). A full collection while idle, ours or V8's
- * memory reducer (which the gateway image turns off), leaves the gateway promoting ~3.5x the bytes per
- * request (V8's pretenuring decisions start over) and costing 30-45 us more per request until a
- * collection under load: worth paying after a long pause, not after each short one between bursts
- * (docs/performance.md, "Idle collections and the load after them").
+ * memory reducer (which the gateway image turns off), last-resort or regular flavour alike, leaves the
+ * gateway promoting ~3.5x the bytes per request (V8's pretenuring decisions starting over would explain
+ * it; not proven) and costing 30-45 us more per request until a mark-compact under load: worth paying
+ * after a long pause, not after each short one between bursts (docs/performance.md, "Idle collections
+ * and the load after them").
  */
 export interface HeapTrimOptions {
   intervalMs?: number;
