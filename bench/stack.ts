@@ -742,7 +742,7 @@ async function main(): Promise<void> {
     );
     console.log(`gateway (limits on) node flags: ${stack.gatewayOnFlags.join(' ') || '(none)'}`);
     if (opt.rss) {
-      // The gateway's idle collection (infra/heap-trim.ts) looks every 10 s.
+      // The idle collection (service-kit heap-trim.ts) looks every 10 s; start-up's garbage after one idle look.
       await new Promise((r) => setTimeout(r, 12_000));
       console.log(
         `gw on idle RSS: ${mib(idle['gw on'] ?? 0)} MiB 3 s after start, ${mib(rssKiB(stack.gatewayOn.pid))} MiB 15 s after`,
