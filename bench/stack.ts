@@ -3,7 +3,7 @@
 //   node --conditions=source --import ./tools/ts-register.js bench/stack.ts
 //   node ... bench/stack.ts --duration 5 --rounds 3 --connections 32 --streams 200 \
 //        --concurrent-streams 1000 --error-seconds 15 [--soak 600 --rate 1000] [--pin] [--no-build] [--quick]
-//        [--cpu-rate 300] [--rss] [--gateway-flags="<node flags>"] [--gc] [--lag-ms 1]
+//        [--cpu-rate 300] [--rss] [--gateway-flags="<node flags>"] [--gc] [--lag-ms 1] [--memory-limit pod]
 //
 // Starts (bench/stack/lib.ts) a fake upstream (a test double answering at once), a raw node:http proxy
 // in front of it (the baseline), and the production build of the stack (NODE_ENV=production, dist/):
@@ -28,7 +28,8 @@
 // `--rate` req/s with the gateway's RSS sampled every 10 s. Numbers, not pass/fail; everything stops
 // by itself. The machine is shared: rely on the same-run ratios and CPU per request, and repeat runs.
 // `--rss`: only the memory part. The gateways run with their image's node flags (lib.ts imageNodeFlags);
-// `--gateway-flags` replaces them. Per request it also prints, for the limits-on gateway and chat-service,
+// `--gateway-flags` replaces them. Each gateway runs in a memory cgroup of its pod's limit (`--memory-limit`,
+// default `pod`: k8s/base/gateway.yaml's 1 GiB), since Node sizes V8's heap from it. Per request it also prints, for the limits-on gateway and chat-service,
 // the socket writes, reads, event-loop wake-ups, preemptions and bytes in/out; `--gc` adds the gateway's
 // promoted bytes and GC pauses (`--trace-gc-nvp`), also for the 503 burst; `--lag-ms N` a target on the
 // simulator answering after N ms (the upstream path's timing without its work).
@@ -37,7 +38,15 @@ import { createWriteStream, mkdirSync, type WriteStream } from 'node:fs';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { Pool } from 'undici';
-import { buildProduction, isolateTargets, rssKiB, type Stack, startStack } from './stack/lib.js';
+import {
+  buildProduction,
+  isolateTargets,
+  memoryCgroupWritable,
+  podMemoryLimitMiB,
+  rssKiB,
+  type Stack,
+  startStack,
+} from './stack/lib.js';
 import { hasWrk, runWrk, type WrkResult } from './stack/wrk.js';
 import { cpuMs, ioBytes, pct, preemptions, readCalls, sysMs, wakeups, writeCalls } from './support.js';
 
@@ -57,6 +66,13 @@ const { values: opt } = parseArgs({
     soak: { type: 'string', default: '0' },
     rate: { type: 'string', default: '1000' },
     pin: { type: 'boolean', default: false },
+    /**
+     * Each gateway in its own memory cgroup of this many MiB; `pod` (the default): the limit of its pod in
+     * k8s/base/gateway.yaml (1 GiB). Node sizes V8's heap, and with it the young generation, from that
+     * limit, as in the pod; without it V8 sizes them from this machine's 24 GiB (a 4x larger young
+     * generation). `none`: no cgroup. Where no memory cgroup is writable, `pod` falls back to none.
+     */
+    'memory-limit': { type: 'string', default: 'pod' },
     'no-build': { type: 'boolean', default: false },
     /** Only the throughput rounds and the ratios (for re-measuring one change quickly). */
     quick: { type: 'boolean', default: false },
@@ -725,8 +741,22 @@ async function main(): Promise<void> {
     buildProduction();
   }
   const gatewayFlags = opt['gateway-flags']?.split(' ').filter(Boolean);
+  const memoryLimit = opt['memory-limit'];
+  let memoryLimitMiB =
+    memoryLimit === 'pod'
+      ? (podMemoryLimitMiB('gateway') ?? 0)
+      : memoryLimit === 'none'
+        ? 0
+        : Number(memoryLimit);
+  if (!Number.isFinite(memoryLimitMiB) || memoryLimitMiB < 0)
+    throw new Error(`--memory-limit ${memoryLimit}: MiB, pod or none`);
+  if (memoryLimit === 'pod' && memoryLimitMiB > 0 && !memoryCgroupWritable()) {
+    console.log("no writable memory cgroup here: the gateways run without the pod's memory limit");
+    memoryLimitMiB = 0;
+  }
   const stack = await startStack({
     pin: opt.pin,
+    ...(memoryLimitMiB > 0 ? { memoryLimitMiB } : {}),
     ...(gatewayFlags ? { gatewayFlags } : {}),
     ...(opt.gc ? { gatewayOnNodeArgs: ['--trace-gc-nvp'] } : {}),
     ...(LAG_MS > 0 ? { lagMs: LAG_MS } : {}),
@@ -740,7 +770,9 @@ async function main(): Promise<void> {
     const idle = Object.fromEntries(
       procs.filter((p) => !p.name.endsWith('*')).map((p) => [p.name, rssKiB(p.pid)]),
     );
-    console.log(`gateway (limits on) node flags: ${stack.gatewayOnFlags.join(' ') || '(none)'}`);
+    console.log(
+      `gateway (limits on) node flags: ${stack.gatewayOnFlags.join(' ') || '(none)'}; memory cgroup: ${memoryLimitMiB > 0 ? `${memoryLimitMiB} MiB` : 'none (the machine)'}`,
+    );
     if (opt.rss) {
       // The idle collection (service-kit heap-trim.ts) looks every 10 s; start-up's garbage after one idle look.
       await new Promise((r) => setTimeout(r, 12_000));

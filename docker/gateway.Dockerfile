@@ -59,6 +59,8 @@ ENV GLIBC_TUNABLES=glibc.malloc.mmap_threshold=131072:glibc.malloc.arena_max=2
 # The batch runner role runs this image with: node apps/gateway/dist/batch-runner.js
 # V8's default young generation: capping it (--max-semi-space-size=4) saved ~60-100 MiB under load but cost
 # 11-21 us of scavenges per request (ADR 0014, "Memory"); the idle collection gives the memory back.
+# Node sizes it from the container's memory limit: 8 MiB semi-spaces in the 1 GiB pod of k8s/base
+# (32 MiB on a 24 GiB machine without a limit; bench/stack.ts runs the gateway in the pod's limit).
 # After an idle period V8's memory reducer leaves a 1 MiB young generation and an old-generation limit just
 # above the live heap, so the first seconds of the next load ran 3-5 extra marking cycles and ~100 extra
 # scavenges (0.8-1.2 s of GC per 5 s round against 0.1-0.4 s): --initial-old-space-size=128 keeps the

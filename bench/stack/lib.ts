@@ -16,7 +16,7 @@
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import { type CatalogEntry, CatalogEntrySchema } from '@infer/contracts';
 import { CatalogRepository, loadCatalogFile } from '@infer/persistence';
 import { connectNats } from '@infer/service-kit';
@@ -68,6 +68,12 @@ export interface StackOptions {
   withGatewayOff?: boolean;
   /** Pin each gateway to one core with taskset (cpu 0 / cpu 1). */
   pin?: boolean;
+  /**
+   * Runs each gateway in its own memory cgroup of this many MiB, as its pod's `resources.limits.memory`
+   * does (podMemoryLimitMiB): Node sizes V8's heap, and with it the young generation, from that limit.
+   * Unset: the machine's memory (24 GiB here), a larger heap than in any pod.
+   */
+  memoryLimitMiB?: number;
   /** Adds model `chat-lag`: the simulator with its first token (max_tokens 1: its answer) after this many ms. */
   lagMs?: number;
 }
@@ -119,6 +125,67 @@ export function imageEnv(app: string): Record<string, string> {
   return env;
 }
 
+/**
+ * The memory limit of an app's pod in k8s/base/<app>.yaml (`limits: memory: 1Gi`), in MiB; null when the
+ * manifest sets none.
+ */
+export function podMemoryLimitMiB(app: string, k8sBaseDir = 'k8s/base'): number | null {
+  const manifest = readFileSync(`${k8sBaseDir}/${app}.yaml`, 'utf8');
+  // From the app's own container on (not an init container's).
+  const at = manifest.search(new RegExp(`^\\s+- name: ${app}\\s*$`, 'm'));
+  if (at < 0) return null;
+  const text = manifest.slice(at);
+  const m = /\blimits:\s*\n(?:\s+\w+:.*\n)*?\s+memory:\s*(\d+)(Mi|Gi)\b/.exec(text);
+  if (!m) return null;
+  return Number(m[1]) * (m[2] === 'Gi' ? 1024 : 1);
+}
+
+/** Whether this machine lets the bench make a memory cgroup (it is root, the controller is mounted rw). */
+export function memoryCgroupWritable(): boolean {
+  try {
+    memoryCgroup(`bench-probe-${process.pid}`, 64).remove();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * A fresh memory cgroup limited to `mib` (cgroup v2, or v1's memory controller), for one process: the
+ * directory whose `cgroup.procs` the process joins before it execs node. Throws when neither is writable.
+ */
+function memoryCgroup(name: string, mib: number): { dir: string; remove(): void } {
+  const bytes = String(mib * 1024 * 1024);
+  const v2 = '/sys/fs/cgroup';
+  const v2Controllers = `${v2}/cgroup.controllers`;
+  const tries: [string, string][] = [];
+  if (existsSync(v2Controllers) && readFileSync(v2Controllers, 'utf8').includes('memory')) {
+    tries.push([`${v2}/${name}`, 'memory.max']);
+  }
+  if (existsSync(`${v2}/memory/cgroup.procs`)) tries.push([`${v2}/memory/${name}`, 'memory.limit_in_bytes']);
+  for (const [dir, file] of tries) {
+    try {
+      mkdirSync(dir, { recursive: true });
+      writeFileSync(`${dir}/${file}`, bytes);
+      return {
+        dir,
+        remove: () => {
+          try {
+            rmdirSync(dir);
+          } catch {
+            // still has a process (killed late): left for the machine
+          }
+        },
+      };
+    } catch {
+      // not writable here: the next
+    }
+  }
+  throw new Error(
+    `--memory-limit: no writable memory cgroup on this machine (tried ${tries.map((t) => t[0]).join(', ') || 'none'})`,
+  );
+}
+
 /** Spawns a production process; resolves once `ready(stdout so far)` says so (or the probe answers). */
 async function spawnProc(
   name: string,
@@ -126,9 +193,15 @@ async function spawnProc(
   env: Record<string, string>,
   ready: (out: string) => boolean | Promise<boolean>,
   pinCpu?: number,
+  cgroupDir?: string,
 ): Promise<Proc> {
-  const cmd = pinCpu === undefined ? process.execPath : 'taskset';
-  const argv = pinCpu === undefined ? args : ['-c', String(pinCpu), process.execPath, ...args];
+  let cmd = pinCpu === undefined ? process.execPath : 'taskset';
+  let argv = pinCpu === undefined ? args : ['-c', String(pinCpu), process.execPath, ...args];
+  if (cgroupDir) {
+    // The shell joins the cgroup and execs the command: node starts inside it (same pid).
+    argv = ['-c', 'echo $$ > "$0/cgroup.procs" && exec "$@"', cgroupDir, cmd, ...argv];
+    cmd = 'sh';
+  }
   const child = spawn(cmd, argv, {
     env: { ...process.env, NODE_ENV: 'production', NODE_OPTIONS: '', ...env },
     // stdin a pipe: the helpers exit when it closes (this process gone); stderr shown.
@@ -181,9 +254,11 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
   const usageRoot = `bench_${run}.usage`;
   const limitsPrefix = `benchlim:${run}:`;
   const procs: Proc[] = [];
+  const cgroups: { remove(): void }[] = [];
   const db = await createBenchDatabase();
   const cleanup = async () => {
     for (const p of [...procs].reverse()) await stopProc(p);
+    for (const c of cgroups) c.remove();
     const nc = await connectNats(NATS_URL, 'stack-bench-cleanup');
     await (await jetstreamManager(nc)).streams.delete(usageStream).catch(() => undefined);
     await nc.close();
@@ -278,12 +353,18 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     const startGateway = async (name: string, limits: boolean, nodeArgs: string[], pin?: number) => {
       const port = await freePort();
       const url = `http://127.0.0.1:${port}`;
+      let cgroup: ReturnType<typeof memoryCgroup> | undefined;
+      if (opts.memoryLimitMiB) {
+        cgroup = memoryCgroup(`bench-${run}-${limits ? 'on' : 'off'}`, opts.memoryLimitMiB);
+        cgroups.push(cgroup);
+      }
       const p = await spawnProc(
         name,
         [...nodeArgs, 'apps/gateway/dist/main.js'],
         { ...gatewayImageEnv, ...gwEnv, PORT: String(port), LIMITS_ENABLED: limits ? '1' : '0' },
         async () => (await fetch(`${url}/readyz`)).status === 200,
         pin,
+        cgroup?.dir,
       );
       procs.push(p);
       return { ...p, url };

@@ -15,7 +15,7 @@ import { createPrisma, dropDatabase } from '@infer/persistence';
 import { Ajv2019 } from 'ajv/dist/2019.js';
 import { validate as lintDockerfile } from 'dockerfile-utils';
 import { parse as parseYaml } from 'yaml';
-import { imageNodeFlags } from '../../bench/stack/lib.js';
+import { imageNodeFlags, podMemoryLimitMiB } from '../../bench/stack/lib.js';
 import { REPO } from './k8s-support.js';
 
 // The operator console is no process of its own: its static build ships inside the gateway image.
@@ -74,6 +74,30 @@ describe('Dockerfiles', () => {
     // The check can fail: node refuses a flag it does not know.
     assert.throws(() =>
       execFileSync(process.execPath, ['--initial-old-space-sizee=128', '-e', '0'], { stdio: 'pipe' }),
+    );
+  });
+
+  it("the bench's pod memory limit is the app container's (bench/stack.ts --memory-limit pod), not its init container's", () => {
+    const base = join(REPO, 'k8s', 'base');
+    for (const app of ['gateway', 'chat-service', 'ledger-writer']) {
+      const docs = readFileSync(join(base, `${app}.yaml`), 'utf8')
+        .split(/^---$/m)
+        .map((d) => parseYaml(d));
+      const deploy = docs.find((d) => d?.kind === 'Deployment');
+      const container = deploy.spec.template.spec.containers.find((c: { name: string }) => c.name === app);
+      const limit = String(container.resources.limits.memory);
+      const mib = Number.parseInt(limit, 10) * (limit.endsWith('Gi') ? 1024 : 1);
+      assert.equal(podMemoryLimitMiB(app, base), mib, app);
+    }
+    // The gateway's pod has an init container (migrate) with a smaller limit before its own.
+    const gateway = parseYaml(
+      readFileSync(join(base, 'gateway.yaml'), 'utf8')
+        .split(/^---$/m)
+        .find((d) => /kind: Deployment/.test(d)) ?? '',
+    );
+    assert.notEqual(
+      gateway.spec.template.spec.initContainers[0].resources.limits.memory,
+      gateway.spec.template.spec.containers[0].resources.limits.memory,
     );
   });
 
