@@ -28,11 +28,12 @@
 // `--rate` req/s with the gateway's RSS sampled every 10 s. Numbers, not pass/fail; everything stops
 // by itself. The machine is shared: rely on the same-run ratios and CPU per request, and repeat runs.
 // `--rss`: only the memory part. The gateways run with their image's node flags (lib.ts imageNodeFlags);
-// `--gateway-flags` replaces them. Each gateway runs in a memory cgroup of its pod's limit (`--memory-limit`,
-// default `pod`: k8s/base/gateway.yaml's 1 GiB), since Node sizes V8's heap from it. Per request it also prints, for the limits-on gateway and chat-service,
-// the socket writes, reads, event-loop wake-ups, preemptions and bytes in/out; `--gc` adds the gateway's
-// promoted bytes and GC pauses (`--trace-gc-nvp`), also for the 503 burst; `--lag-ms N` a target on the
-// simulator answering after N ms (the upstream path's timing without its work).
+// `--gateway-flags` replaces them. Each gateway runs in a memory cgroup of its pod's limit
+// (`--memory-limit`, default `pod`: k8s/base/gateway.yaml's 1 GiB), since Node sizes V8's heap from it.
+// Per request it also prints, for the limits-on gateway and chat-service, the socket writes, reads,
+// event-loop wake-ups, preemptions and bytes in/out; `--gc` adds the gateway's promoted bytes and GC
+// pauses (`--trace-gc-nvp`), also for the 503 burst; `--lag-ms N` a target on the simulator answering
+// after N ms (the upstream path's timing without its work).
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createWriteStream, mkdirSync, type WriteStream } from 'node:fs';
 import { parseArgs } from 'node:util';

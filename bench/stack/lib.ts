@@ -22,6 +22,7 @@ import { CatalogRepository, loadCatalogFile } from '@infer/persistence';
 import { connectNats } from '@infer/service-kit';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { Redis } from 'ioredis';
+import { parseAllDocuments } from 'yaml';
 import { type BenchDatabase, createBenchDatabase, freePort } from '../support.js';
 
 export const NATS_URL = process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
@@ -126,18 +127,19 @@ export function imageEnv(app: string): Record<string, string> {
 }
 
 /**
- * The memory limit of an app's pod in k8s/base/<app>.yaml (`limits: memory: 1Gi`), in MiB; null when the
- * manifest sets none.
+ * The memory limit of an app's pod: `resources.limits.memory` of the container named after the app in
+ * k8s/base/<app>.yaml (not an init container's), in MiB; null when the manifest sets none.
  */
 export function podMemoryLimitMiB(app: string, k8sBaseDir = 'k8s/base'): number | null {
-  const manifest = readFileSync(`${k8sBaseDir}/${app}.yaml`, 'utf8');
-  // From the app's own container on (not an init container's).
-  const at = manifest.search(new RegExp(`^\\s+- name: ${app}\\s*$`, 'm'));
-  if (at < 0) return null;
-  const text = manifest.slice(at);
-  const m = /\blimits:\s*\n(?:\s+\w+:.*\n)*?\s+memory:\s*(\d+)(Mi|Gi)\b/.exec(text);
-  if (!m) return null;
-  return Number(m[1]) * (m[2] === 'Gi' ? 1024 : 1);
+  const docs = parseAllDocuments(readFileSync(`${k8sBaseDir}/${app}.yaml`, 'utf8')).map((d) => d.toJS());
+  for (const doc of docs) {
+    const containers: { name?: string; resources?: { limits?: { memory?: string } } }[] =
+      doc?.spec?.template?.spec?.containers ?? [];
+    const limit = containers.find((c) => c.name === app)?.resources?.limits?.memory;
+    const m = limit === undefined ? null : /^(\d+)(Mi|Gi)$/.exec(String(limit));
+    if (m) return Number(m[1]) * (m[2] === 'Gi' ? 1024 : 1);
+  }
+  return null;
 }
 
 /** Whether this machine lets the bench make a memory cgroup (it is root, the controller is mounted rw). */
