@@ -126,9 +126,12 @@ export function imageEnv(app: string): Record<string, string> {
   return env;
 }
 
+const QUANTITY_MIB: Record<string, number> = { Ki: 1 / 1024, Mi: 1, Gi: 1024 };
+
 /**
  * The memory limit of an app's pod: `resources.limits.memory` of the container named after the app in
- * k8s/base/<app>.yaml (not an init container's), in MiB; null when the manifest sets none.
+ * k8s/base/<app>.yaml (not an init container's), in MiB; null when the manifest sets none. Throws on a
+ * quantity it does not read (only Ki, Mi and Gi), rather than measure without the limit.
  */
 export function podMemoryLimitMiB(app: string, k8sBaseDir = 'k8s/base'): number | null {
   const docs = parseAllDocuments(readFileSync(`${k8sBaseDir}/${app}.yaml`, 'utf8')).map((d) => d.toJS());
@@ -136,8 +139,10 @@ export function podMemoryLimitMiB(app: string, k8sBaseDir = 'k8s/base'): number 
     const containers: { name?: string; resources?: { limits?: { memory?: string } } }[] =
       doc?.spec?.template?.spec?.containers ?? [];
     const limit = containers.find((c) => c.name === app)?.resources?.limits?.memory;
-    const m = limit === undefined ? null : /^(\d+)(Mi|Gi)$/.exec(String(limit));
-    if (m) return Number(m[1]) * (m[2] === 'Gi' ? 1024 : 1);
+    if (limit === undefined) continue;
+    const m = /^(\d+)(Ki|Mi|Gi)$/.exec(String(limit));
+    if (!m?.[2]) throw new Error(`${app}: memory limit ${limit} (the bench reads Ki, Mi and Gi)`);
+    return Number(m[1]) * (QUANTITY_MIB[m[2]] ?? 1);
   }
   return null;
 }

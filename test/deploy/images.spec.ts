@@ -6,7 +6,7 @@
 // (No container engine runs on our machines, so the images themselves are not built here.)
 import assert from 'node:assert/strict';
 import { execFile, execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -78,27 +78,34 @@ describe('Dockerfiles', () => {
   });
 
   it("the bench's pod memory limit is the app container's (bench/stack.ts --memory-limit pod), not its init container's", () => {
-    const base = join(REPO, 'k8s', 'base');
-    for (const app of ['gateway', 'chat-service', 'ledger-writer']) {
-      const docs = readFileSync(join(base, `${app}.yaml`), 'utf8')
-        .split(/^---$/m)
-        .map((d) => parseYaml(d));
-      const deploy = docs.find((d) => d?.kind === 'Deployment');
-      const container = deploy.spec.template.spec.containers.find((c: { name: string }) => c.name === app);
-      const limit = String(container.resources.limits.memory);
-      const mib = Number.parseInt(limit, 10) * (limit.endsWith('Gi') ? 1024 : 1);
-      assert.equal(podMemoryLimitMiB(app, base), mib, app);
+    const dir = mkdtempSync(join(tmpdir(), 'pod-limit-'));
+    try {
+      const deployment = (containers: string, initContainers = '') =>
+        [
+          'apiVersion: v1\nkind: Service\nmetadata: {name: app}\nspec: {ports: [{port: 80}]}',
+          `apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: app}\nspec:\n  template:\n    spec:\n${initContainers}      containers:\n${containers}`,
+        ].join('\n---\n');
+      const container = (name: string, memory?: string) =>
+        `        - name: ${name}\n          image: x\n${memory ? `          resources: {limits: {memory: ${memory}}}\n` : ''}`;
+      writeFileSync(
+        join(dir, 'app.yaml'),
+        deployment(
+          container('sidecar', '64Mi') + container('app', '1Gi'),
+          `      initContainers:\n${container('migrate', '512Mi')}`,
+        ),
+      );
+      writeFileSync(join(dir, 'small.yaml'), deployment(container('small', '768Mi')));
+      writeFileSync(join(dir, 'none.yaml'), deployment(container('none')));
+      writeFileSync(join(dir, 'odd.yaml'), deployment(container('odd', '1G')));
+      assert.equal(podMemoryLimitMiB('app', dir), 1024, 'the container named after the app');
+      assert.equal(podMemoryLimitMiB('small', dir), 768);
+      assert.equal(podMemoryLimitMiB('none', dir), null);
+      assert.throws(() => podMemoryLimitMiB('odd', dir), /memory limit 1G/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
-    // The gateway's pod has an init container (migrate) with a smaller limit before its own.
-    const gateway = parseYaml(
-      readFileSync(join(base, 'gateway.yaml'), 'utf8')
-        .split(/^---$/m)
-        .find((d) => /kind: Deployment/.test(d)) ?? '',
-    );
-    assert.notEqual(
-      gateway.spec.template.spec.initContainers[0].resources.limits.memory,
-      gateway.spec.template.spec.containers[0].resources.limits.memory,
-    );
+    // The real manifests: the gateway's 1 GiB, not its migrate init container's 512 MiB.
+    assert.equal(podMemoryLimitMiB('gateway', join(REPO, 'k8s', 'base')), 1024);
   });
 
   it('the linter does report a broken Dockerfile', () => {
