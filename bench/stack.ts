@@ -662,27 +662,33 @@ async function firstBytes(
   const pool = new Pool(url, { connections: 1 });
   const first: number[] = [];
   const total: number[] = [];
+  const once = async (): Promise<[number, number]> => {
+    const t0 = performance.now();
+    const res = await pool.request({
+      path,
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}) },
+      body,
+    });
+    let t1 = 0;
+    for await (const _ of res.body) {
+      if (!t1) t1 = performance.now();
+    }
+    if (res.statusCode !== 200) throw new Error(`stream answered ${res.statusCode}`);
+    if (STREAM_GAP_MS > 0) await new Promise((r) => setTimeout(r, STREAM_GAP_MS));
+    return [t1 - t0, performance.now() - t0];
+  };
   try {
-    // A warm-up of a fifth of the run (at least 10): with `--only streams` the processes are fresh.
-    const warm = Math.max(10, Math.round(n / 5));
-    for (let i = 0; i < n + warm; i++) {
-      const t0 = performance.now();
-      const res = await pool.request({
-        path,
-        method: 'POST',
-        headers: { 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}) },
-        body,
-      });
-      let t1 = 0;
-      for await (const _ of res.body) {
-        if (!t1) t1 = performance.now();
-      }
-      if (res.statusCode !== 200) throw new Error(`stream answered ${res.statusCode}`);
-      if (i >= warm) {
-        first.push(t1 - t0);
-        total.push(performance.now() - t0);
-      }
-      if (STREAM_GAP_MS > 0) await new Promise((r) => setTimeout(r, STREAM_GAP_MS));
+    // The throughput rounds' warm-up (`--warmup` s of this path, back to back), and at least a fifth of
+    // the run: with `--only streams` the processes are fresh, and a fifth of 1,000 streams (~0.2 s) left
+    // the optimizing compilers of the gateway and chat-service at work on the stream path (+1.09 ms p50
+    // after it, +0.89 after 1,000 streams: docs/performance.md, "First byte after a warm-up").
+    const warmUntil = performance.now() + Number(opt.warmup) * 1000;
+    for (let i = 0; i < Math.max(10, Math.round(n / 5)) || performance.now() < warmUntil; i++) await once();
+    for (let i = 0; i < n; i++) {
+      const [f, t] = await once();
+      first.push(f);
+      total.push(t);
     }
   } finally {
     await pool.close();
@@ -690,40 +696,63 @@ async function firstBytes(
   return { first, total };
 }
 
-/** `n` long streams at once through the gateway: its RSS before, at the peak and after. */
-async function concurrentStreams(stack: Stack, n: number): Promise<Record<string, number>> {
-  const gw = stack.gatewayOn;
-  const pool = new Pool(gw.url, { connections: n, pipelining: 1 });
-  const before = rssKiB(gw.pid);
+/**
+ * `n` long streams at once (chat-slow: 100 tokens 20 ms apart) from one server: its RSS before and at
+ * the peak (sampled every 50 ms), how many streams were open at once, and the bytes of one stream.
+ */
+interface AtOnce {
+  before: number;
+  peak: number;
+  ok: number;
+  maxOpen: number;
+  bytes: number;
+}
+
+async function streamsAtOnce(server: { url: string; pid: number }, n: number, key?: string): Promise<AtOnce> {
+  const pool = new Pool(server.url, { connections: n, pipelining: 1 });
+  const before = rssKiB(server.pid);
   let peak = before;
   const sampler = setInterval(() => {
-    peak = Math.max(peak, rssKiB(gw.pid));
+    peak = Math.max(peak, rssKiB(server.pid));
   }, 50);
   let ok = 0;
   let open = 0;
   let maxOpen = 0;
+  let bytes = 0;
   try {
     await Promise.all(
       Array.from({ length: n }, async () => {
         const res = await pool.request({
           path: '/v1/chat/completions',
           method: 'POST',
-          headers: { 'content-type': 'application/json', authorization: `Bearer ${stack.key}` },
+          headers: { 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}) },
           body: chatBody('chat-slow', true, 100),
         });
         open++;
         maxOpen = Math.max(maxOpen, open);
-        for await (const _ of res.body) {
-          // drain
-        }
+        let b = 0;
+        for await (const chunk of res.body) b += (chunk as Buffer).length;
         open--;
-        if (res.statusCode === 200) ok++;
+        if (res.statusCode === 200) {
+          ok++;
+          bytes = b;
+        }
       }),
     );
   } finally {
     clearInterval(sampler);
     await pool.close();
   }
+  return { before, peak, ok, maxOpen, bytes };
+}
+
+/** `n` long streams at once through the gateway: its RSS before, at the peak and after. */
+async function concurrentStreams(
+  stack: Stack,
+  n: number,
+): Promise<AtOnce & { after: number; later: number; settled: number }> {
+  const gw = stack.gatewayOn;
+  const r = await streamsAtOnce(gw, n, stack.key);
   await new Promise((r) => setTimeout(r, 3_000));
   const after = rssKiB(gw.pid);
   // The idle collection (service-kit heap-trim.ts) looks every 10 s and, after start-up, collects after
@@ -731,7 +760,7 @@ async function concurrentStreams(stack: Stack, n: number): Promise<Record<string
   await new Promise((r) => setTimeout(r, 12_000));
   const later = rssKiB(gw.pid);
   await new Promise((r) => setTimeout(r, 30_000));
-  return { before, peak, after, later, settled: rssKiB(gw.pid), ok, maxOpen };
+  return { ...r, after, later, settled: rssKiB(gw.pid) };
 }
 
 const mib = (kib: number) => (kib / 1024).toFixed(1);
@@ -950,7 +979,7 @@ async function main(): Promise<void> {
 
     if (part('streams')) {
       console.log(
-        `\nStreams one at a time (${STREAMS} each, ${STREAM_GAP_MS ? `${STREAM_GAP_MS} ms apart` : 'back to back'}): time to first byte / to end, ms`,
+        `\nStreams one at a time (${STREAMS} each after ${opt.warmup} s of warm-up, ${STREAM_GAP_MS ? `${STREAM_GAP_MS} ms apart` : 'back to back'}): time to first byte / to end, ms`,
       );
       const streamRows: Record<string, string>[] = [];
       let upstreamFirst = 0;
@@ -977,9 +1006,16 @@ async function main(): Promise<void> {
     if (part('concurrent')) {
       console.log(`\n${CONCURRENT_STREAMS} streams at once (chat-slow, 100 tokens at 20 ms) through gw on:`);
       const cs = await concurrentStreams(stack, CONCURRENT_STREAMS);
+      const perStream = (r: AtOnce) => ((r.peak - r.before) / Math.max(1, r.maxOpen)).toFixed(1);
       console.log(
-        `  ${cs.ok} ok, ${cs.maxOpen} open at once; RSS ${mib(cs.before!)} -> peak ${mib(cs.peak!)} MiB ` +
-          `(${((cs.peak! - cs.before!) / Math.max(1, cs.maxOpen!)).toFixed(1)} KiB per stream) -> ${mib(cs.after!)} MiB 3 s later, ${mib(cs.later!)} MiB 15 s later, ${mib(cs.settled!)} MiB 45 s later`,
+        `  ${cs.ok} ok, ${cs.maxOpen} open at once, ${cs.bytes} B each; RSS ${mib(cs.before)} -> peak ${mib(cs.peak)} MiB ` +
+          `(${perStream(cs)} KiB per stream) -> ${mib(cs.after)} MiB 3 s later, ${mib(cs.later)} MiB 15 s later, ${mib(cs.settled)} MiB 45 s later`,
+      );
+      // The floor: the same streams from a bare node:http server (same node flags and memory limit).
+      const fl = await streamsAtOnce(stack.sseFloor, CONCURRENT_STREAMS);
+      console.log(
+        `  the floor, a bare node:http server sending the same streams (bench/stack/sse-floor.mjs): ${fl.ok} ok, ` +
+          `${fl.maxOpen} open at once, ${fl.bytes} B each; RSS ${mib(fl.before)} -> peak ${mib(fl.peak)} MiB (${perStream(fl)} KiB per stream)`,
       );
     }
 

@@ -44,6 +44,11 @@ export interface Stack {
   ledger: Proc;
   gatewayOn: Proc & { url: string };
   gatewayOff: Proc & { url: string };
+  /**
+   * The concurrent streams' floor (bench/stack/sse-floor.mjs): a bare node:http server streaming what
+   * the gateway relays for chat-slow, with the gateways' node flags, in the same memory limit.
+   */
+  sseFloor: Proc & { url: string };
   /** The node flags the gateways run with (their image's CMD unless `gatewayFlags` replaced them). */
   gatewayOnFlags: string[];
   /** The NATS server's pid when it runs on this machine (shared with everything else on it). */
@@ -377,6 +382,20 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       return { ...p, url };
     };
     const gatewayFlags = opts.gatewayFlags ?? imageNodeFlags('gateway');
+    let floorCgroup: ReturnType<typeof memoryCgroup> | undefined;
+    if (opts.memoryLimitMiB) {
+      floorCgroup = memoryCgroup(`bench-${run}-floor`, opts.memoryLimitMiB);
+      cgroups.push(floorCgroup);
+    }
+    const sseFloor = await spawnProc(
+      'sse-floor',
+      [...gatewayFlags, 'bench/stack/sse-floor.mjs'],
+      gatewayImageEnv,
+      (o) => listeningPort(o) !== null,
+      undefined,
+      floorCgroup?.dir,
+    );
+    procs.push(sseFloor);
     const gatewayOn = await startGateway(
       'gateway (limits on)',
       true,
@@ -411,6 +430,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       ledger,
       gatewayOn,
       gatewayOff,
+      sseFloor: { ...sseFloor, url: `http://127.0.0.1:${listeningPort(sseFloor.output())}` },
       natsPid: serverPid('nats-server'),
       redisPid: serverPid('redis-server'),
       gatewayOnFlags: gatewayFlags,
