@@ -263,11 +263,13 @@ describe('chat completions through the gateway (openai SDK)', () => {
       /gateway_http_requests_total\{route="\/v1\/chat\/completions",method="POST",status="200"\} \d+/,
     );
     assert.match(metrics, /gateway_http_request_duration_seconds_bucket/);
-    const doc = (await (await fetch(`${stack.url}/openapi.json`)).json()) as {
-      openapi: string;
-      paths: object;
-    };
+    // Built on the first request and served serialized: a JSON answer, the same the second time.
+    const first = await fetch(`${stack.url}/openapi.json`);
+    assert.equal(first.headers.get('content-type'), 'application/json; charset=utf-8');
+    const text = await first.text();
+    const doc = JSON.parse(text) as { openapi: string; paths: object };
     assert.equal(doc.openapi, '3.1.0');
     assert.ok('/v1/chat/completions' in doc.paths);
+    assert.equal(await (await fetch(`${stack.url}/openapi.json`)).text(), text);
   });
 });
