@@ -8,7 +8,9 @@
 // (with `--admin S`) GET /admin/keys twice with ADMIN_TOKEN (a route on Prisma's client; both timed) and
 // reads them again S s later. `--modules` also runs the gateway with bench/stack/module-watch.mjs preloaded and
 // prints which of Prisma's client modules it loaded before and after the admin request (that run's RSS
-// is not reported: the hook is not free). Numbers, not pass/fail.
+// is not reported: the hook is not free). Each round also starts, at the same time, the floor: NestJS on
+// Fastify with one route and nothing else (bench/stack/nest-floor.mjs, same node flags and allocator
+// settings, the same idle collection at 10 s), the framework the gateway is built on. Numbers, not pass/fail.
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -105,6 +107,36 @@ async function startGateway(databaseUrl: string, run: string, extraFlags: string
   };
 }
 
+/** bench/stack/nest-floor.mjs with the gateway image's node flags and allocator settings. */
+async function startFloor(extraFlags: string[]): Promise<Gateway> {
+  const child = spawn(
+    process.execPath,
+    [...imageNodeFlags('gateway'), ...extraFlags, 'bench/stack/nest-floor.mjs'],
+    {
+      env: { ...process.env, NODE_ENV: 'production', NODE_OPTIONS: '', ...imageEnv('gateway') },
+      stdio: ['pipe', 'pipe', 'inherit'],
+    },
+  );
+  let out = '';
+  child.stdout.on('data', (d) => (out += d));
+  const deadline = Date.now() + 30_000;
+  while (!/listening (\d+)/.test(out)) {
+    if (child.exitCode !== null || Date.now() > deadline) throw new Error(`nest-floor did not start: ${out}`);
+    await sleep(50);
+  }
+  return {
+    pid: child.pid!,
+    url: `http://127.0.0.1:${/listening (\d+)/.exec(out)?.[1]}`,
+    output: () => out,
+    stop: async () => {
+      if (child.exitCode !== null) return;
+      const exited = new Promise((r) => child.once('exit', r));
+      child.kill('SIGTERM');
+      await Promise.race([exited, sleep(10_000)]);
+    },
+  };
+}
+
 async function get(url: string, auth: string): Promise<number> {
   const res = await fetch(url, { headers: { authorization: `Bearer ${auth}` } });
   await res.arrayBuffer();
@@ -143,12 +175,18 @@ try {
     runs.push(run);
     const started = Date.now();
     const gw = await startGateway(db.databaseUrl, run, opt.flags ? opt.flags.split(' ') : []);
+    // The floor beside it, started at the same time: NestJS on Fastify alone (bench/stack/nest-floor.mjs).
+    const floor = await startFloor(opt.flags ? opt.flags.split(' ') : []);
     try {
       const status = await get(`${gw.url}/v1/models`, db.key);
       if (status !== 200) throw new Error(`/v1/models answered ${status}`);
+      if ((await get(`${floor.url}/hello`, '')) !== 200) throw new Error('the floor did not answer');
       await sleep(Math.max(0, started + idleMs - Date.now()));
       const idle = memory(gw.pid);
-      let line = `round ${round}: idle ${opt.idle} s after start: RSS ${mib(idle.rss)} MiB (file ${mib(idle.file)}, anonymous ${mib(idle.anon)})`;
+      const fl = memory(floor.pid);
+      let line =
+        `round ${round}: idle ${opt.idle} s after start: RSS ${mib(idle.rss)} MiB (file ${mib(idle.file)}, anonymous ${mib(idle.anon)}); ` +
+        `the floor, NestJS on Fastify with one route: ${mib(fl.rss)} MiB (file ${mib(fl.file)}, anonymous ${mib(fl.anon)})`;
       if (adminMs !== null) {
         const t0 = performance.now();
         const s = await get(`${gw.url}/admin/keys`, ADMIN_TOKEN);
@@ -166,6 +204,7 @@ try {
       console.log(line);
     } finally {
       await gw.stop();
+      await floor.stop();
     }
   }
 } finally {
