@@ -1,6 +1,14 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { IdleHeapTrim, idleHeapTrimUsers, startIdleHeapTrim } from './heap-trim.js';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import {
+  collectAndTrim,
+  IdleHeapTrim,
+  idleHeapTrimUsers,
+  mallocTrim,
+  startIdleHeapTrim,
+} from './heap-trim.js';
 
 const MiB = 1024 * 1024;
 
@@ -88,6 +96,63 @@ describe('IdleHeapTrim', () => {
     assert.equal(trim.check(), true);
     assert.equal(ref.deref(), undefined);
     assert.equal(typeof (globalThis as { gc?: unknown }).gc, 'undefined', 'no global gc() leaks out');
+  });
+});
+
+/** glibc's version where this process runs on glibc (the platform's images and CI machines do). */
+const glibc = (process.report.getReport() as { header?: { glibcVersionRuntime?: string } }).header
+  ?.glibcVersionRuntime;
+
+/**
+ * Many small blocks from malloc's arena (Buffer.allocUnsafeSlow: one malloc'd backing store each, below
+ * the mmap threshold), one in ten kept: the rest become free chunks between live ones once collected,
+ * pages glibc keeps. Returns the kept ones.
+ */
+function fragmentMalloc(): Buffer[] {
+  const all = Array.from({ length: 30_000 }, (_, i) => Buffer.allocUnsafeSlow(1_000 + (i % 7) * 300).fill(1));
+  return all.filter((_, i) => i % 10 === 0);
+}
+
+describe("the idle collection gives malloc's free pages back (glibc malloc_trim through node:ffi)", () => {
+  it('collectAndTrim: the collection frees the blocks, the trim returns their pages', {
+    skip: !glibc && 'not on glibc',
+  }, () => {
+    assert.ok(mallocTrim(), 'node:ffi and glibc malloc_trim are found in this process');
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as (o: { type: 'major'; execution: 'sync' }) => void;
+    const kept = fragmentMalloc();
+    gc({ type: 'major', execution: 'sync' });
+    const afterGc = process.memoryUsage.rss();
+    collectAndTrim()();
+    const afterTrim = process.memoryUsage.rss();
+    assert.ok(
+      afterGc - afterTrim > 20 * MiB,
+      `the trim gave back ${((afterGc - afterTrim) / MiB).toFixed(1)} MiB after the collection (expected > 20; the last-resort collection alone gives back ~7-10)`,
+    );
+    assert.equal(kept.length, 3_000);
+    assert.ok(
+      kept.every((b) => b[0] === 1),
+      'the live blocks are untouched',
+    );
+  });
+
+  it('mallocTrim leaves no ExperimentalWarning behind and puts process.emitWarning back', {
+    skip: !glibc && 'not on glibc',
+  }, () => {
+    const seen: string[] = [];
+    const onWarning = (w: Error) => seen.push(w.message);
+    process.on('warning', onWarning);
+    const before = process.emitWarning;
+    try {
+      assert.equal(typeof mallocTrim()?.(), 'number');
+      assert.equal(process.emitWarning, before);
+    } finally {
+      process.off('warning', onWarning);
+    }
+    assert.deepEqual(
+      seen.filter((m) => m.startsWith('FFI')),
+      [],
+    );
   });
 });
 
