@@ -11,7 +11,7 @@
 // is not reported: the hook is not free). Each round also starts, at the same time, the floor: NestJS on
 // Fastify with one route and nothing else (bench/stack/nest-floor.mjs, same node flags and allocator
 // settings, the same idle collection at 10 s), the framework the gateway is built on. Numbers, not pass/fail.
-import { spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
@@ -93,18 +93,16 @@ async function startGateway(databaseUrl: string, run: string, extraFlags: string
     if (ok) break;
     await sleep(100);
   }
-  return {
-    pid: child.pid!,
-    url,
-    output: () => out,
-    stop: async () => {
-      if (child.exitCode !== null) return;
-      const exited = new Promise((r) => child.once('exit', r));
-      child.kill('SIGTERM');
-      await Promise.race([exited, sleep(10_000)]);
-      if (child.exitCode === null) child.kill('SIGKILL');
-    },
-  };
+  return { pid: child.pid!, url, output: () => out, stop: () => stopChild(child) };
+}
+
+/** SIGTERM, then SIGKILL after 10 s. */
+async function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return;
+  const exited = new Promise((r) => child.once('exit', r));
+  child.kill('SIGTERM');
+  await Promise.race([exited, sleep(10_000)]);
+  if (child.exitCode === null) child.kill('SIGKILL');
 }
 
 /** bench/stack/nest-floor.mjs with the gateway image's node flags and allocator settings. */
@@ -124,17 +122,8 @@ async function startFloor(extraFlags: string[]): Promise<Gateway> {
     if (child.exitCode !== null || Date.now() > deadline) throw new Error(`nest-floor did not start: ${out}`);
     await sleep(50);
   }
-  return {
-    pid: child.pid!,
-    url: `http://127.0.0.1:${/listening (\d+)/.exec(out)?.[1]}`,
-    output: () => out,
-    stop: async () => {
-      if (child.exitCode !== null) return;
-      const exited = new Promise((r) => child.once('exit', r));
-      child.kill('SIGTERM');
-      await Promise.race([exited, sleep(10_000)]);
-    },
-  };
+  const url = `http://127.0.0.1:${/listening (\d+)/.exec(out)?.[1]}`;
+  return { pid: child.pid!, url, output: () => out, stop: () => stopChild(child) };
 }
 
 async function get(url: string, auth: string): Promise<number> {
