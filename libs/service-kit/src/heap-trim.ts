@@ -14,7 +14,8 @@ import { runInNewContext } from 'node:vm';
  * trigger one, so the garbage of the burst (and the pages V8 pools for reuse) stay resident until the
  * next load. Node offers no other hint (no memory-pressure or
  * background notification), so this asks V8 for the collection the reducer would have made: a full
- * "last resort" GC (compacts, shrinks the young generation, releases the pooled pages). It also drops
+ * "last resort" GC (compacts, shrinks the young generation, releases the pooled pages), then has glibc
+ * give back the free pages of malloc's arenas (collectAndTrim, below). It also drops
  * the compiled code of functions not on the stack, so the next load re-tiers them; the "regular" flavour
  * keeps it but left RSS at ~160 MiB until V8's own reducer ran ~30 s later (docs/performance.md, "The
  * idle collection and the post-idle state"). Either flavour, like V8's reducer, leaves a small young
@@ -131,12 +132,17 @@ function lastResortGc(): () => void {
  */
 export function collectAndTrim(): () => void {
   const gc = lastResortGc();
+  // undefined until the first collection (a process that is never idle never loads node:ffi); null when
+  // it cannot be had, or once a call failed.
   let trim: (() => number) | null | undefined;
   return () => {
     gc();
-    // Resolved at the first collection, not at start-up: a process that is never idle never loads it.
-    trim ??= mallocTrim();
-    trim?.();
+    if (trim === undefined) trim = mallocTrim();
+    try {
+      trim?.();
+    } catch {
+      trim = null;
+    }
   };
 }
 
