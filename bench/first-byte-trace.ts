@@ -17,10 +17,11 @@
 // each hop over the requests, and the first byte the client measured meanwhile (perf costs a little).
 // Numbers, not pass/fail. Results: docs/performance.md, "Where the first byte waits".
 import { execFileSync, spawn } from 'node:child_process';
-import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { Pool } from 'undici';
-import { buildProduction, memoryCgroupWritable, podMemoryLimitMiB, startStack } from './stack/lib.js';
+import { buildProduction, chatBody, resolveMemoryLimitMiB, startStack, timedStream } from './stack/lib.js';
+import { pct } from './support.js';
 
 const { values: opt } = parseArgs({
   options: {
@@ -112,47 +113,18 @@ function parsePerf(text: string, threadPid: (tid: number) => number): Ev[] {
   return evs.sort((a, b) => a.t - b.t);
 }
 
-const pct = (xs: number[], p: number) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor((s.length * p) / 100))] ?? Number.NaN;
-};
-
 async function main(): Promise<void> {
   if (!opt['no-build']) {
     console.log('building the production output (tools/build.js) ...');
     buildProduction();
   }
-  const limit =
-    opt['memory-limit'] === 'pod'
-      ? memoryCgroupWritable()
-        ? (podMemoryLimitMiB('gateway') ?? 0)
-        : 0
-      : opt['memory-limit'] === 'none'
-        ? 0
-        : Number(opt['memory-limit']);
+  const limit = resolveMemoryLimitMiB(opt['memory-limit']);
   const stack = await startStack({ withGatewayOff: false, ...(limit > 0 ? { memoryLimitMiB: limit } : {}) });
   const pool = new Pool(stack.gatewayOn.url, { connections: 1 });
   try {
-    const body = JSON.stringify({
-      model: opt.model,
-      messages: [{ role: 'user', content: 'Hello there, how are you today?' }],
-      max_tokens: 2,
-      stream: true,
-      stream_options: { include_usage: true },
-    });
-    const once = async (): Promise<number> => {
-      const t0 = performance.now();
-      const res = await pool.request({
-        path: '/v1/chat/completions',
-        method: 'POST',
-        headers: { 'content-type': 'application/json', authorization: `Bearer ${stack.key}` },
-        body,
-      });
-      let t1 = 0;
-      for await (const _ of res.body) if (!t1) t1 = performance.now();
-      if (res.statusCode !== 200) throw new Error(`stream answered ${res.statusCode}`);
-      return t1 - t0;
-    };
+    // The same request as bench/stack.ts's first-byte figures.
+    const body = chatBody(opt.model, true, 2);
+    const once = async () => (await timedStream(pool, '/v1/chat/completions', body, stack.key))[0];
     const warmUntil = performance.now() + Number(opt.warmup) * 1000;
     while (performance.now() < warmUntil) await once();
 
@@ -175,7 +147,7 @@ async function main(): Promise<void> {
       for (const tid of readdirSync(`/proc/${pid}/task`)) tidPid.set(Number(tid), pid);
 
     const data = 'var/bench/first-byte-trace.data';
-    execFileSync('mkdir', ['-p', 'var/bench']);
+    mkdirSync('var/bench', { recursive: true });
     const perf = spawn(
       'perf',
       [
@@ -252,8 +224,8 @@ async function main(): Promise<void> {
     console.table(
       steps.slice(1).map(([name], k) => ({
         'until ...': name,
-        'p50 us': ((pct(hops[k] ?? [], 50) ?? 0) * 1000).toFixed(0),
-        'p90 us': ((pct(hops[k] ?? [], 90) ?? 0) * 1000).toFixed(0),
+        'p50 us': (pct(hops[k] ?? [], 50) * 1000).toFixed(0),
+        'p90 us': (pct(hops[k] ?? [], 90) * 1000).toFixed(0),
       })),
     );
     console.log(

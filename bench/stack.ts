@@ -41,12 +41,13 @@ import autocannon from 'autocannon';
 import { Pool } from 'undici';
 import {
   buildProduction,
+  chatBody,
   isolateTargets,
-  memoryCgroupWritable,
-  podMemoryLimitMiB,
+  resolveMemoryLimitMiB,
   rssKiB,
   type Stack,
   startStack,
+  timedStream,
 } from './stack/lib.js';
 import { hasWrk, runWrk, type WrkResult } from './stack/wrk.js';
 import { cpuMs, ioBytes, pct, preemptions, readCalls, sysMs, wakeups, writeCalls } from './support.js';
@@ -163,14 +164,6 @@ const PARTS = new Set(
       : ['throughput', 'fixed', 'streams', 'concurrent', 'errors', 'soak'],
 );
 const part = (name: string) => PARTS.has(name);
-
-const chatBody = (model: string, stream = false, maxTokens = 1) =>
-  JSON.stringify({
-    model,
-    messages: [{ role: 'user', content: 'Hello there, how are you today?' }],
-    max_tokens: maxTokens,
-    ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}),
-  });
 
 interface Target {
   name: string;
@@ -663,20 +656,9 @@ async function firstBytes(
   const first: number[] = [];
   const total: number[] = [];
   const once = async (): Promise<[number, number]> => {
-    const t0 = performance.now();
-    const res = await pool.request({
-      path,
-      method: 'POST',
-      headers: { 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}) },
-      body,
-    });
-    let t1 = 0;
-    for await (const _ of res.body) {
-      if (!t1) t1 = performance.now();
-    }
-    if (res.statusCode !== 200) throw new Error(`stream answered ${res.statusCode}`);
+    const times = await timedStream(pool, path, body, key);
     if (STREAM_GAP_MS > 0) await new Promise((r) => setTimeout(r, STREAM_GAP_MS));
-    return [t1 - t0, performance.now() - t0];
+    return times;
   };
   try {
     // The throughput rounds' warm-up (`--warmup` s of this path, back to back), and at least a fifth of
@@ -696,10 +678,6 @@ async function firstBytes(
   return { first, total };
 }
 
-/**
- * `n` long streams at once (chat-slow: 100 tokens 20 ms apart) from one server: its RSS before and at
- * the peak (sampled every 50 ms), how many streams were open at once, and the bytes of one stream.
- */
 interface AtOnce {
   before: number;
   peak: number;
@@ -708,6 +686,10 @@ interface AtOnce {
   bytes: number;
 }
 
+/**
+ * `n` long streams at once (chat-slow: 100 tokens 20 ms apart) from one server: its RSS before and at
+ * the peak (sampled every 50 ms), how many streams were open at once, and the bytes of one stream.
+ */
 async function streamsAtOnce(server: { url: string; pid: number }, n: number, key?: string): Promise<AtOnce> {
   const pool = new Pool(server.url, { connections: n, pipelining: 1 });
   const before = rssKiB(server.pid);
@@ -771,19 +753,7 @@ async function main(): Promise<void> {
     buildProduction();
   }
   const gatewayFlags = opt['gateway-flags']?.split(' ').filter(Boolean);
-  const memoryLimit = opt['memory-limit'];
-  let memoryLimitMiB =
-    memoryLimit === 'pod'
-      ? (podMemoryLimitMiB('gateway') ?? 0)
-      : memoryLimit === 'none'
-        ? 0
-        : Number(memoryLimit);
-  if (!Number.isFinite(memoryLimitMiB) || memoryLimitMiB < 0)
-    throw new Error(`--memory-limit ${memoryLimit}: MiB, pod or none`);
-  if (memoryLimit === 'pod' && memoryLimitMiB > 0 && !memoryCgroupWritable()) {
-    console.log("no writable memory cgroup here: the gateways run without the pod's memory limit");
-    memoryLimitMiB = 0;
-  }
+  const memoryLimitMiB = resolveMemoryLimitMiB(opt['memory-limit']);
   const stack = await startStack({
     pin: opt.pin,
     ...(memoryLimitMiB > 0 ? { memoryLimitMiB } : {}),

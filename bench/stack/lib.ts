@@ -22,6 +22,7 @@ import { CatalogRepository, loadCatalogFile } from '@infer/persistence';
 import { connectNats } from '@infer/service-kit';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { Redis } from 'ioredis';
+import type { Pool } from 'undici';
 import { parseAllDocuments } from 'yaml';
 import { type BenchDatabase, createBenchDatabase, freePort } from '../support.js';
 
@@ -150,6 +151,51 @@ export function podMemoryLimitMiB(app: string, k8sBaseDir = 'k8s/base'): number 
     return Number(m[1]) * (QUANTITY_MIB[m[2]] ?? 1);
   }
   return null;
+}
+
+/**
+ * `--memory-limit` of the benches: `pod` (the gateway container's limit in k8s/base/gateway.yaml, or no
+ * limit, said on the console, where this machine has no writable memory cgroup), `none`, or MiB. 0: none.
+ */
+export function resolveMemoryLimitMiB(arg: string | undefined): number {
+  const mib = arg === 'pod' ? (podMemoryLimitMiB('gateway') ?? 0) : arg === 'none' ? 0 : Number(arg);
+  if (!Number.isFinite(mib) || mib < 0) throw new Error(`--memory-limit ${arg}: MiB, pod or none`);
+  if (arg === 'pod' && mib > 0 && !memoryCgroupWritable()) {
+    console.log("no writable memory cgroup here: the gateways run without the pod's memory limit");
+    return 0;
+  }
+  return mib;
+}
+
+/** The chat request body of the benches (a short prompt; streamed with usage when `stream`). */
+export const chatBody = (model: string, stream = false, maxTokens = 1) =>
+  JSON.stringify({
+    model,
+    messages: [{ role: 'user', content: 'Hello there, how are you today?' }],
+    max_tokens: maxTokens,
+    ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}),
+  });
+
+/** One streamed POST on `pool`, drained: [ms to its first body bytes, ms to its end]. Throws unless 200. */
+export async function timedStream(
+  pool: Pool,
+  path: string,
+  body: string,
+  key?: string,
+): Promise<[number, number]> {
+  const t0 = performance.now();
+  const res = await pool.request({
+    path,
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}) },
+    body,
+  });
+  let t1 = 0;
+  for await (const _ of res.body) {
+    if (!t1) t1 = performance.now();
+  }
+  if (res.statusCode !== 200) throw new Error(`stream answered ${res.statusCode}`);
+  return [t1 - t0, performance.now() - t0];
 }
 
 /** Whether this machine lets the bench make a memory cgroup (it is root, the controller is mounted rw). */
@@ -362,14 +408,17 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       LIMITS_REDIS_PREFIX: limitsPrefix,
     };
     const gatewayImageEnv = imageEnv('gateway');
+    // A memory cgroup of the pod's limit for one process (opts.memoryLimitMiB), removed at the end.
+    const limitedCgroup = (name: string) => {
+      if (!opts.memoryLimitMiB) return undefined;
+      const cgroup = memoryCgroup(`bench-${run}-${name}`, opts.memoryLimitMiB);
+      cgroups.push(cgroup);
+      return cgroup;
+    };
     const startGateway = async (name: string, limits: boolean, nodeArgs: string[], pin?: number) => {
       const port = await freePort();
       const url = `http://127.0.0.1:${port}`;
-      let cgroup: ReturnType<typeof memoryCgroup> | undefined;
-      if (opts.memoryLimitMiB) {
-        cgroup = memoryCgroup(`bench-${run}-${limits ? 'on' : 'off'}`, opts.memoryLimitMiB);
-        cgroups.push(cgroup);
-      }
+      const cgroup = limitedCgroup(limits ? 'on' : 'off');
       const p = await spawnProc(
         name,
         [...nodeArgs, 'apps/gateway/dist/main.js'],
@@ -382,18 +431,13 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       return { ...p, url };
     };
     const gatewayFlags = opts.gatewayFlags ?? imageNodeFlags('gateway');
-    let floorCgroup: ReturnType<typeof memoryCgroup> | undefined;
-    if (opts.memoryLimitMiB) {
-      floorCgroup = memoryCgroup(`bench-${run}-floor`, opts.memoryLimitMiB);
-      cgroups.push(floorCgroup);
-    }
     const sseFloor = await spawnProc(
       'sse-floor',
       [...gatewayFlags, 'bench/stack/sse-floor.mjs'],
       gatewayImageEnv,
       (o) => listeningPort(o) !== null,
       undefined,
-      floorCgroup?.dir,
+      limitedCgroup('floor')?.dir,
     );
     procs.push(sseFloor);
     const gatewayOn = await startGateway(
