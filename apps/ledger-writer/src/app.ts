@@ -20,24 +20,49 @@ import { LedgerWriterHost, LedgerWriterModule, ledgerMetrics } from './ledger.mo
 
 export const LedgerWriterEnvSchema = z.object({
   NATS_URL: NatsUrlSchema,
-  DATABASE_URL: z.string().default('postgresql://postgres@127.0.0.1:5432/infer'),
-  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-  /** Most events written in one INSERT. */
-  LEDGER_BATCH_SIZE: envInt(500, 1),
-  /** Longest a fetch waits for a batch to fill (JetStream's minimum is 1000). */
-  LEDGER_MAX_WAIT_MS: envInt(1000, 1000),
-  /** How long a delivered event may stay unacknowledged before JetStream delivers it again. */
-  LEDGER_ACK_WAIT_MS: envInt(60_000, 1000),
-  /** Longest pause between two attempts while PostgreSQL fails. */
-  LEDGER_RETRY_MAX_MS: envInt(10_000, 10),
-  /** Stream and durable consumer (the defaults are the gateway's; tests use their own). */
-  LEDGER_STREAM: z.string().default(UsageStream.name),
-  LEDGER_SUBJECTS: envList(UsageStream.subjects.join(',')),
-  LEDGER_CONSUMER: z.string().default(UsageStream.consumer),
-  /** Tests only: prepended to the status subjects (the console's instance list), like MODEL_SUBJECT_PREFIX. */
-  STATUS_SUBJECT_PREFIX: z.string().default(''),
-  /** The version this instance reports (image tag, git sha); default the platform's package.json version. */
-  SERVICE_VERSION: z.string().optional(),
+  DATABASE_URL: z
+    .string()
+    .default('postgresql://postgres@127.0.0.1:5432/infer')
+    .describe('PostgreSQL connection URL (the usage ledger).'),
+  LOG_LEVEL: z
+    .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
+    .default('info')
+    .describe('Level of the JSON logs (pino).'),
+  LEDGER_BATCH_SIZE: envInt(500, 1).describe('Most events written in one INSERT.'),
+  LEDGER_MAX_WAIT_MS: envInt(1000, 1000).describe(
+    "Longest a fetch waits for a batch to fill (ms; JetStream's minimum is 1000).",
+  ),
+  LEDGER_ACK_WAIT_MS: envInt(60_000, 1000).describe(
+    'How long a delivered event may stay unacknowledged before JetStream delivers it again (ms).',
+  ),
+  LEDGER_RETRY_MAX_MS: envInt(10_000, 10).describe(
+    'Longest pause between two attempts while PostgreSQL fails (ms).',
+  ),
+  LEDGER_STREAM: z
+    .string()
+    .default(UsageStream.name)
+    .describe("The usage events' JetStream stream (the gateway's default; tests use their own)."),
+  LEDGER_SUBJECTS: envList(UsageStream.subjects.join(',')).describe(
+    'Comma-separated subjects of that stream (tests use their own).',
+  ),
+  LEDGER_CONSUMER: z
+    .string()
+    .default(UsageStream.consumer)
+    .describe(
+      'Durable consumer name on the stream (the gateway shows its lag: its LEDGER_CONSUMER must match).',
+    ),
+  STATUS_SUBJECT_PREFIX: z
+    .string()
+    .default('')
+    .describe(
+      "Tests only: prepended to the status subjects (the console's instance list), like MODEL_SUBJECT_PREFIX.",
+    ),
+  SERVICE_VERSION: z
+    .string()
+    .optional()
+    .describe(
+      "The version this instance reports (image tag, git sha); default the platform's package.json version.",
+    ),
 });
 export type LedgerWriterConfig = z.infer<typeof LedgerWriterEnvSchema>;
 

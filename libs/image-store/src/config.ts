@@ -11,21 +11,55 @@ import type { ImageStore } from './store.js';
  * image-service api and workers): they must all point at the same store.
  */
 export const ImageStoreEnvShape = {
-  /** `redis` (default), `fs` or `s3`. */
-  IMAGE_STORE: z.enum(['redis', 'fs', 's3']).default('redis'),
-  /** Redis key prefix (redis store). */
-  IMAGE_STORE_REDIS_PREFIX: z.string().min(1).default('infer:image:'),
-  /** Directory of the fs store (shared by every process that reads or writes images). */
-  IMAGE_STORE_DIR: z.string().min(1).default('var/images'),
-  IMAGE_S3_ENDPOINT: z.string().url().optional(),
-  IMAGE_S3_BUCKET: z.string().min(1).optional(),
-  IMAGE_S3_REGION: z.string().min(1).default('us-east-1'),
-  IMAGE_S3_ACCESS_KEY_ID: z.string().min(1).optional(),
-  IMAGE_S3_SECRET_ACCESS_KEY: z.string().min(1).optional(),
-  IMAGE_S3_SESSION_TOKEN: z.string().min(1).optional(),
-  IMAGE_S3_PREFIX: z.string().default('images/'),
-  IMAGE_S3_FORCE_PATH_STYLE: envBool(true),
-  IMAGE_S3_TIMEOUT_MS: envInt(30_000, 100),
+  IMAGE_STORE: z
+    .enum(['redis', 'fs', 's3'])
+    .default('redis')
+    .describe(
+      'Where generated images are kept: redis, fs or s3; the same store for the gateway and the image-service.',
+    ),
+  IMAGE_STORE_REDIS_PREFIX: z
+    .string()
+    .min(1)
+    .default('infer:image:')
+    .describe('Redis key prefix (redis store).'),
+  IMAGE_STORE_DIR: z
+    .string()
+    .min(1)
+    .default('var/images')
+    .describe(
+      'Directory of the fs store, shared by every process that reads or writes images (one disk or volume).',
+    ),
+  IMAGE_S3_ENDPOINT: z
+    .string()
+    .url()
+    .optional()
+    .describe('S3 store: endpoint URL (required with IMAGE_STORE=s3).'),
+  IMAGE_S3_BUCKET: z.string().min(1).optional().describe('S3 store: bucket (required with IMAGE_STORE=s3).'),
+  IMAGE_S3_REGION: z
+    .string()
+    .min(1)
+    .default('us-east-1')
+    .describe('S3 store: region of the request signatures.'),
+  IMAGE_S3_ACCESS_KEY_ID: z
+    .string()
+    .min(1)
+    .optional()
+    .describe('S3 store: access key id (required with IMAGE_STORE=s3).'),
+  IMAGE_S3_SECRET_ACCESS_KEY: z
+    .string()
+    .min(1)
+    .optional()
+    .describe('S3 store: secret access key (required with IMAGE_STORE=s3; from a Secret).'),
+  IMAGE_S3_SESSION_TOKEN: z
+    .string()
+    .min(1)
+    .optional()
+    .describe('S3 store: session token of temporary credentials.'),
+  IMAGE_S3_PREFIX: z.string().default('images/').describe('S3 store: key prefix of the objects.'),
+  IMAGE_S3_FORCE_PATH_STYLE: envBool(true).describe(
+    'S3 store: path-style URLs (endpoint/bucket/key), as MinIO and most S3-compatible servers need.',
+  ),
+  IMAGE_S3_TIMEOUT_MS: envInt(30_000, 100).describe('S3 store: longest wait for one S3 request (ms).'),
 };
 
 export type ImageStoreEnv = z.output<z.ZodObject<typeof ImageStoreEnvShape>>;

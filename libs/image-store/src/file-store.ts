@@ -173,19 +173,48 @@ export class S3FileStore implements FileStore {
 
 /** Environment of the file store: every process that reads or writes files (gateway, batch runner). */
 export const FileStoreEnvShape = {
-  /** `fs` (default) or `s3`. */
-  FILE_STORE: z.enum(['fs', 's3']).default('fs'),
-  /** Directory of the fs store (a shared volume when the gateway and the batch runner run apart). */
-  FILE_STORE_DIR: z.string().min(1).default('var/files'),
-  FILE_S3_ENDPOINT: z.string().url().optional(),
-  FILE_S3_BUCKET: z.string().min(1).optional(),
-  FILE_S3_REGION: z.string().min(1).default('us-east-1'),
-  FILE_S3_ACCESS_KEY_ID: z.string().min(1).optional(),
-  FILE_S3_SECRET_ACCESS_KEY: z.string().min(1).optional(),
-  FILE_S3_SESSION_TOKEN: z.string().min(1).optional(),
-  FILE_S3_PREFIX: z.string().default('files/'),
-  FILE_S3_FORCE_PATH_STYLE: envBool(true),
-  FILE_S3_TIMEOUT_MS: envInt(60_000, 100),
+  FILE_STORE: z
+    .enum(['fs', 's3'])
+    .default('fs')
+    .describe(
+      'Where /v1/files keeps its bytes: fs or s3; the same store for the gateway and the batch runner.',
+    ),
+  FILE_STORE_DIR: z
+    .string()
+    .min(1)
+    .default('var/files')
+    .describe('Directory of the fs store (a shared volume when the gateway and the batch runner run apart).'),
+  FILE_S3_ENDPOINT: z
+    .string()
+    .url()
+    .optional()
+    .describe('S3 store: endpoint URL (required with FILE_STORE=s3).'),
+  FILE_S3_BUCKET: z.string().min(1).optional().describe('S3 store: bucket (required with FILE_STORE=s3).'),
+  FILE_S3_REGION: z
+    .string()
+    .min(1)
+    .default('us-east-1')
+    .describe('S3 store: region of the request signatures.'),
+  FILE_S3_ACCESS_KEY_ID: z
+    .string()
+    .min(1)
+    .optional()
+    .describe('S3 store: access key id (required with FILE_STORE=s3).'),
+  FILE_S3_SECRET_ACCESS_KEY: z
+    .string()
+    .min(1)
+    .optional()
+    .describe('S3 store: secret access key (required with FILE_STORE=s3; from a Secret).'),
+  FILE_S3_SESSION_TOKEN: z
+    .string()
+    .min(1)
+    .optional()
+    .describe('S3 store: session token of temporary credentials.'),
+  FILE_S3_PREFIX: z.string().default('files/').describe('S3 store: key prefix of the objects.'),
+  FILE_S3_FORCE_PATH_STYLE: envBool(true).describe(
+    'S3 store: path-style URLs (endpoint/bucket/key), as MinIO and most S3-compatible servers need.',
+  ),
+  FILE_S3_TIMEOUT_MS: envInt(60_000, 100).describe('S3 store: longest wait for one S3 request (ms).'),
 };
 export type FileStoreEnv = z.output<z.ZodObject<typeof FileStoreEnvShape>>;
 

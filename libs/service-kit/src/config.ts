@@ -43,4 +43,7 @@ export const envList = (def = '') =>
         .filter(Boolean),
     );
 
-export const NatsUrlSchema = z.string().default('nats://127.0.0.1:4222');
+export const NatsUrlSchema = z
+  .string()
+  .default('nats://127.0.0.1:4222')
+  .describe('NATS server URL (JetStream enabled).');

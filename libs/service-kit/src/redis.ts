@@ -185,7 +185,10 @@ export const RedisUrlSchema = z
     } catch (err) {
       ctx.addIssue({ code: 'custom', message: (err as Error).message });
     }
-  });
+  })
+  .describe(
+    'Redis: one primary (redis://, rediss://) or a Redis Cluster (redis+cluster://h1:p1,h2:p2; docs/deployment.md, "Redis capacity").',
+  );
 
 /** The BullMQ prefix to use: on a Redis Cluster, one with a hash tag (clusterSafeQueuePrefix). */
 export function queuePrefixFor(redisUrl: string, prefix: string): string {

@@ -28,15 +28,20 @@ export const NATS_CONNECTION = Symbol('NATS_CONNECTION');
 
 export const ServiceEnvSchema = z.object({
   NATS_URL: NatsUrlSchema,
-  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-  /** The ops server (/healthz, /readyz, /metrics): unset = off. */
-  OPS_PORT: z.preprocess(
-    (v) => (v === '' ? undefined : v),
-    z.coerce.number().int().min(0).max(65535).optional(),
+  LOG_LEVEL: z
+    .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
+    .default('info')
+    .describe('Level of the JSON logs (pino).'),
+  OPS_PORT: z
+    .preprocess((v) => (v === '' ? undefined : v), z.coerce.number().int().min(0).max(65535).optional())
+    .describe(
+      'Port of the ops server (/healthz, /readyz, /metrics); unset: no ops server; 0: any free port.',
+    ),
+  OPS_HOST: z.string().default('0.0.0.0').describe('Listening address of the ops server.'),
+  SHUTDOWN_GRACE_MS: envInt(10_000).describe(
+    'On SIGTERM, how long work in flight may finish before it is cut short with a retryable 503 (ms); ' +
+      'streams keep their usage, BullMQ jobs in progress go back to the queue.',
   ),
-  OPS_HOST: z.string().default('0.0.0.0'),
-  /** On SIGTERM, how long work in flight may finish before it is cut short (ms). */
-  SHUTDOWN_GRACE_MS: envInt(10_000),
 });
 export type ServiceEnv = z.output<typeof ServiceEnvSchema>;
 

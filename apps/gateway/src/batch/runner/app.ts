@@ -51,24 +51,28 @@ export const BatchRunnerEnvSchema = GatewayEnvFields.pick({
   FILE_RETENTION_DAYS: true,
 })
   .extend({
-    /** Batches one runner works on at once. */
-    BATCH_WORKER_CONCURRENCY: envInt(2, 1),
-    /** Lines of one model running at once in this runner (the lane's cap). */
-    BATCH_MODEL_CONCURRENCY: envInt(4, 1),
-    /** The cap while interactive requests are in flight (0: no new batch line until they are done). */
-    BATCH_YIELD_CONCURRENCY: envInt(1, 0),
-    /** Longest one line may take in its service. */
-    BATCH_LINE_TIMEOUT_MS: envInt(600_000, 1_000),
-    /** Attempts of a line answered 429/503 (backing off between them) before it becomes an error line. */
-    BATCH_LINE_RETRIES: envInt(6, 1),
-    BATCH_BACKOFF_MIN_MS: envInt(500, 1),
-    BATCH_BACKOFF_MAX_MS: envInt(30_000, 1),
-    /** How often a running batch looks for a cancel and its expiry (and writes its progress). */
-    BATCH_CHECK_MS: envInt(500, 10),
-    /** BullMQ lock of a batch job: a runner killed mid-batch hands it to another after about this long. */
-    BATCH_LOCK_MS: envInt(30_000, 500),
-    /** How often expired files are deleted (0: never, e.g. in tests). */
-    FILE_SWEEP_MS: envInt(60_000, 0),
+    BATCH_WORKER_CONCURRENCY: envInt(2, 1).describe('Batches one runner works on at once.'),
+    BATCH_MODEL_CONCURRENCY: envInt(4, 1).describe(
+      "Lines of one model running at once in this runner (the lane's cap).",
+    ),
+    BATCH_YIELD_CONCURRENCY: envInt(1, 0).describe(
+      'The cap while interactive requests are in flight (0: no new batch line until they are done).',
+    ),
+    BATCH_LINE_TIMEOUT_MS: envInt(600_000, 1_000).describe('Longest one line may take in its service (ms).'),
+    BATCH_LINE_RETRIES: envInt(6, 1).describe(
+      'Attempts of a line answered 429/503 (backing off between them) before it becomes an error line.',
+    ),
+    BATCH_BACKOFF_MIN_MS: envInt(500, 1).describe("A model's first pause after a 429/503 (ms); it doubles."),
+    BATCH_BACKOFF_MAX_MS: envInt(30_000, 1).describe("A model's longest pause after 429/503 (ms)."),
+    BATCH_CHECK_MS: envInt(500, 10).describe(
+      'How often a running batch looks for a cancel and its expiry, and writes its progress (ms).',
+    ),
+    BATCH_LOCK_MS: envInt(30_000, 500).describe(
+      'BullMQ lock of a batch job (ms): a runner killed mid-batch hands it to another after about this long.',
+    ),
+    FILE_SWEEP_MS: envInt(60_000, 0).describe(
+      'How often expired files are deleted (ms; 0: never, e.g. in tests).',
+    ),
   })
   .superRefine(checkFileStoreEnv);
 export type BatchRunnerConfig = z.infer<typeof BatchRunnerEnvSchema>;
