@@ -27,6 +27,7 @@ import { LimitsService } from './limits/limits.service.js';
 import { McpEndpoint } from './mcp/mcp.endpoint.js';
 import { MetricsController } from './metrics/metrics.controller.js';
 import { MetricsService } from './metrics/metrics.service.js';
+import { ApiDocsController } from './openai/api-docs.controller.js';
 import { ChatController } from './openai/chat.controller.js';
 import { CompletionsController } from './openai/completions.controller.js';
 import { EmbeddingsController } from './openai/embeddings.controller.js';
@@ -79,6 +80,7 @@ export class AppModule {
         HealthController,
         MetricsController,
         OpenApiController,
+        ApiDocsController,
         ModelsController,
         ChatController,
         CompletionsController,

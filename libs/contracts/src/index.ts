@@ -13,6 +13,7 @@ export * from './images.js';
 export * from './limits.js';
 export * from './mcp.js';
 export * from './openapi.js';
+export * from './openapi-reference.js';
 export * from './queues.js';
 export * from './rerank.js';
 export * from './responses.js';
