@@ -1,7 +1,7 @@
 import type { ContentPart, FinishReason, ResponseFormat, Tool, ToolCall, ToolChoice } from '@infer/contracts';
 
 /**
- * The ONE chat engine interface (ARCHITECTURE.md rule 3: engines are adapters).
+ * The ONE chat engine interface (docs/architecture.md, rule 3: engines are adapters).
  *
  * An engine turns one normalized request into ONE choice: an async stream of deltas that ends with
  * exactly one `finish` delta. The chat handler fans out `n` choices by calling `generate` n times

@@ -6,7 +6,7 @@
  * required ones always present), arrays (items, minItems/maxItems), enum/const, strings (length in
  * code points), integers and numbers, booleans, null, anyOf/oneOf/type lists, allOf of objects, local
  * `$ref`s (`#/$defs/...`, `#/definitions/...`, `#`), recursive ones included. Two choices keep the
- * text and the validator in agreement (node-llama-cpp's own converter fails both, see PLATFORM.md):
+ * text and the validator in agreement (node-llama-cpp's own converter fails both, see docs/platform-notes.md):
  * numbers never use exponents (`1e5` is not an integer to a validator), and strings never use `\u`
  * escapes (so one grammar character is one code point, as `maxLength` counts). Keywords a grammar
  * cannot express (minimum/maximum beyond the sign and digit count, pattern, formats, uniqueItems ...)

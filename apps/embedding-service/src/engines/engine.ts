@@ -1,5 +1,5 @@
 /**
- * The engine interfaces of the embedding service (ARCHITECTURE.md rule 3: engines are adapters), one
+ * The engine interfaces of the embedding service (docs/architecture.md, rule 3: engines are adapters), one
  * per capability. Engines know nothing of NATS, envelopes or the wire format: they turn texts into
  * vectors, or a query and documents into scores, and count the tokens they read.
  *

@@ -40,7 +40,7 @@ import { batchSchema, EngineConfigError, type EngineContext, parseSettings } fro
  * Tokens: the length of each query + document sequence as the model reads it, summed.
  *
  * Settings: `gguf` (path, required), `threads` (default min(2, cores), never more than the cores: more
- * threads than cores makes llama.cpp crawl, see shared/PLATFORM.md), `context_size` (default and maximum:
+ * threads than cores makes llama.cpp crawl, see docs/platform-notes.md), `context_size` (default and maximum:
  * the model's training context, also capped by the catalog `context_window`).
  */
 const Common = {

@@ -1,7 +1,7 @@
 /**
  * A minimal GGUF v3 writer for TEST FIXTURES: metadata key/values and F32 tensors, nothing else. The
  * embedding-service tests use it to write tiny random-weight models (tiny-models.ts) that llama.cpp
- * loads in milliseconds; no real weights can be downloaded on our machines (shared/PLATFORM.md).
+ * loads in milliseconds; no real weights can be downloaded on our machines (docs/platform-notes.md).
  *
  * Layout (https://github.com/ggml-org/ggml/blob/master/docs/gguf.md): magic `GGUF`, version 3, tensor
  * count, kv count, the kvs, the tensor infos (name, dims in ggml order, type, offset), padding to the

@@ -2,7 +2,7 @@
  * Tiny RANDOM-WEIGHT GGUF models for the tests of the embedded llama.cpp engines. They are not models
  * of language: their vectors and scores carry no meaning. They exercise the mechanics (loading,
  * tokenizing, pooling, rank heads, token counts, context limits) in milliseconds, since no real weights
- * can be downloaded here (shared/PLATFORM.md).
+ * can be downloaded here (docs/platform-notes.md).
  *
  * - `tinyLlamaEmbeddingGguf`: architecture `llama`, 2 layers, width 64 (the vector size), mean pooling,
  *   a SentencePiece-style vocabulary (`tokenizer.ggml.model = llama`) with byte tokens, so any text

@@ -1,5 +1,5 @@
 /**
- * The ONE image engine interface (ARCHITECTURE.md rule 3: engines are adapters).
+ * The ONE image engine interface (docs/architecture.md, rule 3: engines are adapters).
  *
  * An engine makes ONE image per call. The worker calls it n times for a request of n images, with
  * `seed` = base seed + i for variant i, so that every variant is reproducible on its own. Engines

@@ -1,5 +1,5 @@
 /**
- * The ONE search engine interface (ARCHITECTURE.md rule 3: engines are adapters).
+ * The ONE search engine interface (docs/architecture.md, rule 3: engines are adapters).
  *
  * An engine answers one query with at most `count` results, best first. It knows nothing about NATS,
  * the cache or `fetch_content`: the search handler does those. An engine that cannot answer (upstream

@@ -1,6 +1,6 @@
 // Drives the wasm build of Prisma's schema engine (@prisma/schema-engine-wasm) through the pg driver
 // adapter, so migrations can be created and applied without the native engine (a download we cannot
-// make; PLATFORM.md "Prisma 7 offline"). The wasm API is internal to Prisma: the package version is
+// make; docs/platform-notes.md, "Prisma offline"). The wasm API is internal to Prisma: the package version is
 // pinned exactly in package.json.
 //
 // Three snags of the stock adapter are worked around here:

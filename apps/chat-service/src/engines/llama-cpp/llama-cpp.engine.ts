@@ -60,7 +60,7 @@ interface Loaded {
  *
  * - Loading: on first use (the model file is named by the catalog's `gguf`), one context with
  *   `parallel` sequences; `threads` default min(2, cores) and never more than the cores (more threads
- *   than cores make llama.cpp crawl, PLATFORM.md). `context_size` default min(catalog context_window,
+ *   than cores make llama.cpp crawl, docs/platform-notes.md). `context_size` default min(catalog context_window,
  *   the model's training context, 8192).
  * - Prompt: the model's own Jinja chat template (or `chat_template`), `enable_thinking` set from the
  *   request's reasoning decision; legacy completions tokenize the raw prompt. A sequence keeps the
