@@ -15,7 +15,7 @@
 // chat-service reads it, writes to the upstream, reads the answer, publishes the first frame; the gateway
 // reads it and writes the client's first bytes, which the client reads. Prints the median and p90 of
 // each hop over the requests, and the first byte the client measured meanwhile (perf costs a little).
-// Numbers, not pass/fail. Results: docs/performance.md, "Where the first byte waits".
+// Numbers, not pass/fail. Results: bench/results/data-path-issue-13.md, "Where the first byte waits".
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { parseArgs } from 'node:util';

@@ -17,7 +17,7 @@
 // that JIT frames have names) and prints the CPU by binary (kernel, node, JIT code), by thread (main,
 // V8 workers: GC and compilation) and the top frames by inclusive time. The V8 profiler samples the
 // main thread only and charges time around native socket writes to `writeBuffer` / `writeUtf8String`
-// far beyond what the write system calls cost (docs/performance.md, perf-cpu section); perf sees the
+// far beyond what the write system calls cost (bench/results/data-path-issue-13.md, perf-cpu section); perf sees the
 // kernel's share and the other threads as they are.
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';

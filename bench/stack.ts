@@ -134,7 +134,7 @@ const { values: opt } = parseArgs({
     /**
      * Seconds of load per target before the rounds. The gateway's optimizing compiler is still busy
      * after 2 s (~10,000 requests: 15 % of its CPU in a perf recording, none after 30 s), while the raw
-     * proxy has had 50,000 by then: a short warm-up charges the gateway its JIT work (docs/performance.md,
+     * proxy has had 50,000 by then: a short warm-up charges the gateway its JIT work (bench/results/data-path-issue-13.md,
      * "Isolated targets and the warm-up"). 10 s is 50,000 gateway requests.
      */
     warmup: { type: 'string', default: '10' },
@@ -664,7 +664,7 @@ async function firstBytes(
     // The throughput rounds' warm-up (`--warmup` s of this path, back to back), and at least a fifth of
     // the run: with `--only streams` the processes are fresh, and a fifth of 1,000 streams (~0.2 s) left
     // the optimizing compilers of the gateway and chat-service at work on the stream path (+1.09 ms p50
-    // after it, +0.89 after 1,000 streams: docs/performance.md, "First byte after a warm-up").
+    // after it, +0.89 after 1,000 streams: bench/results/data-path-issue-13.md, "First byte after a warm-up").
     const warmUntil = performance.now() + Number(opt.warmup) * 1000;
     for (let i = 0; i < Math.max(10, Math.round(n / 5)) || performance.now() < warmUntil; i++) await once();
     for (let i = 0; i < n; i++) {

@@ -53,7 +53,7 @@ EXPOSE 8080
 HEALTHCHECK --interval=15s --timeout=3s --start-period=30s --retries=3 CMD ["node", "-e", "const h = require(process.env.TLS_CERT_FILE ? 'node:https' : 'node:http'); h.get({ host: '127.0.0.1', port: process.env.PORT || 8080, path: '/healthz', rejectUnauthorized: false }, (r) => process.exit(r.statusCode === 200 ? 0 : 1)).on('error', () => process.exit(1))"]
 # glibc's allocator: blocks of 128 KiB and more in their own mappings, returned when freed (the default
 # threshold grows to the largest block freed, so start-up's big buffers stay in the heap), and 2 arenas
-# instead of 8 per core. Idle RSS -2..-7 MiB, after 1,000 streams -10..-20 MiB (docs/performance.md, "Idle
+# instead of 8 per core. Idle RSS -2..-7 MiB, after 1,000 streams -10..-20 MiB (bench/results/data-path-issue-13.md, "Idle
 # memory"). bench/stack reads this line (bench/stack/lib.ts imageEnv), so keep the form ENV GLIBC_TUNABLES=...
 ENV GLIBC_TUNABLES=glibc.malloc.mmap_threshold=131072:glibc.malloc.arena_max=2
 # The batch runner role runs this image with: node apps/gateway/dist/batch-runner.js
@@ -66,12 +66,12 @@ ENV GLIBC_TUNABLES=glibc.malloc.mmap_threshold=131072:glibc.malloc.arena_max=2
 # scavenges (0.8-1.2 s of GC per 5 s round against 0.1-0.4 s): --initial-old-space-size=128 keeps the
 # limit at 128 MiB or more, --semi-space-growth-factor=32 regrows the young generation in one step.
 # Every bench row 2-8 us cheaper in two same-run pairs, a 120 s soak's RSS spread 59 -> 19 %; idle RSS,
-# per-stream and post-burst RSS unchanged (docs/performance.md, "The upstream row's extra cost is its
+# per-stream and post-burst RSS unchanged (bench/results/data-path-issue-13.md, "The upstream row's extra cost is its
 # place in the round").
 # A full collection while the gateway is idle, V8's memory reducer's (after ~8 s of low allocation) or the
 # idle collection's, leaves it promoting ~3.5x the bytes per request and costing 30-45 us more per request
 # until a collection under load: --no-memory-reducer leaves idle collections to the idle collection
-# (service-kit heap-trim.ts), which waits for 30 s of idleness (docs/performance.md, "Idle collections and
+# (service-kit heap-trim.ts), which waits for 30 s of idleness (bench/results/data-path-issue-13.md, "Idle collections and
 # the load after them").
 # bench/stack reads node flags from this line, so keep the form ["node", <flags>..., <script>].
 CMD ["node", "--initial-old-space-size=128", "--semi-space-growth-factor=32", "--no-memory-reducer", "apps/gateway/dist/main.js"]

@@ -44,6 +44,6 @@ USER node
 
 # No HTTP port: it reads NATS JetStream (NATS_URL) and writes PostgreSQL (DATABASE_URL).
 # glibc's allocator as in the gateway image (docker/gateway.Dockerfile): -3..-14 MiB after a burst of usage
-# events (docs/performance.md, "Idle memory"); bench/stack reads this line (lib.ts imageEnv).
+# events (bench/results/data-path-issue-13.md, "Idle memory"); bench/stack reads this line (lib.ts imageEnv).
 ENV GLIBC_TUNABLES=glibc.malloc.mmap_threshold=131072:glibc.malloc.arena_max=2
 CMD ["node", "apps/ledger-writer/dist/main.js"]

@@ -1,6 +1,6 @@
 /**
  * An integer with comma thousands separators, as `n.toLocaleString('en-US')` writes it ("32,000").
- * Not through Intl: the first Intl formatter of a process maps ~5 MiB of ICU data (docs/performance.md,
+ * Not through Intl: the first Intl formatter of a process maps ~5 MiB of ICU data (bench/results/data-path-issue-13.md,
  * "ICU data"), and these messages are built when the schemas load and on the limits' refusals.
  */
 export function formatCount(n: number): string {

@@ -17,7 +17,7 @@ import { runInNewContext } from 'node:vm';
  * "last resort" GC (compacts, shrinks the young generation, releases the pooled pages), then has glibc
  * give back the free pages of malloc's arenas (collectAndTrim, below). It also drops
  * the compiled code of functions not on the stack, so the next load re-tiers them; the "regular" flavour
- * keeps it but left RSS at ~160 MiB until V8's own reducer ran ~30 s later (docs/performance.md, "The
+ * keeps it but left RSS at ~160 MiB until V8's own reducer ran ~30 s later (bench/results/data-path-issue-13.md, "The
  * idle collection and the post-idle state"). Either flavour, like V8's reducer, leaves a small young
  * generation and a low old-generation limit for the next load: the gateway image's node flags
  * (docker/gateway.Dockerfile) make it regrow at once.
@@ -33,7 +33,7 @@ import { runInNewContext } from 'node:vm';
  * memory reducer (which the gateway image turns off), last-resort or regular flavour alike, leaves the
  * gateway promoting ~3.5x the bytes per request (V8's pretenuring decisions starting over would explain
  * it; not proven) and costing 30-45 us more per request until a mark-compact under load: worth paying
- * after a long pause, not after each short one between bursts (docs/performance.md, "Idle collections
+ * after a long pause, not after each short one between bursts (bench/results/data-path-issue-13.md, "Idle collections
  * and the load after them").
  */
 export interface HeapTrimOptions {
@@ -127,7 +127,7 @@ function lastResortGc(): () => void {
  * The idle collection: V8's last-resort collection, then glibc's `malloc_trim(0)` when it can be had
  * (mallocTrim). The collection frees the garbage's native parts (buffers, sockets' and parsers' state)
  * into malloc's arenas, where glibc keeps every page that lies between live chunks: the gateway settled
- * ~23 MiB above its fresh idle level after 1,000 streams, ~12 MiB of it such pages (docs/performance.md,
+ * ~23 MiB above its fresh idle level after 1,000 streams, ~12 MiB of it such pages (bench/results/data-path-issue-13.md,
  * "Giving malloc's pages back").
  */
 export function collectAndTrim(): () => void {

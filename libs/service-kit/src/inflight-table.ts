@@ -4,7 +4,7 @@
  * per request rebuilds its hash table every few dozen requests, and V8 keeps each replaced table, with the
  * entries it held, in the old generation until a full collection: whatever those entries point at would
  * survive every scavenge until then and be promoted (the request's envelope, body, answer, its abort
- * controller and closures; docs/performance.md, "what the gateway promotes"). An emptied holder is all a
+ * controller and closures; bench/results/data-path-issue-13.md, "what the gateway promotes"). An emptied holder is all a
  * replaced table keeps here. The one place that rule is implemented: RpcClient, RpcServer and the
  * gateway's UsagePublisher use it.
  */

@@ -9,7 +9,7 @@ import { connectNats, type NatsConnection } from './nats.js';
 import { encodeFrame, RpcClient, RpcServer } from './rpc.js';
 
 // What the client keeps of a call once it ended, as the garbage collector sees it: the bytes its
-// scavenges move to the old generation per call (docs/performance.md, "what the gateway promotes").
+// scavenges move to the old generation per call (bench/results/data-path-issue-13.md, "what the gateway promotes").
 setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc') as () => void;
 

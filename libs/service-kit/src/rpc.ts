@@ -134,7 +134,7 @@ export class RpcServer {
    * engine parses the rest of what the upstream sent in the same read), and the rest of that turn is
    * batched as usual. Under load (more than one request in flight) nothing changes, so the writes per
    * request stay as they were (a rule that published every turn's first frame at once cost a second
-   * write per turn: docs/performance.md, "Latency").
+   * write per turn: bench/results/data-path-issue-13.md, "Latency").
    */
   private send(reply: string, frame: Uint8Array): void {
     if (this.flushScheduled) {

@@ -222,7 +222,7 @@ export class LimitsEngine {
    * (removal moves the last one into its place), not a Set. A long-lived Set that gains and loses an
    * entry per request rebuilds its table every few dozen requests, and V8 keeps each replaced table, with
    * the admissions it held, in the old generation until a full collection: every admission (its headers,
-   * keys, lease id) survived the scavenges until then and was promoted (docs/performance.md).
+   * keys, lease id) survived the scavenges until then and was promoted (bench/results/data-path-issue-13.md).
    */
   private readonly active: Admission[] = [];
   private readonly plans = new Map<string, Plan>();

@@ -304,7 +304,7 @@ export class ModelGateway {
  * One request on its way to a service: what settle() needs besides the outcome. Passed along rather than
  * kept in WeakMaps keyed by the envelope: a WeakMap's table lives in the old generation, so each value
  * stayed reachable for scavenges after its request ended (until one of them found the key dead), and
- * the admissions of requests in flight at one scavenge were promoted at the next (docs/performance.md).
+ * the admissions of requests in flight at one scavenge were promoted at the next (bench/results/data-path-issue-13.md).
  */
 interface Flight {
   envelope: ServiceRequest;

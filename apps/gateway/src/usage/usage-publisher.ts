@@ -59,7 +59,7 @@ const dec = new TextDecoder();
  * request, 10 to 17 us (bench/stages.ts), and NATS a stored message each.
  * Why not `jetstream(nc).publish()`: it awaits one ack per call over `nc.request()`, which builds Error
  * objects (an async-trace context, a TimeoutError, a RequestError("cancelled")) for every publish,
- * successful or not; measured at ~7 % of the gateway's CPU per request (docs/performance.md).
+ * successful or not; measured at ~7 % of the gateway's CPU per request (bench/results/data-path-issue-13.md).
  */
 export class UsagePublisher {
   private backlog: UsageEvent[] = [];
