@@ -53,25 +53,19 @@ EXPOSE 8080
 HEALTHCHECK --interval=15s --timeout=3s --start-period=30s --retries=3 CMD ["node", "-e", "const h = require(process.env.TLS_CERT_FILE ? 'node:https' : 'node:http'); h.get({ host: '127.0.0.1', port: process.env.PORT || 8080, path: '/healthz', rejectUnauthorized: false }, (r) => process.exit(r.statusCode === 200 ? 0 : 1)).on('error', () => process.exit(1))"]
 # glibc's allocator: blocks of 128 KiB and more in their own mappings, returned when freed (the default
 # threshold grows to the largest block freed, so start-up's big buffers stay in the heap), and 2 arenas
-# instead of 8 per core. Idle RSS -2..-7 MiB, after 1,000 streams -10..-20 MiB (bench/results/data-path-issue-13.md, "Idle
-# memory"). bench/stack reads this line (bench/stack/lib.ts imageEnv), so keep the form ENV GLIBC_TUNABLES=...
+# instead of 8 per core: lower idle and post-load RSS (ADR 0014; bench/stack.ts --rss).
+# bench/stack reads this line (bench/stack/lib.ts imageEnv), so keep the form ENV GLIBC_TUNABLES=...
 ENV GLIBC_TUNABLES=glibc.malloc.mmap_threshold=131072:glibc.malloc.arena_max=2
 # The batch runner role runs this image with: node apps/gateway/dist/batch-runner.js
-# V8's default young generation: capping it (--max-semi-space-size=4) saved ~60-100 MiB under load but cost
-# 11-21 us of scavenges per request (ADR 0014, "Memory"); the idle collection gives the memory back.
-# Node sizes it from the container's memory limit: 8 MiB semi-spaces in the 1 GiB pod of k8s/base
-# (32 MiB on a 24 GiB machine without a limit; bench/stack.ts runs the gateway in the pod's limit).
-# After an idle period V8's memory reducer leaves a 1 MiB young generation and an old-generation limit just
-# above the live heap, so the first seconds of the next load ran 3-5 extra marking cycles and ~100 extra
-# scavenges (0.8-1.2 s of GC per 5 s round against 0.1-0.4 s): --initial-old-space-size=128 keeps the
-# limit at 128 MiB or more, --semi-space-growth-factor=32 regrows the young generation in one step.
-# Every bench row 2-8 us cheaper in two same-run pairs, a 120 s soak's RSS spread 59 -> 19 %; idle RSS,
-# per-stream and post-burst RSS unchanged (bench/results/data-path-issue-13.md, "The upstream row's extra cost is its
-# place in the round").
-# A full collection while the gateway is idle, V8's memory reducer's (after ~8 s of low allocation) or the
-# idle collection's, leaves it promoting ~3.5x the bytes per request and costing 30-45 us more per request
-# until a collection under load: --no-memory-reducer leaves idle collections to the idle collection
-# (service-kit heap-trim.ts), which waits for 30 s of idleness (bench/results/data-path-issue-13.md, "Idle collections and
-# the load after them").
+# V8's default young generation, sized by Node from the container's memory limit: capping it
+# (--max-semi-space-size) saves memory under load but multiplies the scavenges per request (ADR 0014);
+# the idle collection gives the memory back instead. bench/stack.ts runs the gateway in the pod's limit.
+# After an idle period V8 leaves a 1 MiB young generation and an old-generation limit just above the live
+# heap, so the next load would pay extra marking cycles and scavenges in its first seconds:
+# --initial-old-space-size=128 keeps the limit at 128 MiB or more, --semi-space-growth-factor=32 regrows
+# the young generation in one step.
+# A full collection while the gateway is idle leaves it promoting more per request until a collection
+# under load: --no-memory-reducer leaves idle collections to the idle collection (service-kit
+# heap-trim.ts), which waits for 30 s of idleness. ADR 0014, "V8 settings of the gateway image".
 # bench/stack reads node flags from this line, so keep the form ["node", <flags>..., <script>].
 CMD ["node", "--initial-old-space-size=128", "--semi-space-growth-factor=32", "--no-memory-reducer", "apps/gateway/dist/main.js"]

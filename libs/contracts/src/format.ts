@@ -1,7 +1,7 @@
 /**
  * An integer with comma thousands separators, as `n.toLocaleString('en-US')` writes it ("32,000").
- * Not through Intl: the first Intl formatter of a process maps ~5 MiB of ICU data (bench/results/data-path-issue-13.md,
- * "ICU data"), and these messages are built when the schemas load and on the limits' refusals.
+ * Not through Intl: the first Intl formatter of a process maps megabytes of ICU data into its RSS (ADR
+ * 0015), and these messages are built when the schemas load and on the limits' refusals.
  */
 export function formatCount(n: number): string {
   if (!Number.isSafeInteger(n)) return n.toLocaleString('en-US');

@@ -1,5 +1,5 @@
 // A Db whose Prisma client is made on first use. Prisma's client (its runtime, the generated client,
-// the wasm query compiler held as base64 and compiled) is ~18 MiB of an idle gateway's RSS, and a gateway
+// the wasm query compiler held as base64 and compiled) is a large share of an idle gateway's RSS, and a gateway
 // that serves only the public API never needs it: its start-up, auth, catalog, limits and /readyz run
 // on pg directly (queries.ts). Routes that do need it (console/admin, /v1/files, /v1/batches ...) take
 // this Db as they took the eager one; the first call loads the client (tens of milliseconds, once) on

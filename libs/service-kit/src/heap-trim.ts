@@ -7,8 +7,7 @@ import { runInNewContext } from 'node:vm';
  * every app starts it through `startIdleHeapTrim()` (below).
  *
  * Why: V8's own memory reducer cannot be relied on here (and the gateway image turns it off, below). In the
- * gateway, after a burst (15 s of 503s: heap 50 ->
- * 190 MiB, RSS 210 -> 380 MiB), `--trace-memory-reducer` prints "high alloc, foreground" every 8 s for
+ * gateway, after a burst, `--trace-memory-reducer` prints "high alloc, foreground" every 8 s for
  * as long as the gateway stays idle: its allocation-rate estimate does not come down while nothing
  * collects (after one collection the reducer works again), and an idle process allocates too little to
  * trigger one, so the garbage of the burst (and the pages V8 pools for reuse) stay resident until the
@@ -17,8 +16,7 @@ import { runInNewContext } from 'node:vm';
  * "last resort" GC (compacts, shrinks the young generation, releases the pooled pages), then has glibc
  * give back the free pages of malloc's arenas (collectAndTrim, below). It also drops
  * the compiled code of functions not on the stack, so the next load re-tiers them; the "regular" flavour
- * keeps it but left RSS at ~160 MiB until V8's own reducer ran ~30 s later (bench/results/data-path-issue-13.md, "The
- * idle collection and the post-idle state"). Either flavour, like V8's reducer, leaves a small young
+ * keeps it but leaves the pooled pages resident until V8's own reducer runs. Either flavour, like V8's reducer, leaves a small young
  * generation and a low old-generation limit for the next load: the gateway image's node flags
  * (docker/gateway.Dockerfile) make it regrow at once.
  *
@@ -31,10 +29,9 @@ import { runInNewContext } from 'node:vm';
  * How long idle: start-up's garbage after one idle interval, any later collection only after
  * `idleIntervals` idle intervals in a row (default 3: 30 s). A full collection while idle, ours or V8's
  * memory reducer (which the gateway image turns off), last-resort or regular flavour alike, leaves the
- * gateway promoting ~3.5x the bytes per request (V8's pretenuring decisions starting over would explain
- * it; not proven) and costing 30-45 us more per request until a mark-compact under load: worth paying
- * after a long pause, not after each short one between bursts (bench/results/data-path-issue-13.md, "Idle collections
- * and the load after them").
+ * gateway promoting several times the bytes per request (V8's pretenuring decisions starting over would
+ * explain it; not proven) and costing more CPU per request until a mark-compact under load: worth paying
+ * after a long pause, not after each short one between bursts (`bench/stack.ts --gc` shows it per round).
  */
 export interface HeapTrimOptions {
   intervalMs?: number;
@@ -126,9 +123,9 @@ function lastResortGc(): () => void {
 /**
  * The idle collection: V8's last-resort collection, then glibc's `malloc_trim(0)` when it can be had
  * (mallocTrim). The collection frees the garbage's native parts (buffers, sockets' and parsers' state)
- * into malloc's arenas, where glibc keeps every page that lies between live chunks: the gateway settled
- * ~23 MiB above its fresh idle level after 1,000 streams, ~12 MiB of it such pages (bench/results/data-path-issue-13.md,
- * "Giving malloc's pages back").
+ * into malloc's arenas, where glibc keeps every page that lies between live chunks (it gives back only the
+ * top of its heap): without the trim a process settles well above its fresh idle level after load
+ * (`bench/stack.ts --rss` reads both levels).
  */
 export function collectAndTrim(): () => void {
   const gc = lastResortGc();

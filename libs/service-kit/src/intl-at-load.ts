@@ -3,7 +3,7 @@
  *
  * Why: @nestjs/common makes two `Intl.DateTimeFormat`s when its logger modules load (for its console
  * logger, which our apps do not print with), and the first Intl formatter of a process maps about 5 MiB
- * of ICU data from the node binary (+6-7 MiB of RSS in an idle gateway; bench/results/data-path-issue-13.md, "ICU data").
+ * of ICU data from the node binary into every idle process's RSS (ADR 0015; bench/gateway-rss.ts).
  *
  * Use: import this module FIRST in an app's entry point (ES modules evaluate in import order, so it
  * runs before Nest's), and call `endIntlDeferral()` at the top of the entry point's body. Formatters made

@@ -23,7 +23,8 @@ interface Repeats {
  * Writes the access lines of answers that did not succeed (ADR 0014, "Logging and ids"), at most one line
  * per second for each group of like answers: the same key, route, status and error code. A client over
  * its limit or a model with no replica answers thousands of 429s / 503s a second; written one by one,
- * those lines flooded the log and cost ~5 us and ~270 bytes written per refusal (bench/results/data-path-issue-13.md).
+ * those lines would flood the log and cost more than deciding the refusal (bench/stack.ts's 429 row and
+ * 503 burst show what a refusal costs).
  * The first answer of a group is written at once, as before; the others in the same second are counted,
  * and when the second ends one `request (repeated)` line gives their number with the last one's fields
  * (its request id, trace id and duration), so the log still names every key, route and reason that was

@@ -7,8 +7,8 @@ const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace'] as const;
 /**
  * Fastify's per-request logger (`req.log`), made only when the request logs something. Fastify builds
  * a pino child per request (`logger.child({ reqId })`), which runs the redaction over the bindings and
- * serialises them: about 2.5 % of the gateway's CPU per request, for a logger that a successful request
- * never uses. This stands in for that child: each method checks the level on the parent first, and the
+ * serialises them: work on every request for a logger that a successful request never uses (ADR 0014:
+ * the success path writes no log line). This stands in for that child: each method checks the level on the parent first, and the
  * real child (same bindings, same options) is made on the first line actually written.
  */
 export class LazyChildLogger {

@@ -4,8 +4,8 @@ import { Public } from '../auth/public.decorator.js';
 
 /**
  * The OpenAPI 3.1 document, generated from libs/contracts on its first request and kept serialized: one
- * ~130 KB string instead of the document's objects (~0.8 MB of heap) held from start-up by every gateway,
- * when few ever serve it (issue 13's idle memory).
+ * string instead of the document's objects, and nothing held from start-up by the many gateways that never
+ * serve it (the idle footprint, ADR 0014; bench/gateway-rss.ts).
  */
 @Controller()
 export class OpenApiController {

@@ -55,11 +55,12 @@ const dec = new TextDecoder();
  * nothing doubled. The ledger writer takes both shapes and de-duplicates by request id as well.
  * close() waits (bounded) for the backlog and the window to empty.
  *
- * Why batches: one JetStream message per request cost the gateway a publish and an ack to handle per
- * request, 10 to 17 us (bench/stages.ts), and NATS a stored message each.
+ * Why batches: one JetStream message per request costs the gateway a publish and an ack to handle per
+ * request, and NATS a stored message each; per turn and model it is one of each (bench/stages.ts shows
+ * the usage stage's share).
  * Why not `jetstream(nc).publish()`: it awaits one ack per call over `nc.request()`, which builds Error
  * objects (an async-trace context, a TimeoutError, a RequestError("cancelled")) for every publish,
- * successful or not; measured at ~7 % of the gateway's CPU per request (bench/results/data-path-issue-13.md).
+ * successful or not: the success path builds no Error objects (ADR 0014).
  */
 export class UsagePublisher {
   private backlog: UsageEvent[] = [];

@@ -47,7 +47,7 @@ export interface TelemetryConfig {
   rootBound: number;
   /** OTEL_RESOURCE_ATTRIBUTES, parsed. */
   resource: Record<string, string>;
-  /** The batch span processor's settings (OTEL_BSP_*, the spec's defaults). */
+  /** The batch span processor's settings (OTEL_BSP_*, OpenTelemetry's defaults). */
   batch: {
     scheduledDelayMillis: number;
     maxExportBatchSize: number;
@@ -83,7 +83,7 @@ const SAMPLERS = new Set([
  * Reads the standard variables (OpenTelemetry's "SDK environment variables" spec): tracing is on only
  * when OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or OTEL_EXPORTER_OTLP_ENDPOINT is set, and neither
  * OTEL_SDK_DISABLED=true nor OTEL_TRACES_EXPORTER=none says otherwise. The sampler is
- * OTEL_TRACES_SAMPLER (+ OTEL_TRACES_SAMPLER_ARG), default parentbased_always_on, as the spec says.
+ * OTEL_TRACES_SAMPLER (+ OTEL_TRACES_SAMPLER_ARG), default parentbased_always_on, as OpenTelemetry's specification says.
  * A value we do not know is an error at start, not a silent default.
  */
 export function telemetryConfig(env: NodeJS.ProcessEnv, defaultName: string): TelemetryConfig | null {
@@ -135,9 +135,9 @@ export function telemetryConfig(env: NodeJS.ProcessEnv, defaultName: string): Te
       resource[decodeURIComponent(part.slice(0, eq).trim())] = decodeURIComponent(part.slice(eq + 1).trim());
   }
   const serviceName = env.OTEL_SERVICE_NAME?.trim() || resource['service.name'] || defaultName;
-  // Each export costs this process a fixed share (an HTTP request: about 0.6 to 1 ms of CPU, measured
-  // by bench/telemetry.ts) besides its spans: the spec's 5 s delay spreads it over five times more
-  // requests than 1 s would. Tests that wait for spans set a short delay.
+  // Each export costs this process a fixed share (an HTTP request) besides its spans: OpenTelemetry's
+  // default 5 s delay spreads it over five times more requests than 1 s would (bench/telemetry.ts).
+  // Tests that wait for spans set a short delay.
   const maxQueueSize = bspInt(env, 'OTEL_BSP_MAX_QUEUE_SIZE', 2048, 1, 1_000_000);
   const batch = {
     scheduledDelayMillis: bspInt(env, 'OTEL_BSP_SCHEDULE_DELAY', 5000, 0, 3_600_000),
@@ -155,9 +155,8 @@ export function telemetryConfig(env: NodeJS.ProcessEnv, defaultName: string): Te
 /**
  * Trace and span ids from a pool of random bytes refilled 4 KiB at a time, handed out as slices of the
  * pool's hex string (made once per refill: one randomFillSync and one toString('hex') per 4 KiB, not
- * per id). The SDK's default asks the OS for 8 or 16 bytes per id (randomFillSync each time): measured
- * at about 10 us of gateway CPU per request, half the budget of tracing at 10 % sampling
- * (bench/telemetry.ts). A slice keeps its pool's 8 KiB string alive, so slices are given only to what
+ * per id). The SDK's default asks the OS for 8 or 16 bytes per id (randomFillSync each time), the
+ * largest share of an unsampled request's tracing cost (bench/telemetry.ts). A slice keeps its pool's 8 KiB string alive, so slices are given only to what
  * dies with its request (an unsampled request's ids, draw()); ids that live in SDK spans until they
  * are exported (seconds) are strings of their own (the SDK's generate*, a kept request's trace id).
  */
