@@ -470,7 +470,7 @@ async function main(): Promise<void> {
   const chat = await startChatService({ env: { ...process.env, LOG_LEVEL: 'silent' }, subjectPrefix });
   try {
     const env = { DATABASE_URL: databaseUrl, MODEL_SUBJECT_PREFIX: subjectPrefix, LIMITS_ENABLED: '0' };
-    // The batch span processor's settings stay the spec's defaults (OTEL_BSP_*: 5 s, 512 spans).
+    // The batch span processor's settings stay OpenTelemetry's defaults (OTEL_BSP_*: 5 s, 512 spans).
     const otel = { OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url, OTEL_TRACES_SAMPLER: 'parentbased_traceidratio' };
     gateways.push(await startGateway('off', env));
     // A second gateway with tracing off: its difference to "off" is what this machine's noise and the

@@ -76,7 +76,7 @@ describe('telemetry: one connected trace per request, across every hop', () => {
       env: {
         OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url,
         OTEL_TRACES_SAMPLER: 'parentbased_always_on',
-        // Spans reach the receiver within a fifth of a second (production: the spec's 5 s).
+        // Spans reach the receiver within a fifth of a second (production: OpenTelemetry's default 5 s).
         OTEL_BSP_SCHEDULE_DELAY: '200',
         LIMITS_ENABLED: '1',
         BULLMQ_PREFIX,

@@ -114,7 +114,7 @@ describe('telemetryConfig: the standard OTEL_* variables', () => {
     );
   });
 
-  it("reads the batch span processor's OTEL_BSP_* variables, with the spec's defaults", () => {
+  it("reads the batch span processor's OTEL_BSP_* variables, with OpenTelemetry's defaults", () => {
     const base = { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318' };
     assert.deepEqual(telemetryConfig(base, 'x')?.batch, {
       scheduledDelayMillis: 5000,
