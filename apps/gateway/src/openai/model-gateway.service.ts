@@ -19,7 +19,7 @@ import { estimatePromptTokens } from '../limits/estimate.js';
 import type { Admission } from '../limits/limits.engine.js';
 import { LimitsService } from '../limits/limits.service.js';
 import { MetricsService } from '../metrics/metrics.service.js';
-import { TrafficRecorder } from '../overview/traffic.js';
+import { TrafficRecorder } from '../call/observers/traffic.js';
 import { UsagePublisher } from '../usage/usage-publisher.js';
 import { collectList } from './collect.js';
 import { type ModelRoute, routeCaller } from './routes.js';

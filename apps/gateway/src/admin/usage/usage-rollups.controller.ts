@@ -9,9 +9,9 @@ import {
 import { type Db, PrismaSql, type Sql } from '@infer/persistence/lazy';
 import { Controller, Get, Inject, Query, Req } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
-import { Public } from '../auth/public.decorator.js';
-import { PRISMA } from '../infra/tokens.js';
-import { AdminAccess } from './admin-access.js';
+import { Public } from '../../auth/public.decorator.js';
+import { PRISMA } from '../../infra/tokens.js';
+import { AdminAccess } from '../access/admin-access.service.js';
 
 /** Longest range of one daily query (server-enforced). */
 export const MAX_DAYS = 366;

@@ -23,11 +23,11 @@ import {
 } from '@infer/persistence/lazy';
 import { Body, Controller, Get, HttpCode, Inject, Param, Patch, Post, Put, Query, Req } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
-import { AdminInvalidation } from '../admin/invalidation.js';
-import { Public } from '../auth/public.decorator.js';
-import { PRISMA } from '../infra/tokens.js';
-import { AdminAccess } from './admin-access.js';
-import { notFound, userError } from './user-error.js';
+import { AdminInvalidation } from '../invalidation.js';
+import { Public } from '../../auth/public.decorator.js';
+import { PRISMA } from '../../infra/tokens.js';
+import { AdminAccess } from '../access/admin-access.service.js';
+import { notFound, userError } from '../user-error.js';
 
 const secs = (d: Date) => Math.floor(+d / 1000);
 

@@ -1,9 +1,9 @@
 import { ApiError, type Overview, OverviewQuerySchema, parseOrThrow } from '@infer/contracts';
 import { Controller, Get, Inject, type OnModuleDestroy, Query, Req, Res } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { Public } from '../auth/public.decorator.js';
-import { hijackEventStream } from '../http/event-stream.js';
-import { AdminAccess } from '../operators/admin-access.js';
+import { Public } from '../../auth/public.decorator.js';
+import { hijackEventStream } from '../../http/event-stream.js';
+import { AdminAccess } from '../access/admin-access.service.js';
 import { OverviewService } from './overview.service.js';
 
 /** How often the stream sends an overview, how often it re-checks the session, how long it lives. */

@@ -4,9 +4,9 @@ import { SearchDocumentsRepository } from '@infer/search-index';
 import { Controller, Get, Inject, Query, Req } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { Public } from '../auth/public.decorator.js';
-import { PRISMA } from '../infra/tokens.js';
-import { AdminAccess } from './admin-access.js';
+import { Public } from '../../auth/public.decorator.js';
+import { PRISMA } from '../../infra/tokens.js';
+import { AdminAccess } from '../access/admin-access.service.js';
 
 const DocumentsQuerySchema = z
   .object({

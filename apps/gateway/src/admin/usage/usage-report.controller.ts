@@ -10,12 +10,12 @@ import {
 import { ApiKeysRepository, type Db, MembersRepository, usageReport } from '@infer/persistence/lazy';
 import { Controller, Get, Inject, Param, Query, Req } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
-import { Public } from '../auth/public.decorator.js';
-import { CatalogService } from '../catalog/catalog.service.js';
-import { PRISMA } from '../infra/tokens.js';
-import { LimitsService } from '../limits/limits.service.js';
-import { monthWindow } from '../limits/periods.js';
-import { AdminAccess } from '../operators/admin-access.js';
+import { Public } from '../../auth/public.decorator.js';
+import { CatalogService } from '../../catalog/catalog.service.js';
+import { PRISMA } from '../../infra/tokens.js';
+import { LimitsService } from '../../limits/limits.service.js';
+import { monthWindow } from '../../limits/periods.js';
+import { AdminAccess } from '../access/admin-access.service.js';
 
 /**
  * The operators' HTTP API: usage from the ledger and the live state of a key's limits. Not reachable

@@ -2,9 +2,9 @@ import { Queues } from '@infer/contracts';
 import { Controller, Get, Inject, Req } from '@nestjs/common';
 import type { Job, Queue } from 'bullmq';
 import type { FastifyRequest } from 'fastify';
-import { Public } from '../auth/public.decorator.js';
-import { GATEWAY_CONFIG, type GatewayConfig } from '../config.js';
-import { AdminAccess } from '../operators/admin-access.js';
+import { Public } from '../../auth/public.decorator.js';
+import { GATEWAY_CONFIG, type GatewayConfig } from '../../config.js';
+import { AdminAccess } from '../access/admin-access.service.js';
 import { BullQueues } from './bull-queues.js';
 
 /** How many of the latest finished jobs the timings are computed from. */

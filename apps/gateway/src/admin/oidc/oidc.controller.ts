@@ -13,10 +13,10 @@ import { parseCookie, stringifySetCookie } from 'cookie';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Redis } from 'ioredis';
 import * as oidc from 'openid-client';
-import { Public } from '../auth/public.decorator.js';
-import { GATEWAY_CONFIG, type GatewayConfig } from '../config.js';
-import { LOGGER, PRISMA, REDIS } from '../infra/tokens.js';
-import { sessionCookie } from './cookies.js';
+import { Public } from '../../auth/public.decorator.js';
+import { GATEWAY_CONFIG, type GatewayConfig } from '../../config.js';
+import { LOGGER, PRISMA, REDIS } from '../../infra/tokens.js';
+import { sessionCookie } from '../session/cookies.js';
 import { decideOidcOperator, identityKey } from './oidc-mapping.js';
 
 /** Cookie that ties the browser to its sign-in attempt (state, nonce and PKCE verifier in Redis). */

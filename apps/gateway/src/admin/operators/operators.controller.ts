@@ -10,11 +10,11 @@ import {
 import { AuditRepository, type Db, OperatorsRepository } from '@infer/persistence/lazy';
 import { Body, Controller, Get, Inject, Param, Patch, Post, Query, Req } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
-import { Public } from '../auth/public.decorator.js';
-import { PRISMA } from '../infra/tokens.js';
-import { AdminAccess } from './admin-access.js';
-import { userError } from './user-error.js';
-import { auditView, operatorAudit, operatorView } from './views.js';
+import { Public } from '../../auth/public.decorator.js';
+import { PRISMA } from '../../infra/tokens.js';
+import { AdminAccess } from '../access/admin-access.service.js';
+import { userError } from '../user-error.js';
+import { auditView, operatorAudit, operatorView } from '../views.js';
 
 /**
  * Operators (owner only) and the audit log (any signed-in role).

@@ -9,9 +9,9 @@ import {
 import { Controller, Delete, Get, HttpCode, Inject, Param, Post, Query, Req } from '@nestjs/common';
 import type { Job, Queue } from 'bullmq';
 import type { FastifyRequest } from 'fastify';
-import { BullQueues } from '../admin-queues/bull-queues.js';
-import { Public } from '../auth/public.decorator.js';
-import { AdminAccess } from './admin-access.js';
+import { BullQueues } from './bull-queues.js';
+import { Public } from '../../auth/public.decorator.js';
+import { AdminAccess } from '../access/admin-access.service.js';
 
 const NAMES = new Set<string>(Object.values(Queues));
 const JOB_ID = /^[A-Za-z0-9:_-]{1,200}$/;

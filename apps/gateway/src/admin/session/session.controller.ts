@@ -9,13 +9,13 @@ import {
 import { Body, Controller, Delete, Get, HttpCode, Inject, Post, Req, Res } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Redis } from 'ioredis';
-import { Public } from '../auth/public.decorator.js';
-import { GATEWAY_CONFIG, type GatewayConfig } from '../config.js';
-import { PRISMA, REDIS } from '../infra/tokens.js';
-import { AdminAccess, sameOrigin } from './admin-access.js';
+import { Public } from '../../auth/public.decorator.js';
+import { GATEWAY_CONFIG, type GatewayConfig } from '../../config.js';
+import { PRISMA, REDIS } from '../../infra/tokens.js';
+import { AdminAccess, sameOrigin } from '../access/admin-access.service.js';
 import { clearedSessionCookie, readSessionCookie, sessionCookie } from './cookies.js';
 import { LoginThrottle } from './login-throttle.js';
-import { operatorView } from './views.js';
+import { operatorView } from '../views.js';
 
 /** Verified against when the email is unknown, so both failures take the same time. */
 let dummyHash: Promise<string> | undefined;

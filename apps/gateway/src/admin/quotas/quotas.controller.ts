@@ -2,12 +2,12 @@ import { type CatalogEntry, type LimitState, type MemberQuotas } from '@infer/co
 import { ApiKeysRepository, type Db, MembersRepository } from '@infer/persistence/lazy';
 import { Controller, Get, Inject, Param, Req } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
-import { Public } from '../auth/public.decorator.js';
-import { CatalogService } from '../catalog/catalog.service.js';
-import { PRISMA } from '../infra/tokens.js';
-import { LimitsService } from '../limits/limits.service.js';
-import { AdminAccess } from './admin-access.js';
-import { notFound } from './user-error.js';
+import { Public } from '../../auth/public.decorator.js';
+import { CatalogService } from '../../catalog/catalog.service.js';
+import { PRISMA } from '../../infra/tokens.js';
+import { LimitsService } from '../../limits/limits.service.js';
+import { AdminAccess } from '../access/admin-access.service.js';
+import { notFound } from '../user-error.js';
 
 /** Active keys whose quotas are read (the newest); a member with more gets `keys_omitted`. */
 export const QUOTA_KEYS = 20;

@@ -29,7 +29,7 @@ describe('queue timings', () => {
 
 describe('job data summary', () => {
   it('shows short values, sizes of long strings, arrays and objects', async () => {
-    const { summarize } = await import('../operators/queue-jobs.controller.js');
+    const { summarize } = await import('./queue-jobs.controller.js');
     assert.deepEqual(
       summarize({ prompt: 'a fox', n: 2, audio: 'x'.repeat(5000), tags: [1, 2], opts: { a: 1 }, none: null }),
       {

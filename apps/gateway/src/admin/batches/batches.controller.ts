@@ -2,10 +2,10 @@ import { ApiError, BATCH_STATUSES } from '@infer/contracts';
 import type { Db } from '@infer/persistence/lazy';
 import { Controller, Get, Inject, Param, Query, Req } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
-import { Public } from '../auth/public.decorator.js';
-import { PRISMA } from '../infra/tokens.js';
-import { AdminAccess } from '../operators/admin-access.js';
-import { batchView } from './views.js';
+import { Public } from '../../auth/public.decorator.js';
+import { PRISMA } from '../../infra/tokens.js';
+import { AdminAccess } from '../access/admin-access.service.js';
+import { batchView } from '../../batch/views.js';
 
 /**
  * GET /admin/members/{memberId}/batches?status=&after=&limit=: one page of a member's batches, newest

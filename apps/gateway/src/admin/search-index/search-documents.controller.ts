@@ -8,8 +8,8 @@ import {
 import { Body, Controller, Delete, HttpCode, Inject, Post, Req } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { Public } from '../auth/public.decorator.js';
-import { AdminAccess } from '../operators/admin-access.js';
+import { Public } from '../../auth/public.decorator.js';
+import { AdminAccess } from '../access/admin-access.service.js';
 
 const DeleteBodySchema = z.object({
   urls: z
