@@ -11,10 +11,10 @@ import {
 } from '@infer/persistence/lazy';
 import { Inject, Injectable } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
-import { checkAdmin } from './admin-token.js';
 import { GATEWAY_CONFIG, type GatewayConfig } from '../../config.js';
 import { PRISMA } from '../../infra/tokens.js';
 import { readSessionCookie, sameToken } from '../session/cookies.js';
+import { checkAdmin } from './admin-token.js';
 
 /** What a caller of /admin needs: to read, to change the platform, or to manage operators. */
 export type AdminNeed = 'read' | 'write' | 'owner';

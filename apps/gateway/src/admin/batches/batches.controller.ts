@@ -1,11 +1,9 @@
 import { ApiError, BATCH_STATUSES } from '@infer/contracts';
 import type { Db } from '@infer/persistence/lazy';
-import { Controller, Get, Inject, Param, Query, Req } from '@nestjs/common';
-import type { FastifyRequest } from 'fastify';
-import { Public } from '../../auth/public.decorator.js';
-import { PRISMA } from '../../infra/tokens.js';
-import { AdminAccess } from '../access/admin-access.service.js';
+import { Controller, Get, Inject, Param, Query } from '@nestjs/common';
 import { batchView } from '../../batch/views.js';
+import { PRISMA } from '../../infra/tokens.js';
+import { Admin } from '../access/admin.decorator.js';
 
 /**
  * GET /admin/members/{memberId}/batches?status=&after=&limit=: one page of a member's batches, newest
@@ -14,21 +12,13 @@ import { batchView } from '../../batch/views.js';
  * last). For running batches `request_counts` are the live counts of the checkpoint rows. Any operator
  * role may read.
  */
-@Public()
 @Controller('admin/members')
 export class BatchesAdminController {
-  constructor(
-    @Inject(PRISMA) private readonly db: Db,
-    @Inject(AdminAccess) private readonly access: AdminAccess,
-  ) {}
+  constructor(@Inject(PRISMA) private readonly db: Db) {}
 
+  @Admin('read')
   @Get(':memberId/batches')
-  async list(
-    @Req() req: FastifyRequest,
-    @Param('memberId') memberId: string,
-    @Query() q: Record<string, unknown>,
-  ) {
-    await this.access.require(req, 'read');
+  async list(@Param('memberId') memberId: string, @Query() q: Record<string, unknown>) {
     const status = typeof q.status === 'string' && q.status ? q.status : undefined;
     if (status && !(BATCH_STATUSES as readonly string[]).includes(status)) {
       throw ApiError.invalid(`Unknown batch status '${status.slice(0, 32)}'.`, 'status');

@@ -21,12 +21,11 @@ import {
   type Member,
   MembersRepository,
 } from '@infer/persistence/lazy';
-import { Body, Controller, Get, HttpCode, Inject, Param, Patch, Post, Put, Query, Req } from '@nestjs/common';
-import type { FastifyRequest } from 'fastify';
-import { AdminInvalidation } from '../invalidation.js';
-import { Public } from '../../auth/public.decorator.js';
+import { Body, Controller, Get, HttpCode, Inject, Param, Patch, Post, Put, Query } from '@nestjs/common';
 import { PRISMA } from '../../infra/tokens.js';
-import { AdminAccess } from '../access/admin-access.service.js';
+import { Actor, Admin } from '../access/admin.decorator.js';
+import { AdminAccess, type AdminActor } from '../access/admin-access.service.js';
+import { AdminInvalidation } from '../invalidation.js';
 import { notFound, userError } from '../user-error.js';
 
 const secs = (d: Date) => Math.floor(+d / 1000);
@@ -91,7 +90,6 @@ const keyAudit = (k: ApiKeyInfo) => ({
  *   GET   /admin/models                                    every model, disabled ones included
  *   PATCH /admin/models/{id}                               {enabled}
  */
-@Public()
 @Controller('admin')
 export class MembersAdminController {
   private readonly members: MembersRepository;
@@ -106,17 +104,17 @@ export class MembersAdminController {
     this.keys = new ApiKeysRepository(db);
   }
 
+  @Admin('read')
   @Get('members')
-  async list(@Req() req: FastifyRequest, @Query() query: unknown) {
-    await this.access.require(req, 'read');
+  async list(@Query() query: unknown) {
     const q = parseOrThrow(MemberQuerySchema, query ?? {});
     const page = await this.members.search(q);
     return { object: 'list' as const, data: page.rows.map(memberView), next_after: page.nextAfter };
   }
 
+  @Admin('write')
   @Post('members')
-  async create(@Req() req: FastifyRequest, @Body() body: unknown): Promise<AdminMember> {
-    const actor = await this.access.require(req, 'write');
+  async create(@Actor() actor: AdminActor, @Body() body: unknown): Promise<AdminMember> {
     const input = parseOrThrow(CreateMemberRequestSchema, body ?? {});
     const m = await this.access
       .audited(
@@ -134,22 +132,22 @@ export class MembersAdminController {
     return memberView({ ...m, keyCount: 0 });
   }
 
+  @Admin('read')
   @Get('members/:id')
-  async get(@Req() req: FastifyRequest, @Param('id') id: string) {
-    await this.access.require(req, 'read');
+  async get(@Param('id') id: string) {
     const m = await this.members.get(id).catch(() => null);
     if (!m) throw notFound('member', id, 'id');
     const keys = await this.keys.list(id);
     return { ...memberView({ ...m, keyCount: keys.length }), api_keys: keys.map(keyView) };
   }
 
+  @Admin('write')
   @Patch('members/:id')
   async update(
-    @Req() req: FastifyRequest,
+    @Actor() actor: AdminActor,
     @Param('id') id: string,
     @Body() body: unknown,
   ): Promise<AdminMember> {
-    const actor = await this.access.require(req, 'write');
     const change = parseOrThrow(UpdateMemberRequestSchema, body ?? {});
     const before = await this.members.get(id).catch(() => null);
     if (!before) throw notFound('member', id, 'id');
@@ -182,9 +180,9 @@ export class MembersAdminController {
     return memberView(after);
   }
 
+  @Admin('write')
   @Post('members/:id/keys')
-  async mint(@Req() req: FastifyRequest, @Param('id') id: string, @Body() body: unknown): Promise<MintedKey> {
-    const actor = await this.access.require(req, 'write');
+  async mint(@Actor() actor: AdminActor, @Param('id') id: string, @Body() body: unknown): Promise<MintedKey> {
     const { name } = parseOrThrow(MintKeyRequestSchema, body ?? {});
     const { key, record } = await this.access
       .audited(
@@ -201,9 +199,9 @@ export class MembersAdminController {
     return { object: 'api_key.secret', key, record: keyView(record) };
   }
 
+  @Admin('read')
   @Get('keys')
-  async listKeys(@Req() req: FastifyRequest, @Query() query: unknown): Promise<AdminKeyList> {
-    await this.access.require(req, 'read');
+  async listKeys(@Query() query: unknown): Promise<AdminKeyList> {
     const q = parseOrThrow(KeyQuerySchema, query ?? {});
     const page = await this.keys.search({
       q: q.q,
@@ -227,10 +225,10 @@ export class MembersAdminController {
     };
   }
 
+  @Admin('write')
   @Post('keys/:key/revoke')
   @HttpCode(200)
-  async revoke(@Req() req: FastifyRequest, @Param('key') ref: string): Promise<AdminKey> {
-    const actor = await this.access.require(req, 'write');
+  async revoke(@Actor() actor: AdminActor, @Param('key') ref: string): Promise<AdminKey> {
     const before = await this.keys.find(ref);
     if (!before) throw notFound('API key', ref, 'key');
     const after = await this.access.audited(
@@ -255,9 +253,9 @@ export class MembersAdminController {
    * Rotation: a new key for the same member with the same name and limit overrides; the old key is
    * revoked at once. The new key is in this answer only.
    */
+  @Admin('write')
   @Post('keys/:key/rotate')
-  async rotate(@Req() req: FastifyRequest, @Param('key') ref: string): Promise<MintedKey> {
-    const actor = await this.access.require(req, 'write');
+  async rotate(@Actor() actor: AdminActor, @Param('key') ref: string): Promise<MintedKey> {
     const old = await this.keys.find(ref);
     if (!old) throw notFound('API key', ref, 'key');
     if (old.revokedAt) {
@@ -290,13 +288,13 @@ export class MembersAdminController {
     return { object: 'api_key.secret', key, record: keyView(record) };
   }
 
+  @Admin('write')
   @Put('keys/:key/limits')
   async setLimits(
-    @Req() req: FastifyRequest,
+    @Actor() actor: AdminActor,
     @Param('key') ref: string,
     @Body() body: unknown,
   ): Promise<AdminKey> {
-    const actor = await this.access.require(req, 'write');
     const { limits } = parseOrThrow(SetKeyLimitsRequestSchema, body ?? {});
     const before = await this.keys.find(ref);
     if (!before) throw notFound('API key', ref, 'key');
@@ -318,9 +316,9 @@ export class MembersAdminController {
     return keyView(after);
   }
 
+  @Admin('read')
   @Get('models')
-  async models(@Req() req: FastifyRequest) {
-    await this.access.require(req, 'read');
+  async models() {
     const rows = await this.db.model.findMany({
       orderBy: [{ enabled: 'desc' }, { rank: 'asc' }, { id: 'asc' }],
     });
@@ -341,9 +339,9 @@ export class MembersAdminController {
     };
   }
 
+  @Admin('write')
   @Patch('models/:id')
-  async setModel(@Req() req: FastifyRequest, @Param('id') id: string, @Body() body: unknown) {
-    const actor = await this.access.require(req, 'write');
+  async setModel(@Actor() actor: AdminActor, @Param('id') id: string, @Body() body: unknown) {
     const { enabled } = parseOrThrow(UpdateModelRequestSchema, body ?? {});
     const before = await this.db.model.findUnique({ where: { id } });
     if (!before) throw notFound('model', id, 'id');

@@ -13,9 +13,9 @@ import { parseCookie, stringifySetCookie } from 'cookie';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Redis } from 'ioredis';
 import * as oidc from 'openid-client';
-import { Public } from '../../auth/public.decorator.js';
 import { GATEWAY_CONFIG, type GatewayConfig } from '../../config.js';
 import { LOGGER, PRISMA, REDIS } from '../../infra/tokens.js';
+import { Admin } from '../access/admin.decorator.js';
 import { sessionCookie } from '../session/cookies.js';
 import { decideOidcOperator, identityKey } from './oidc-mapping.js';
 
@@ -50,7 +50,7 @@ const isLoopback = (u: URL) => ['127.0.0.1', 'localhost', '[::1]'].includes(u.ho
  *                                 /console/?sso_error=<code>: never a 500.
  * The session afterwards is the same server-side session as a password sign-in.
  */
-@Public()
+@Admin('sign-in')
 @Controller('admin/oidc')
 export class OidcController {
   private discovered: Promise<oidc.Configuration> | undefined;

@@ -8,11 +8,10 @@ import {
   UpdateOperatorRequestSchema,
 } from '@infer/contracts';
 import { AuditRepository, type Db, OperatorsRepository } from '@infer/persistence/lazy';
-import { Body, Controller, Get, Inject, Param, Patch, Post, Query, Req } from '@nestjs/common';
-import type { FastifyRequest } from 'fastify';
-import { Public } from '../../auth/public.decorator.js';
+import { Body, Controller, Get, Inject, Param, Patch, Post, Query } from '@nestjs/common';
 import { PRISMA } from '../../infra/tokens.js';
-import { AdminAccess } from '../access/admin-access.service.js';
+import { Actor, Admin } from '../access/admin.decorator.js';
+import { AdminAccess, type AdminActor } from '../access/admin-access.service.js';
 import { userError } from '../user-error.js';
 import { auditView, operatorAudit, operatorView } from '../views.js';
 
@@ -23,7 +22,6 @@ import { auditView, operatorAudit, operatorView } from '../views.js';
  *   PATCH /admin/operators/{id}       {role?, disabled?} -> Operator (the last active owner stays)
  *   GET   /admin/audit?actor=&action=&target_type=&target_id=&from=&to=&before=&limit=
  */
-@Public()
 @Controller('admin')
 export class OperatorsController {
   private readonly operators: OperatorsRepository;
@@ -37,15 +35,15 @@ export class OperatorsController {
     this.auditLog = new AuditRepository(db);
   }
 
+  @Admin('owner')
   @Get('operators')
-  async list(@Req() req: FastifyRequest): Promise<{ object: 'list'; data: OperatorView[] }> {
-    await this.access.require(req, 'owner');
+  async list(): Promise<{ object: 'list'; data: OperatorView[] }> {
     return { object: 'list', data: (await this.operators.list()).map(operatorView) };
   }
 
+  @Admin('owner')
   @Post('operators')
-  async create(@Req() req: FastifyRequest, @Body() body: unknown): Promise<OperatorView> {
-    const actor = await this.access.require(req, 'owner');
+  async create(@Actor() actor: AdminActor, @Body() body: unknown): Promise<OperatorView> {
     const input = parseOrThrow(CreateOperatorRequestSchema, body ?? {});
     const op = await this.access
       .audited(
@@ -62,13 +60,13 @@ export class OperatorsController {
     return operatorView(op);
   }
 
+  @Admin('owner')
   @Patch('operators/:id')
   async update(
-    @Req() req: FastifyRequest,
+    @Actor() actor: AdminActor,
     @Param('id') id: string,
     @Body() body: unknown,
   ): Promise<OperatorView> {
-    const actor = await this.access.require(req, 'owner');
     const change = parseOrThrow(UpdateOperatorRequestSchema, body ?? {});
     const before = await this.operators.get(id);
     if (!before) {
@@ -110,9 +108,9 @@ export class OperatorsController {
     return operatorView(after);
   }
 
+  @Admin('read')
   @Get('audit')
-  async audit(@Req() req: FastifyRequest, @Query() query: unknown): Promise<AuditList> {
-    await this.access.require(req, 'read');
+  async audit(@Query() query: unknown): Promise<AuditList> {
     const q = parseOrThrow(AuditQuerySchema, query ?? {});
     const page = await this.auditLog.list({
       ...(q.actor ? { actorId: q.actor } : {}),

@@ -1,8 +1,8 @@
 import { ApiError, type Overview, OverviewQuerySchema, parseOrThrow } from '@infer/contracts';
 import { Controller, Get, Inject, type OnModuleDestroy, Query, Req, Res } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { Public } from '../../auth/public.decorator.js';
 import { hijackEventStream } from '../../http/event-stream.js';
+import { Admin } from '../access/admin.decorator.js';
 import { AdminAccess } from '../access/admin-access.service.js';
 import { OverviewService } from './overview.service.js';
 
@@ -18,7 +18,6 @@ const STREAM_MAX_MS = 10 * 60_000;
  *     stream re-checks the session every 30 s (an expired or disabled session ends it with
  *     `event: end`) and closes itself after 10 minutes; EventSource reconnects on its own.
  */
-@Public()
 @Controller('admin/overview')
 export class OverviewController implements OnModuleDestroy {
   /** The open streams' enders: a shutting-down gateway ends them (clients reconnect elsewhere). */
@@ -33,20 +32,20 @@ export class OverviewController implements OnModuleDestroy {
     for (const end of [...this.open]) end('The gateway is shutting down.', 'shutdown');
   }
 
+  @Admin('read')
   @Get()
-  async get(@Req() req: FastifyRequest, @Query() query: unknown): Promise<Overview> {
-    await this.access.require(req, 'read');
+  async get(@Query() query: unknown): Promise<Overview> {
     const { minutes } = parseOrThrow(OverviewQuerySchema, query ?? {});
     return this.overview.overview(minutes);
   }
 
+  @Admin('read')
   @Get('stream')
   async stream(
     @Req() req: FastifyRequest,
     @Res() reply: FastifyReply,
     @Query() query: unknown,
   ): Promise<void> {
-    await this.access.require(req, 'read');
     const { minutes } = parseOrThrow(OverviewQuerySchema, query ?? {});
     const raw = hijackEventStream(reply);
     raw.write('retry: 3000\n\n');

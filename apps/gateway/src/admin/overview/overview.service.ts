@@ -4,12 +4,12 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import { Inject, Injectable, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import type { Redis } from 'ioredis';
-import { BullQueues } from '../queues/bull-queues.js';
+import { readTraffic, TrafficRecorder } from '../../call/observers/traffic.js';
 import { GATEWAY_CONFIG, type GatewayConfig } from '../../config.js';
+import { BullQueues } from '../../infra/bull-queues.js';
 import { LOGGER, NATS, REDIS } from '../../infra/tokens.js';
 import { MetricsService } from '../../metrics/metrics.service.js';
 import { InstanceRegistry } from './instances.js';
-import { readTraffic, TrafficRecorder } from '../../call/observers/traffic.js';
 
 const utf8 = new TextDecoder();
 

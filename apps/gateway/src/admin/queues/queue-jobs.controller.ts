@@ -6,12 +6,11 @@ import {
   type QueueJobView,
   Queues,
 } from '@infer/contracts';
-import { Controller, Delete, Get, HttpCode, Inject, Param, Post, Query, Req } from '@nestjs/common';
+import { Controller, Delete, Get, HttpCode, Inject, Param, Post, Query } from '@nestjs/common';
 import type { Job, Queue } from 'bullmq';
-import type { FastifyRequest } from 'fastify';
-import { BullQueues } from './bull-queues.js';
-import { Public } from '../../auth/public.decorator.js';
-import { AdminAccess } from '../access/admin-access.service.js';
+import { BullQueues } from '../../infra/bull-queues.js';
+import { Actor, Admin } from '../access/admin.decorator.js';
+import { AdminAccess, type AdminActor } from '../access/admin-access.service.js';
 
 const NAMES = new Set<string>(Object.values(Queues));
 const JOB_ID = /^[A-Za-z0-9:_-]{1,200}$/;
@@ -27,7 +26,6 @@ const JOB_ID = /^[A-Za-z0-9:_-]{1,200}$/;
  *   POST   /admin/queues/{queue}/resume
  *   DELETE /admin/queues/{queue}/jobs/{id}
  */
-@Public()
 @Controller('admin/queues')
 export class QueueJobsController {
   constructor(
@@ -59,9 +57,9 @@ export class QueueJobsController {
     return job;
   }
 
+  @Admin('read')
   @Get(':queue/jobs')
-  async list(@Req() req: FastifyRequest, @Param('queue') name: string, @Query() query: unknown) {
-    await this.access.require(req, 'read');
+  async list(@Param('queue') name: string, @Query() query: unknown) {
     const q = parseOrThrow(QueueJobsQuerySchema, query ?? {});
     const queue = await this.queue(name);
     const jobs = await queue.getJobs([q.state], q.start, q.start + q.limit - 1);
@@ -74,13 +72,9 @@ export class QueueJobsController {
     };
   }
 
+  @Admin('read')
   @Get(':queue/jobs/:id')
-  async find(
-    @Req() req: FastifyRequest,
-    @Param('queue') name: string,
-    @Param('id') id: string,
-  ): Promise<QueueJobDetail> {
-    await this.access.require(req, 'read');
+  async find(@Param('queue') name: string, @Param('id') id: string): Promise<QueueJobDetail> {
     const job = await this.job(name, id);
     const state = await job.getState();
     return {
@@ -93,21 +87,22 @@ export class QueueJobsController {
     };
   }
 
+  @Admin('write')
   @Post(':queue/pause')
   @HttpCode(200)
-  pause(@Req() req: FastifyRequest, @Param('queue') name: string) {
-    return this.setPaused(req, name, true);
+  pause(@Actor() actor: AdminActor, @Param('queue') name: string) {
+    return this.setPaused(actor, name, true);
   }
 
+  @Admin('write')
   @Post(':queue/resume')
   @HttpCode(200)
-  resume(@Req() req: FastifyRequest, @Param('queue') name: string) {
-    return this.setPaused(req, name, false);
+  resume(@Actor() actor: AdminActor, @Param('queue') name: string) {
+    return this.setPaused(actor, name, false);
   }
 
   /** Pauses or resumes a queue for every worker (BullMQ's global pause, kept in Redis); audited. */
-  private async setPaused(req: FastifyRequest, name: string, paused: boolean) {
-    const actor = await this.access.require(req, 'write');
+  private async setPaused(actor: AdminActor, name: string, paused: boolean) {
     const q = await this.queue(name);
     const before = await q.isPaused();
     if (before !== paused) {
@@ -127,10 +122,10 @@ export class QueueJobsController {
     return { object: 'queue' as const, name, paused: await q.isPaused() };
   }
 
+  @Admin('write')
   @Post(':queue/jobs/:id/retry')
   @HttpCode(200)
-  async retry(@Req() req: FastifyRequest, @Param('queue') name: string, @Param('id') id: string) {
-    const actor = await this.access.require(req, 'write');
+  async retry(@Actor() actor: AdminActor, @Param('queue') name: string, @Param('id') id: string) {
     const job = await this.job(name, id);
     const state = await job.getState();
     if (state !== 'failed') {
@@ -156,10 +151,10 @@ export class QueueJobsController {
     return { object: 'queue.job.retried' as const, id, queue: name };
   }
 
+  @Admin('write')
   @Delete(':queue/jobs/:id')
   @HttpCode(200)
-  async remove(@Req() req: FastifyRequest, @Param('queue') name: string, @Param('id') id: string) {
-    const actor = await this.access.require(req, 'write');
+  async remove(@Actor() actor: AdminActor, @Param('queue') name: string, @Param('id') id: string) {
     const job = await this.job(name, id);
     const state = await job.getState();
     if (state === 'active') {

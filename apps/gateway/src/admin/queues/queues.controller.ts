@@ -1,11 +1,9 @@
 import { Queues } from '@infer/contracts';
-import { Controller, Get, Inject, Req } from '@nestjs/common';
+import { Controller, Get, Inject } from '@nestjs/common';
 import type { Job, Queue } from 'bullmq';
-import type { FastifyRequest } from 'fastify';
-import { Public } from '../../auth/public.decorator.js';
 import { GATEWAY_CONFIG, type GatewayConfig } from '../../config.js';
-import { AdminAccess } from '../access/admin-access.service.js';
-import { BullQueues } from './bull-queues.js';
+import { BullQueues } from '../../infra/bull-queues.js';
+import { Admin } from '../access/admin.decorator.js';
 
 /** How many of the latest finished jobs the timings are computed from. */
 const RECENT = 200;
@@ -69,22 +67,20 @@ export function jobTimings(jobs: readonly Pick<Job, 'name' | 'timestamp' | 'proc
  * transcriptions), read from Redis, so the view is the same whichever gateway replica answers. Admin
  * credential as the rest of /admin (checkAdmin: `Authorization: Bearer <ADMIN_TOKEN>`).
  */
-@Public()
 @Controller('admin')
 export class QueuesAdminController {
   constructor(
     @Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig,
     @Inject(BullQueues) private readonly bull: BullQueues,
-    @Inject(AdminAccess) private readonly access: AdminAccess,
   ) {}
 
   private queue(name: string): Promise<Queue> {
     return this.bull.get(name);
   }
 
+  @Admin('read')
   @Get('queues')
-  async list(@Req() req: FastifyRequest): Promise<{ object: 'list'; prefix: string; data: QueueReport[] }> {
-    await this.access.require(req, 'read');
+  async list(): Promise<{ object: 'list'; prefix: string; data: QueueReport[] }> {
     const data = await Promise.all(Object.values(Queues).map((name) => this.report(name)));
     return { object: 'list', prefix: this.config.BULLMQ_PREFIX, data };
   }

@@ -1,12 +1,10 @@
 import { type CatalogEntry, type LimitState, type MemberQuotas } from '@infer/contracts';
 import { ApiKeysRepository, type Db, MembersRepository } from '@infer/persistence/lazy';
-import { Controller, Get, Inject, Param, Req } from '@nestjs/common';
-import type { FastifyRequest } from 'fastify';
-import { Public } from '../../auth/public.decorator.js';
+import { Controller, Get, Inject, Param } from '@nestjs/common';
 import { CatalogService } from '../../catalog/catalog.service.js';
 import { PRISMA } from '../../infra/tokens.js';
 import { LimitsService } from '../../limits/limits.service.js';
-import { AdminAccess } from '../access/admin-access.service.js';
+import { Admin } from '../access/admin.decorator.js';
 import { notFound } from '../user-error.js';
 
 /** Active keys whose quotas are read (the newest); a member with more gets `keys_omitted`. */
@@ -21,7 +19,6 @@ const QUOTA_WINDOWS = new Set<LimitState['window']>(['day', 'month', 'billing_pe
  * the member's own (token allowances per month or billing period, images per month) once, and each
  * active key's (rolling token budgets, web searches per day). Any role.
  */
-@Public()
 @Controller('admin/members')
 export class QuotasController {
   private readonly members: MembersRepository;
@@ -31,15 +28,14 @@ export class QuotasController {
     @Inject(PRISMA) private readonly db: Db,
     @Inject(CatalogService) private readonly catalog: CatalogService,
     @Inject(LimitsService) private readonly limits: LimitsService,
-    @Inject(AdminAccess) private readonly access: AdminAccess,
   ) {
     this.members = new MembersRepository(db);
     this.keys = new ApiKeysRepository(db);
   }
 
+  @Admin('read')
   @Get(':id/quotas')
-  async quotas(@Req() req: FastifyRequest, @Param('id') id: string): Promise<MemberQuotas> {
-    await this.access.require(req, 'read');
+  async quotas(@Param('id') id: string): Promise<MemberQuotas> {
     const member = id.includes('\u0000') ? null : await this.members.get(id).catch(() => null);
     if (!member) throw notFound('member', id, 'id');
     const page = await this.keys.search({ memberId: member.id, status: 'active', limit: QUOTA_KEYS });

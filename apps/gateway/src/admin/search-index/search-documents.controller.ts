@@ -5,11 +5,10 @@ import {
   type SearchDocumentInput,
   SearchDocumentsRepository,
 } from '@infer/search-index';
-import { Body, Controller, Delete, HttpCode, Inject, Post, Req } from '@nestjs/common';
-import type { FastifyRequest } from 'fastify';
+import { Body, Controller, Delete, HttpCode, Inject, Post } from '@nestjs/common';
 import { z } from 'zod';
-import { Public } from '../../auth/public.decorator.js';
-import { AdminAccess } from '../access/admin-access.service.js';
+import { Actor, Admin } from '../access/admin.decorator.js';
+import { AdminAccess, type AdminActor } from '../access/admin-access.service.js';
 
 const DeleteBodySchema = z.object({
   urls: z
@@ -33,15 +32,14 @@ const DeleteBodySchema = z.object({
  *          -> {object: 'search.ingest', documents, inserted, updated, unchanged}
  *   DELETE /admin/search/documents  {urls: [...]} -> {object: 'search.delete', deleted}
  */
-@Public()
 @Controller('admin/search')
-export class SearchAdminController {
+export class SearchDocumentsAdminController {
   constructor(@Inject(AdminAccess) private readonly access: AdminAccess) {}
 
+  @Admin('write')
   @Post('documents')
   @HttpCode(200)
-  async ingest(@Req() req: FastifyRequest, @Body() body: unknown) {
-    const actor = await this.access.require(req, 'write');
+  async ingest(@Actor() actor: AdminActor, @Body() body: unknown) {
     const batch = parseOrThrow(DocumentBatchSchema, body ?? {});
     const now = new Date();
     const docs: SearchDocumentInput[] = [];
@@ -62,10 +60,10 @@ export class SearchAdminController {
     return { object: 'search.ingest', documents: docs.length, ...r };
   }
 
+  @Admin('write')
   @Delete('documents')
   @HttpCode(200)
-  async remove(@Req() req: FastifyRequest, @Body() body: unknown) {
-    const actor = await this.access.require(req, 'write');
+  async remove(@Actor() actor: AdminActor, @Body() body: unknown) {
     const { urls } = parseOrThrow(DeleteBodySchema, body ?? {});
     const deleted = await this.access.audited(
       actor,

@@ -1,12 +1,10 @@
 import { parseOrThrow } from '@infer/contracts';
 import type { Db } from '@infer/persistence/lazy';
 import { SearchDocumentsRepository } from '@infer/search-index';
-import { Controller, Get, Inject, Query, Req } from '@nestjs/common';
-import type { FastifyRequest } from 'fastify';
+import { Controller, Get, Inject, Query } from '@nestjs/common';
 import { z } from 'zod';
-import { Public } from '../../auth/public.decorator.js';
 import { PRISMA } from '../../infra/tokens.js';
-import { AdminAccess } from '../access/admin-access.service.js';
+import { Admin } from '../access/admin.decorator.js';
 
 const DocumentsQuerySchema = z
   .object({
@@ -23,21 +21,17 @@ const DocumentsQuerySchema = z
  *   GET /admin/search/sources                                  documents per source
  *   GET /admin/search/documents?source=&after=&limit=          one page of documents (no body)
  */
-@Public()
 @Controller('admin/search')
 export class SearchIndexAdminController {
   private readonly repo: SearchDocumentsRepository;
 
-  constructor(
-    @Inject(PRISMA) private readonly db: Db,
-    @Inject(AdminAccess) private readonly access: AdminAccess,
-  ) {
+  constructor(@Inject(PRISMA) private readonly db: Db) {
     this.repo = new SearchDocumentsRepository(db);
   }
 
+  @Admin('read')
   @Get('sources')
-  async sources(@Req() req: FastifyRequest) {
-    await this.access.require(req, 'read');
+  async sources() {
     const rows = await this.repo.stats();
     return {
       object: 'list' as const,
@@ -49,9 +43,9 @@ export class SearchIndexAdminController {
     };
   }
 
+  @Admin('read')
   @Get('documents')
-  async documents(@Req() req: FastifyRequest, @Query() query: unknown) {
-    await this.access.require(req, 'read');
+  async documents(@Query() query: unknown) {
     const q = parseOrThrow(DocumentsQuerySchema, query ?? {});
     const found = await this.db.searchDocument.findMany({
       where: { ...(q.source ? { source: q.source } : {}), ...(q.after ? { url: { gt: q.after } } : {}) },

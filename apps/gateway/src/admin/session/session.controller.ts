@@ -9,13 +9,13 @@ import {
 import { Body, Controller, Delete, Get, HttpCode, Inject, Post, Req, Res } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Redis } from 'ioredis';
-import { Public } from '../../auth/public.decorator.js';
 import { GATEWAY_CONFIG, type GatewayConfig } from '../../config.js';
 import { PRISMA, REDIS } from '../../infra/tokens.js';
-import { AdminAccess, sameOrigin } from '../access/admin-access.service.js';
+import { Actor, Admin } from '../access/admin.decorator.js';
+import { AdminAccess, type AdminActor, sameOrigin } from '../access/admin-access.service.js';
+import { operatorView } from '../views.js';
 import { clearedSessionCookie, readSessionCookie, sessionCookie } from './cookies.js';
 import { LoginThrottle } from './login-throttle.js';
-import { operatorView } from '../views.js';
 
 /** Verified against when the email is unknown, so both failures take the same time. */
 let dummyHash: Promise<string> | undefined;
@@ -33,7 +33,6 @@ const badCredentials = () =>
  *   GET    /admin/session                   -> Session of the cookie (401 when none)
  *   DELETE /admin/session                   -> signs out (X-CSRF-Token required)
  */
-@Public()
 @Controller('admin/session')
 export class SessionController {
   private readonly operators: OperatorsRepository;
@@ -62,6 +61,7 @@ export class SessionController {
     };
   }
 
+  @Admin('sign-in')
   @Post()
   @HttpCode(200)
   async login(
@@ -109,6 +109,7 @@ export class SessionController {
     return this.view(op, csrfToken);
   }
 
+  @Admin('sign-in')
   @Get()
   async current(
     @Req() req: FastifyRequest,
@@ -123,16 +124,14 @@ export class SessionController {
     return this.view(s.operator, s.csrfToken);
   }
 
+  @Admin('signed-in')
   @Delete()
   @HttpCode(200)
   async logout(
+    @Actor() actor: AdminActor,
     @Req() req: FastifyRequest,
     @Res({ passthrough: true }) reply: FastifyReply,
   ): Promise<{ object: 'session.deleted' }> {
-    if (!readSessionCookie(req.headers.cookie)) {
-      throw new ApiError(401, 'Not signed in.', { type: ErrorType.auth, code: 'session_expired' });
-    }
-    const actor = await this.access.require(req, 'read');
     const token = readSessionCookie(req.headers.cookie);
     await this.access.audited(
       actor,

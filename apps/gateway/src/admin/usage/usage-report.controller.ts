@@ -8,22 +8,19 @@ import {
   UsageGroupSchema,
 } from '@infer/contracts';
 import { ApiKeysRepository, type Db, MembersRepository, usageReport } from '@infer/persistence/lazy';
-import { Controller, Get, Inject, Param, Query, Req } from '@nestjs/common';
-import type { FastifyRequest } from 'fastify';
-import { Public } from '../../auth/public.decorator.js';
+import { Controller, Get, Inject, Param, Query } from '@nestjs/common';
 import { CatalogService } from '../../catalog/catalog.service.js';
 import { PRISMA } from '../../infra/tokens.js';
 import { LimitsService } from '../../limits/limits.service.js';
 import { monthWindow } from '../../limits/periods.js';
-import { AdminAccess } from '../access/admin-access.service.js';
+import { Admin } from '../access/admin.decorator.js';
 
 /**
  * The operators' HTTP API: usage from the ledger and the live state of a key's limits. Not reachable
- * with an API key: @Public() skips key auth and every handler checks the admin credential itself.
+ * with an API key: each handler carries `@Admin(need)` (admin/access/admin.guard.ts).
  */
-@Public()
 @Controller('admin')
-export class AdminController {
+export class UsageReportController {
   private readonly keys: ApiKeysRepository;
   private readonly members: MembersRepository;
 
@@ -31,7 +28,6 @@ export class AdminController {
     @Inject(PRISMA) private readonly db: Db,
     @Inject(CatalogService) private readonly catalog: CatalogService,
     @Inject(LimitsService) private readonly limits: LimitsService,
-    @Inject(AdminAccess) private readonly access: AdminAccess,
   ) {
     this.keys = new ApiKeysRepository(db);
     this.members = new MembersRepository(db);
@@ -41,9 +37,9 @@ export class AdminController {
    * GET /admin/usage?from=&to=&member=&key=&model=&group_by=member,key,model
    * from/to: ISO 8601 or Unix seconds; default the current calendar month (UTC). to is exclusive.
    */
+  @Admin('read')
   @Get('usage')
-  async usage(@Req() req: FastifyRequest, @Query() q: Record<string, unknown>): Promise<AdminUsageReport> {
-    await this.access.require(req, 'read');
+  async usage(@Query() q: Record<string, unknown>): Promise<AdminUsageReport> {
     const month = monthWindow(Date.now());
     const from = parseInstant(q.from, 'from') ?? new Date(month.start);
     const to = parseInstant(q.to, 'to') ?? new Date(month.end);
@@ -94,9 +90,9 @@ export class AdminController {
   }
 
   /** GET /admin/keys/{id or prefix}/limits: every limit of the key, its member and its models, now. */
+  @Admin('read')
   @Get('keys/:key/limits')
-  async keyLimits(@Req() req: FastifyRequest, @Param('key') keyRef: string): Promise<KeyLimitsState> {
-    await this.access.require(req, 'read');
+  async keyLimits(@Param('key') keyRef: string): Promise<KeyLimitsState> {
     // No key id or prefix holds a NUL (PostgreSQL text cannot): not found, without asking.
     const key = keyRef.includes('\u0000') ? null : await this.keys.find(keyRef);
     if (!key) {

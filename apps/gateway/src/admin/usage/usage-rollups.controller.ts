@@ -7,11 +7,9 @@ import {
   parseOrThrow,
 } from '@infer/contracts';
 import { type Db, PrismaSql, type Sql } from '@infer/persistence/lazy';
-import { Controller, Get, Inject, Query, Req } from '@nestjs/common';
-import type { FastifyRequest } from 'fastify';
-import { Public } from '../../auth/public.decorator.js';
+import { Controller, Get, Inject, Query } from '@nestjs/common';
 import { PRISMA } from '../../infra/tokens.js';
-import { AdminAccess } from '../access/admin-access.service.js';
+import { Admin } from '../access/admin.decorator.js';
 
 /** Longest range of one daily query (server-enforced). */
 export const MAX_DAYS = 366;
@@ -30,17 +28,13 @@ const GROUP_FIELD = { model: 'model', member: 'member_id', key: 'key_id' } as co
  *   GET /admin/usage/daily?from=YYYY-MM-DD&to=YYYY-MM-DD&member=&key=&model=&group_by=model|member|key|none&top=50
  *   GET /admin/usage/hourly?hours=24    platform-wide, per model and hour
  */
-@Public()
 @Controller('admin/usage')
 export class UsageRollupsController {
-  constructor(
-    @Inject(PRISMA) private readonly db: Db,
-    @Inject(AdminAccess) private readonly access: AdminAccess,
-  ) {}
+  constructor(@Inject(PRISMA) private readonly db: Db) {}
 
+  @Admin('read')
   @Get('daily')
-  async daily(@Req() req: FastifyRequest, @Query() query: unknown): Promise<DailyUsage> {
-    await this.access.require(req, 'read');
+  async daily(@Query() query: unknown): Promise<DailyUsage> {
     const q = parseOrThrow(DailyUsageQuerySchema, query ?? {});
     const to = q.to ? Date.parse(`${q.to}T00:00:00Z`) : Math.floor(Date.now() / DAY_MS) * DAY_MS;
     const from = q.from ? Date.parse(`${q.from}T00:00:00Z`) : to - 29 * DAY_MS;
@@ -154,9 +148,9 @@ export class UsageRollupsController {
     };
   }
 
+  @Admin('read')
   @Get('hourly')
-  async hourly(@Req() req: FastifyRequest, @Query() query: unknown): Promise<HourlyUsage> {
-    await this.access.require(req, 'read');
+  async hourly(@Query() query: unknown): Promise<HourlyUsage> {
     const { hours } = parseOrThrow(HourlyUsageQuerySchema, query ?? {});
     const since = new Date(Math.floor(Date.now() / 3_600_000 - (hours - 1)) * 3_600_000);
     const rows = await this.db.$queryRaw<

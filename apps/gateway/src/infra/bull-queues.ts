@@ -1,8 +1,8 @@
 import { Inject, Injectable, type OnModuleDestroy } from '@nestjs/common';
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { GATEWAY_CONFIG, type GatewayConfig } from '../../config.js';
-import { REDIS } from '../../infra/tokens.js';
+import { GATEWAY_CONFIG, type GatewayConfig } from '../config.js';
+import { REDIS } from './tokens.js';
 
 /**
  * The services' BullMQ queues as the gateway's admin routes see them (counts, timings, jobs to retry or
