@@ -1,27 +1,7 @@
-import { ApiError, parseOrThrow } from '@infer/contracts';
-import {
-  DocumentBatchSchema,
-  prepareDocument,
-  type SearchDocumentInput,
-  SearchDocumentsRepository,
-} from '@infer/search-index';
 import { Body, Controller, Delete, HttpCode, Inject, Post } from '@nestjs/common';
-import { z } from 'zod';
 import { Actor, Admin } from '../access/admin.decorator.js';
-import { AdminAccess, type AdminActor } from '../access/admin-access.service.js';
-
-const DeleteBodySchema = z.object({
-  urls: z
-    .array(
-      z
-        .string()
-        .min(1)
-        // No stored URL holds one (PostgreSQL text cannot): a 400, not a failed query.
-        .refine((u) => !u.includes('\u0000'), 'must not contain NUL (\\u0000) characters'),
-    )
-    .min(1)
-    .max(5_000),
-});
+import type { AdminActor } from '../access/admin-access.service.js';
+import { SearchDocumentsService } from './search-documents.service.js';
 
 /**
  * The local search index through the admin API (`Authorization: Bearer <ADMIN_TOKEN>`, like the rest of
@@ -34,47 +14,19 @@ const DeleteBodySchema = z.object({
  */
 @Controller('admin/search')
 export class SearchDocumentsAdminController {
-  constructor(@Inject(AdminAccess) private readonly access: AdminAccess) {}
+  constructor(@Inject(SearchDocumentsService) private readonly svc: SearchDocumentsService) {}
 
   @Admin('write')
   @Post('documents')
   @HttpCode(200)
-  async ingest(@Actor() actor: AdminActor, @Body() body: unknown) {
-    const batch = parseOrThrow(DocumentBatchSchema, body ?? {});
-    const now = new Date();
-    const docs: SearchDocumentInput[] = [];
-    for (const d of batch.documents) docs.push(await prepareDocument(d, { now }));
-    const empty = docs.findIndex((d) => !d.body);
-    if (empty >= 0) {
-      throw ApiError.invalid('The document has no text to index.', `documents[${empty}].body`);
-    }
-    const r = await this.access.audited(
-      actor,
-      (tx) => new SearchDocumentsRepository(tx).upsertMany(docs),
-      (r) => ({
-        action: 'search.ingest',
-        targetType: 'search_document',
-        after: { urls: docs.map((d) => d.url).slice(0, 100), documents: docs.length, ...r },
-      }),
-    );
-    return { object: 'search.ingest', documents: docs.length, ...r };
+  ingest(@Actor() actor: AdminActor, @Body() body: unknown) {
+    return this.svc.ingest(actor, body);
   }
 
   @Admin('write')
   @Delete('documents')
   @HttpCode(200)
-  async remove(@Actor() actor: AdminActor, @Body() body: unknown) {
-    const { urls } = parseOrThrow(DeleteBodySchema, body ?? {});
-    const deleted = await this.access.audited(
-      actor,
-      (tx) => new SearchDocumentsRepository(tx).deleteUrls(urls),
-      (deleted) => ({
-        action: 'search.delete',
-        targetType: 'search_document',
-        before: { urls: urls.slice(0, 100) },
-        after: { deleted },
-      }),
-    );
-    return { object: 'search.delete', deleted };
+  remove(@Actor() actor: AdminActor, @Body() body: unknown) {
+    return this.svc.remove(actor, body);
   }
 }

@@ -1,19 +1,6 @@
-import { parseOrThrow } from '@infer/contracts';
-import type { Db } from '@infer/persistence/lazy';
-import { SearchDocumentsRepository } from '@infer/search-index';
 import { Controller, Get, Inject, Query } from '@nestjs/common';
-import { z } from 'zod';
-import { PRISMA } from '../../infra/tokens.js';
 import { Admin } from '../access/admin.decorator.js';
-
-const DocumentsQuerySchema = z
-  .object({
-    source: z.string().min(1).max(200).optional(),
-    /** Cursor: the `next_after` (a url) of the previous page. */
-    after: z.string().min(1).max(4000).optional(),
-    limit: z.coerce.number().int().min(1).max(200).default(50),
-  })
-  .strict();
+import { SearchIndexService } from './search-index.service.js';
 
 /**
  * Read side of the local search index for the operator console (ingest and delete are
@@ -23,46 +10,17 @@ const DocumentsQuerySchema = z
  */
 @Controller('admin/search')
 export class SearchIndexAdminController {
-  private readonly repo: SearchDocumentsRepository;
-
-  constructor(@Inject(PRISMA) private readonly db: Db) {
-    this.repo = new SearchDocumentsRepository(db);
-  }
+  constructor(@Inject(SearchIndexService) private readonly svc: SearchIndexService) {}
 
   @Admin('read')
   @Get('sources')
-  async sources() {
-    const rows = await this.repo.stats();
-    return {
-      object: 'list' as const,
-      data: rows.map((r) => ({
-        source: r.source,
-        documents: r.documents,
-        newest: r.newest ? Math.floor(+r.newest / 1000) : null,
-      })),
-    };
+  sources() {
+    return this.svc.sources();
   }
 
   @Admin('read')
   @Get('documents')
-  async documents(@Query() query: unknown) {
-    const q = parseOrThrow(DocumentsQuerySchema, query ?? {});
-    const found = await this.db.searchDocument.findMany({
-      where: { ...(q.source ? { source: q.source } : {}), ...(q.after ? { url: { gt: q.after } } : {}) },
-      orderBy: { url: 'asc' },
-      take: q.limit + 1,
-      select: { url: true, title: true, source: true, fetchedAt: true },
-    });
-    const page = found.slice(0, q.limit);
-    return {
-      object: 'list' as const,
-      data: page.map((d) => ({
-        url: d.url,
-        title: d.title,
-        source: d.source,
-        fetched_at: Math.floor(+d.fetchedAt / 1000),
-      })),
-      next_after: found.length > q.limit ? (page.at(-1)?.url ?? null) : null,
-    };
+  documents(@Query() query: unknown) {
+    return this.svc.documents(query);
   }
 }

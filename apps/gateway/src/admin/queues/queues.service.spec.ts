@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { jobTimings, percentile } from './queues.controller.js';
+import { jobTimings, percentile } from './queues.service.js';
 
 describe('queue timings', () => {
   it('takes nearest-rank percentiles', () => {
@@ -29,7 +29,7 @@ describe('queue timings', () => {
 
 describe('job data summary', () => {
   it('shows short values, sizes of long strings, arrays and objects', async () => {
-    const { summarize } = await import('./queue-jobs.controller.js');
+    const { summarize } = await import('./queue-jobs.service.js');
     assert.deepEqual(
       summarize({ prompt: 'a fox', n: 2, audio: 'x'.repeat(5000), tags: [1, 2], opts: { a: 1 }, none: null }),
       {
