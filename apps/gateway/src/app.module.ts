@@ -10,7 +10,7 @@ import { AuthGuard } from './auth/auth.guard.js';
 import { KeyCache, type KeyStore } from './auth/key-cache.js';
 import { BatchesController } from './batch/batches.controller.js';
 import { FilesController } from './batch/files.controller.js';
-import { InteractivePressure, PRESSURE_KEY_SUFFIX } from './batch/pressure.js';
+import { InteractivePressure, PRESSURE_KEY_SUFFIX } from './call/observers/pressure.js';
 import { CALL_PROVIDERS } from './call/call.providers.js';
 import { TrafficRecorder } from './call/observers/traffic.js';
 import type { CatalogSource } from './catalog/catalog.js';

@@ -7,7 +7,7 @@ import { hijackEventStream } from '../http/event-stream.js';
 import { estimatePromptTokens } from '../limits/estimate.js';
 import { refusedLimitOf } from '../limits/limits.engine.js';
 import { type Admission, LimitsService } from '../limits/limits.service.js';
-import { type CollectSpec, collectList } from '../openai/collect.js';
+import { type CollectSpec, collectList } from './collect.js';
 import { CallSettlement } from './call-settlement.js';
 import type { Call, CallKind, CallOutcome, CallSpec } from './outcome.js';
 import { ParkedResults } from './parked-results.js';

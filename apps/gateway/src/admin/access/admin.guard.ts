@@ -2,7 +2,7 @@ import { ApiError, ErrorType } from '@infer/contracts';
 import { type CanActivate, type ExecutionContext, Inject, Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { FastifyRequest } from 'fastify';
-import { readSessionCookie } from '../session/cookies.js';
+import { readSessionCookie } from './cookies.js';
 import { AdminAccess } from './admin-access.service.js';
 import { ADMIN_ROUTE, type AdminRouteNeed } from './admin-route.js';
 

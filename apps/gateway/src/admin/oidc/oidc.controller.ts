@@ -16,7 +16,7 @@ import * as oidc from 'openid-client';
 import { GATEWAY_CONFIG, type GatewayConfig } from '../../config.js';
 import { LOGGER, PRISMA, REDIS } from '../../infra/tokens.js';
 import { Admin } from '../access/admin.decorator.js';
-import { sessionCookie } from '../session/cookies.js';
+import { sessionCookie } from '../access/cookies.js';
 import { decideOidcOperator, identityKey } from './oidc-mapping.js';
 
 /** Cookie that ties the browser to its sign-in attempt (state, nonce and PKCE verifier in Redis). */

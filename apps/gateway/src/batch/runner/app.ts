@@ -26,11 +26,11 @@ import { UsageObserver } from '../../call/observers/usage.observer.js';
 import { ParkedResults } from '../../call/parked-results.js';
 import { CatalogService } from '../../catalog/catalog.service.js';
 import { type GatewayConfig, GatewayEnvFields } from '../../config.js';
-import { openPersistence } from '../../infra/persistence.js';
+import { openPersistence } from '../../persistence.js';
 import { LimitsService } from '../../limits/limits.service.js';
 import { MetricsService } from '../../metrics/metrics.service.js';
 import { UsagePublisher } from '../../usage/usage-publisher.js';
-import { PRESSURE_KEY_SUFFIX, readPressure } from '../pressure.js';
+import { PRESSURE_KEY_SUFFIX, readPressure } from '../../call/observers/pressure.js';
 import { BatchRunner } from './batch-runner.js';
 import { BatchLane } from './lane.js';
 

@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { InteractivePressure } from '../../batch/pressure.js';
+import { InteractivePressure } from './pressure.js';
 import type { CallObserver, CallOutcome } from '../outcome.js';
 
 /** Interactive model calls in flight, reported to Redis: the batch lane yields to them (batch/pressure.ts). */

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
-import { waitFor } from '../../../../test/support/wait-for.js';
+import { waitFor } from '../../../../../test/support/wait-for.js';
 import { InteractivePressure, readPressure } from './pressure.js';
 
 describe('interactive pressure (Redis)', () => {

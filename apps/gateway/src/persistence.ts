@@ -6,8 +6,8 @@ import {
   touchKeyLastUsed,
 } from '@infer/persistence/lazy';
 import type { Logger } from '@infer/service-kit';
-import type { KeyStore } from '../auth/key-cache.js';
-import type { CatalogSource } from '../catalog/catalog.js';
+import type { KeyStore } from './auth/key-cache.js';
+import type { CatalogSource } from './catalog/catalog.js';
 
 /**
  * The gateway's view of PostgreSQL: one pg pool. Key lookups for auth (and their last-used time), the
