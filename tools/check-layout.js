@@ -32,7 +32,8 @@ export const BENCH_APP_ENTRIES = new Set([
   'apps/ledger-writer/src/app.ts',
 ]);
 
-const IMPORT = /(?:^|\s)(?:import|export)\s([^'"]*?)from\s*['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/g;
+const IMPORT =
+  /(?:^|\s)(?:import|export)\s([^'"]*?)from\s*['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/g;
 
 function walk(dir, out) {
   for (const e of readdirSync(dir, { withFileTypes: true })) {
@@ -108,7 +109,9 @@ export function check(root = ROOT) {
     const [a, b] = k.split(' -> ');
     if (a < b && pairs.has(`${b} -> ${a}`)) {
       const back = pairs.get(`${b} -> ${a}`);
-      breaches.push(`folders import each other: ${a} <-> ${b} (${e.from} -> ${e.to}; ${back.from} -> ${back.to})`);
+      breaches.push(
+        `folders import each other: ${a} <-> ${b} (${e.from} -> ${e.to}; ${back.from} -> ${back.to})`,
+      );
     }
   }
   for (const e of edges) {
@@ -124,12 +127,17 @@ export function check(root = ROOT) {
     }
     // 3. bench/ through exports only
     if (e.from.startsWith('bench/') && e.to) {
-      if (e.to.startsWith('libs/')) breaches.push(`bench imports a lib's internals (use @infer/<lib>): ${e.from} -> ${e.to}`);
+      if (e.to.startsWith('libs/'))
+        breaches.push(`bench imports a lib's internals (use @infer/<lib>): ${e.from} -> ${e.to}`);
       if (e.to.startsWith('apps/') && !BENCH_APP_ENTRIES.has(e.to))
         breaches.push(`bench imports an app's internals: ${e.from} -> ${e.to}`);
     }
     // 4. libs never import apps
-    if (e.from.startsWith('libs/') && (e.to?.startsWith('apps/') || /^@infer\/(gateway|.*-service|console|admin-cli|ledger-writer)\b/.test(e.spec)))
+    if (
+      e.from.startsWith('libs/') &&
+      (e.to?.startsWith('apps/') ||
+        /^@infer\/(gateway|.*-service|console|admin-cli|ledger-writer)\b/.test(e.spec))
+    )
       breaches.push(`a lib imports an app: ${e.from} -> ${e.to ?? e.spec}`);
   }
   return breaches;
@@ -142,5 +150,7 @@ if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.ur
     console.error(`${breaches.length} layout breach(es): see tools/check-layout.js for the rules.`);
     process.exit(1);
   }
-  console.log('layout: no folder cycles, no admin imports on the inference path, bench and libs within bounds');
+  console.log(
+    'layout: no folder cycles, no admin imports on the inference path, bench and libs within bounds',
+  );
 }

@@ -13,8 +13,8 @@ import { Inject, Injectable } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import { GATEWAY_CONFIG, type GatewayConfig } from '../../config.js';
 import { PRISMA } from '../../infra/tokens.js';
-import { readSessionCookie, sameToken } from './cookies.js';
 import { checkAdmin } from './admin-token.js';
+import { readSessionCookie, sameToken } from './cookies.js';
 
 /** What a caller of /admin needs: to read, to change the platform, or to manage operators. */
 export type AdminNeed = 'read' | 'write' | 'owner';

@@ -2,9 +2,9 @@ import { ApiError, ErrorType } from '@infer/contracts';
 import { type CanActivate, type ExecutionContext, Inject, Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { FastifyRequest } from 'fastify';
-import { readSessionCookie } from './cookies.js';
 import { AdminAccess } from './admin-access.service.js';
 import { ADMIN_ROUTE, type AdminRouteNeed } from './admin-route.js';
+import { readSessionCookie } from './cookies.js';
 
 /**
  * The one check in front of every /admin handler (put there by `@Admin(need)`): the admin token or a

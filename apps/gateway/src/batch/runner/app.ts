@@ -22,15 +22,15 @@ import { Counter, Gauge, Registry } from 'prom-client';
 import { z } from 'zod';
 import { CallSettlement } from '../../call/call-settlement.js';
 import { GovernedCall } from '../../call/governed-call.js';
+import { PRESSURE_KEY_SUFFIX, readPressure } from '../../call/observers/pressure.js';
 import { UsageObserver } from '../../call/observers/usage.observer.js';
 import { ParkedResults } from '../../call/parked-results.js';
 import { CatalogService } from '../../catalog/catalog.service.js';
 import { type GatewayConfig, GatewayEnvFields } from '../../config.js';
-import { openPersistence } from '../../persistence.js';
 import { LimitsService } from '../../limits/limits.service.js';
 import { MetricsService } from '../../metrics/metrics.service.js';
+import { openPersistence } from '../../persistence.js';
 import { UsagePublisher } from '../../usage/usage-publisher.js';
-import { PRESSURE_KEY_SUFFIX, readPressure } from '../../call/observers/pressure.js';
 import { BatchRunner } from './batch-runner.js';
 import { BatchLane } from './lane.js';
 
@@ -149,7 +149,9 @@ async function openRunner(config: BatchRunnerConfig, log: Logger): Promise<Parts
   });
   // The gateway's governed call, with the one usage publisher behind its usage observer: the runner
   // waits for each line's usage ack (recordAcked) before it writes the line's checkpoint.
-  const usage = new UsagePublisher(nc, log, config.USAGE_SUBJECT_ROOT);
+  // One event per message (batchMax 1), its request id as the JetStream message id, as the runner's
+  // events always were: a line run again after a crash is a duplicate JetStream drops by id.
+  const usage = new UsagePublisher(nc, log, config.USAGE_SUBJECT_ROOT, { batchMax: 1 });
   const call = new GovernedCall(
     new NatsRpcClientProxy(nc),
     limits,

@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { InteractivePressure } from './pressure.js';
 import type { CallObserver, CallOutcome } from '../outcome.js';
+import { InteractivePressure } from './pressure.js';
 
 /** Interactive model calls in flight, reported to Redis: the batch lane yields to them (batch/pressure.ts). */
 @Injectable()
