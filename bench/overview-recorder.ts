@@ -9,8 +9,8 @@
  */
 import { performance } from 'node:perf_hooks';
 import { Redis } from 'ioredis';
+import { TrafficRecorder } from '../apps/gateway/src/call/observers/traffic.js';
 import { MetricsService } from '../apps/gateway/src/metrics/metrics.service.js';
-import { TrafficRecorder } from '../apps/gateway/src/overview/traffic.js';
 
 const N = Number(process.env.BENCH_CALLS ?? 2_000_000);
 const MODELS = ['chat-A', 'chat-B', 'chat-C', 'chat-D', 'chat-E', 'chat-F', 'chat-G', 'embed'];

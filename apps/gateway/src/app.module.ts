@@ -5,16 +5,14 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import { type DynamicModule, Module } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD } from '@nestjs/core';
 import type { Redis } from 'ioredis';
-import { AdminController } from './admin/admin.controller.js';
-import { AdminInvalidation } from './admin/invalidation.js';
-import { BullQueues } from './admin-queues/bull-queues.js';
-import { QueuesAdminController } from './admin-queues/queues.controller.js';
+import { ADMIN_CONTROLLERS, ADMIN_PROVIDERS } from './admin/admin.module.js';
 import { AuthGuard } from './auth/auth.guard.js';
 import { KeyCache, type KeyStore } from './auth/key-cache.js';
-import { BatchesAdminController } from './batch/admin-batches.controller.js';
 import { BatchesController } from './batch/batches.controller.js';
 import { FilesController } from './batch/files.controller.js';
-import { InteractivePressure, PRESSURE_KEY_SUFFIX } from './batch/pressure.js';
+import { CALL_PROVIDERS } from './call/call.providers.js';
+import { InteractivePressure, PRESSURE_KEY_SUFFIX } from './call/observers/pressure.js';
+import { TrafficRecorder } from './call/observers/traffic.js';
 import type { CatalogSource } from './catalog/catalog.js';
 import { CatalogService } from './catalog/catalog.service.js';
 import { ErrorsFilter } from './common/errors.filter.js';
@@ -22,6 +20,7 @@ import { GATEWAY_CONFIG, type GatewayConfig } from './config.js';
 import { HealthController } from './health/health.controller.js';
 import { CLOCK, systemClock } from './images/clock.js';
 import { ImageDelivery } from './images/image-delivery.service.js';
+import { BullQueues } from './infra/bull-queues.js';
 import { CATALOG_SOURCE, FILE_STORE, LOGGER, NATS, PG, PRISMA, REDIS } from './infra/tokens.js';
 import { LimitsService } from './limits/limits.service.js';
 import { McpEndpoint } from './mcp/mcp.endpoint.js';
@@ -39,21 +38,8 @@ import { RerankController } from './openai/rerank.controller.js';
 import { ResponsesController } from './openai/responses.controller.js';
 import { SpeechController } from './openai/speech.controller.js';
 import { TranscriptionsController } from './openai/transcriptions.controller.js';
-import { AdminAccess } from './operators/admin-access.js';
-import { MembersAdminController } from './operators/members.controller.js';
-import { OidcController } from './operators/oidc.controller.js';
-import { OperatorsController } from './operators/operators.controller.js';
-import { QueueJobsController } from './operators/queue-jobs.controller.js';
-import { QuotasController } from './operators/quotas.controller.js';
-import { SearchIndexAdminController } from './operators/search-index.controller.js';
-import { SessionController } from './operators/session.controller.js';
-import { UsageRollupsController } from './operators/usage-rollups.controller.js';
-import { OverviewController } from './overview/overview.controller.js';
-import { OverviewService } from './overview/overview.service.js';
-import { TrafficRecorder } from './overview/traffic.js';
 import { SearchController } from './search/search.controller.js';
 import { SearchGateway } from './search/search.service.js';
-import { SearchAdminController } from './search/search-admin.controller.js';
 import { UsagePublisher } from './usage/usage-publisher.js';
 
 /** Connections and stores made before Nest starts (see app.ts), handed in as providers. */
@@ -71,43 +57,36 @@ export interface GatewayDeps {
   metrics: MetricsService;
 }
 
+/** Every controller of the gateway (the admin room's from admin/admin.module.ts). */
+export const GATEWAY_CONTROLLERS = [
+  HealthController,
+  MetricsController,
+  OpenApiController,
+  ApiDocsController,
+  ModelsController,
+  ChatController,
+  CompletionsController,
+  ResponsesController,
+  SearchController,
+  SpeechController,
+  TranscriptionsController,
+  EmbeddingsController,
+  RerankController,
+  ImagesController,
+  FilesController,
+  BatchesController,
+  ...ADMIN_CONTROLLERS,
+];
+
 @Module({})
 export class AppModule {
   static forRoot(deps: GatewayDeps): DynamicModule {
     return {
       module: AppModule,
-      controllers: [
-        HealthController,
-        MetricsController,
-        OpenApiController,
-        ApiDocsController,
-        ModelsController,
-        ChatController,
-        CompletionsController,
-        ResponsesController,
-        AdminController,
-        SearchController,
-        SearchAdminController,
-        SpeechController,
-        TranscriptionsController,
-        QueuesAdminController,
-        EmbeddingsController,
-        RerankController,
-        ImagesController,
-        SessionController,
-        OidcController,
-        OperatorsController,
-        MembersAdminController,
-        QueueJobsController,
-        UsageRollupsController,
-        SearchIndexAdminController,
-        OverviewController,
-        QuotasController,
-        FilesController,
-        BatchesController,
-        BatchesAdminController,
-      ],
+      controllers: GATEWAY_CONTROLLERS,
       providers: [
+        ...ADMIN_PROVIDERS,
+        ...CALL_PROVIDERS,
         BullQueues,
         // Files API bytes (FILE_STORE=fs|s3), shared with the batch runner.
         { provide: FILE_STORE, useFactory: () => createFileStore(deps.config) },
@@ -131,39 +110,38 @@ export class AppModule {
         { provide: NATS, useValue: deps.nc },
         { provide: CATALOG_SOURCE, useValue: deps.catalogSource },
         { provide: MetricsService, useValue: deps.metrics },
+        // Factories, not values: nothing is made (no timer started) before Nest builds the module.
         {
           provide: KeyCache,
-          useValue: new KeyCache(deps.keyStore, deps.config.KEY_CACHE_TTL_MS, Date.now, {
-            staleMs: deps.config.KEY_CACHE_STALE_MS,
-            missesPerWindow: deps.config.INVALID_KEY_LIMIT,
-          }),
+          useFactory: () =>
+            new KeyCache(deps.keyStore, deps.config.KEY_CACHE_TTL_MS, Date.now, {
+              staleMs: deps.config.KEY_CACHE_STALE_MS,
+              missesPerWindow: deps.config.INVALID_KEY_LIMIT,
+            }),
         },
-        { provide: NatsRpcClientProxy, useValue: new NatsRpcClientProxy(deps.nc) },
+        { provide: NatsRpcClientProxy, useFactory: () => new NatsRpcClientProxy(deps.nc) },
         {
           provide: UsagePublisher,
-          useValue: new UsagePublisher(deps.nc, deps.log, deps.config.USAGE_SUBJECT_ROOT, {
-            batchMax: deps.config.USAGE_BATCH_MAX,
-          }),
+          useFactory: () =>
+            new UsagePublisher(deps.nc, deps.log, deps.config.USAGE_SUBJECT_ROOT, {
+              batchMax: deps.config.USAGE_BATCH_MAX,
+            }),
         },
         {
           // Per-minute per-model traffic for the console's overview, written to Redis once a second.
           provide: TrafficRecorder,
-          useValue: new TrafficRecorder(deps.redis, deps.config.CONSOLE_REDIS_PREFIX, 1000, (err) =>
-            deps.log.warn({ err }, 'could not write the overview traffic counters'),
-          ),
+          useFactory: () =>
+            new TrafficRecorder(deps.redis, deps.config.CONSOLE_REDIS_PREFIX, 1000, (err) =>
+              deps.log.warn({ err }, 'could not write the overview traffic counters'),
+            ),
         },
-        OverviewService,
         CatalogService,
-        // Admin changes reach every gateway replica at once (core NATS; TTLs are the fallback).
-        AdminInvalidation,
         LimitsService,
         ModelGateway,
         SearchGateway,
         // The clock of the signed image URLs: tests replace its `now` (test/integration/images.spec.ts).
         { provide: CLOCK, useFactory: systemClock },
         ImageDelivery,
-        // Who may use /admin: ADMIN_TOKEN or an operator console session (apps/gateway/src/operators).
-        AdminAccess,
         // POST /mcp, registered on Fastify itself (see mcp.endpoint.ts for why).
         McpEndpoint,
         { provide: APP_GUARD, useClass: AuthGuard },

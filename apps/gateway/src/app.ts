@@ -27,9 +27,9 @@ import { corsOptions } from './http/cors.js';
 import { checkHttps } from './http/https-policy.js';
 import { lazyChildLoggerFactory } from './http/lazy-logger.js';
 import { securityHeaders } from './http/security-headers.js';
-import { openPersistence } from './infra/persistence.js';
 import { loadLimitsFile } from './limits/limits-file.js';
 import { MetricsService } from './metrics/metrics.service.js';
+import { openPersistence } from './persistence.js';
 import { TRACE_ID_HEADER, tracedRequest, traceHttpServer } from './telemetry/http-tracing.js';
 import { UsagePublisher } from './usage/usage-publisher.js';
 

@@ -11,8 +11,8 @@ import {
 import type { Db, Prisma } from '@infer/persistence/lazy';
 import { Controller, Get, HttpCode, Inject, Param, Post, Query, Req } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
-import { BullQueues } from '../admin-queues/bull-queues.js';
 import { GATEWAY_CONFIG, type GatewayConfig } from '../config.js';
+import { BullQueues } from '../infra/bull-queues.js';
 import { PRISMA } from '../infra/tokens.js';
 import { batchView, caller, notFound } from './views.js';
 

@@ -33,6 +33,14 @@ import {
 } from './plan.js';
 import { BATCH_LUA, RENEW_LUA, SEED_LUA } from './scripts.js';
 
+/** The name of the limit behind each refusal (a WeakMap: the ApiError shape stays the contracts' one). */
+const refusedLimits = new WeakMap<ApiError, string>();
+
+/** The limit that refused a request (e.g. `key.requests_per_minute`), when `err` is a limits refusal. */
+export function refusedLimitOf(err: unknown): string | undefined {
+  return err instanceof ApiError ? refusedLimits.get(err) : undefined;
+}
+
 /** Where lost quota counters are rebuilt from: the usage ledger (PostgreSQL). */
 export interface LedgerSource {
   total(q: RebuildQuery): Promise<number>;
@@ -535,7 +543,14 @@ export class LimitsEngine {
     if (c.header) setRateHeaders(headers, c.header, c.limit, used, retryMs);
     // Concurrency has its own x-ratelimit-*-concurrent-requests (slots, slots free, when to retry).
     else if (c.kind === 'L') setRateHeaders(headers, 'concurrent-requests', c.limit, used, retryMs);
-    return new ApiError(c.status, c.message(retryMs, now, estimate), { type: c.type, code: c.code, headers });
+    const err = new ApiError(c.status, c.message(retryMs, now, estimate), {
+      type: c.type,
+      code: c.code,
+      headers,
+    });
+    // The limit that refused it, for whoever settles the refusal (the request log: call/outcome.ts).
+    refusedLimits.set(err, c.name);
+    return err;
   }
 
   /** Rebuilds quota counters that Redis does not have from the ledger (set only if still missing). */

@@ -2,8 +2,18 @@ import assert from 'node:assert/strict';
 import { EventEmitter } from 'node:events';
 import { describe, it } from 'node:test';
 import { ApiError, type EndFrame } from '@infer/contracts';
+import { NatsRpcClientProxy } from '@infer/service-kit';
+import { Test } from '@nestjs/testing';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
+import { CallSettlement } from '../call/call-settlement.js';
+import { GovernedCall } from '../call/governed-call.js';
+import { CALL_OBSERVERS, type CallObserver, type CallOutcome } from '../call/outcome.js';
+import { ParkedResults } from '../call/parked-results.js';
+import { CatalogService } from '../catalog/catalog.service.js';
+import { GATEWAY_CONFIG } from '../config.js';
+import { LOGGER } from '../infra/tokens.js';
+import { LimitsService } from '../limits/limits.service.js';
 import { ModelGateway } from './model-gateway.service.js';
 import type { ModelRoute } from './routes.js';
 
@@ -45,22 +55,39 @@ function fakeRpc() {
   };
 }
 
-function gatewayWith(rpc: ReturnType<typeof fakeRpc>) {
-  const settled: number[] = [];
-  const none = () => undefined;
-  const gw = new ModelGateway(
-    rpc as never,
-    { current: { resolve: (id: string) => ({ id }) } } as never,
-    { record: (e: { status: number }) => settled.push(e.status) } as never,
-    { modelDone: none } as never,
-    { MODEL_SUBJECT_PREFIX: '', REQUEST_TIMEOUT_MS: 30_000 } as never,
-    { error: none, warn: none, info: none, debug: none } as never,
-    { admitModel: async () => ({ headers: {}, settle: async () => undefined }) } as never,
-    {} as never,
-    { record: none } as never,
-    { begin: none, end: none } as never,
-  );
-  return { gw, settled };
+/** The usage observer's view: the status of each settled call that reached the service. */
+class RecordingObserver implements CallObserver {
+  readonly settledStatuses: number[] = [];
+  settled(c: CallOutcome): void {
+    if (c.admitted) this.settledStatuses.push(c.status);
+  }
+}
+
+/** Limits that admit everything (a named fake: the real ones are covered by limits.engine.spec.ts). */
+const admitAll = {
+  admitModel: async () => ({ headers: {}, settle: async () => undefined }),
+  admitSearch: async () => ({ headers: {}, settle: async () => undefined }),
+};
+
+const quietLog = { error() {}, warn() {}, info() {}, debug() {} };
+
+async function gatewayWith(rpc: ReturnType<typeof fakeRpc>) {
+  const observer = new RecordingObserver();
+  const mod = await Test.createTestingModule({
+    providers: [
+      ModelGateway,
+      GovernedCall,
+      CallSettlement,
+      { provide: CALL_OBSERVERS, useValue: [observer] },
+      { provide: NatsRpcClientProxy, useValue: rpc },
+      { provide: LimitsService, useValue: admitAll },
+      { provide: ParkedResults, useValue: { take: async () => null } },
+      { provide: CatalogService, useValue: { current: { resolve: (id: string) => ({ id }) } } },
+      { provide: GATEWAY_CONFIG, useValue: { MODEL_SUBJECT_PREFIX: '', REQUEST_TIMEOUT_MS: 30_000 } },
+      { provide: LOGGER, useValue: quietLog },
+    ],
+  }).compile();
+  return { gw: mod.get(ModelGateway), settled: observer.settledStatuses };
 }
 
 function request() {
@@ -71,7 +98,7 @@ function request() {
     body: { model: 'm' },
     auth: { keyId: 'k', memberId: 'mem', tier: 'inference' },
   } as unknown as FastifyRequest;
-  const reply = { raw, headers: () => reply } as unknown as FastifyReply;
+  const reply = { raw, headers: () => reply, getHeader: () => undefined } as unknown as FastifyReply;
   return { req, reply, raw };
 }
 
@@ -82,7 +109,7 @@ describe('ModelGateway: a client that goes away is not a fault', () => {
   for (const route of [unaryRoute, collectedRoute]) {
     it(`${route.collect ? 'collected' : 'unary'}: ends with a 499 (never logged with a stack), not the 500 the service answered the cancel with`, async () => {
       const rpc = fakeRpc();
-      const { gw, settled } = gatewayWith(rpc);
+      const { gw, settled } = await gatewayWith(rpc);
       const { req, reply, raw } = request();
       const done = gw.handle(route, req, reply);
       await settle();
@@ -94,7 +121,7 @@ describe('ModelGateway: a client that goes away is not a fault', () => {
 
   it('a failure while the client is still there is passed on as it is', async () => {
     const rpc = fakeRpc();
-    const { gw, settled } = gatewayWith(rpc);
+    const { gw, settled } = await gatewayWith(rpc);
     const { req, reply } = request();
     const done = gw.handle(unaryRoute, req, reply);
     await settle();

@@ -17,7 +17,7 @@ import {
 } from '@infer/contracts';
 import type { z } from 'zod';
 import type { AuthedKey } from '../auth/key-cache.js';
-import type { CollectSpec } from './collect.js';
+import type { CollectSpec } from '../call/collect.js';
 
 /** How one model endpoint is served: its schema, the models it takes, the service subject. */
 export interface ModelRoute {

@@ -4,16 +4,14 @@ import {
   type SearchRequest,
   type SearchResponse,
   SearchResponseSchema,
-  type ServiceRequest,
   Subjects,
 } from '@infer/contracts';
-import { type Logger, NatsRpcClientProxy } from '@infer/service-kit';
+import type { Logger } from '@infer/service-kit';
 import { Inject, Injectable } from '@nestjs/common';
 import type { AuthedKey } from '../auth/key-cache.js';
+import { GovernedCall } from '../call/governed-call.js';
 import { GATEWAY_CONFIG, type GatewayConfig } from '../config.js';
 import { LOGGER } from '../infra/tokens.js';
-import { LimitsService } from '../limits/limits.service.js';
-import { UsagePublisher } from '../usage/usage-publisher.js';
 import { WEB_SEARCH_ENTRY } from './web-search-entry.js';
 
 /**
@@ -37,9 +35,7 @@ export interface SearchOutcome {
 @Injectable()
 export class SearchGateway {
   constructor(
-    @Inject(NatsRpcClientProxy) private readonly rpc: NatsRpcClientProxy,
-    @Inject(LimitsService) private readonly limits: LimitsService,
-    @Inject(UsagePublisher) private readonly usage: UsagePublisher,
+    @Inject(GovernedCall) private readonly call: GovernedCall,
     @Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig,
     @Inject(LOGGER) private readonly log: Logger,
   ) {}
@@ -55,48 +51,39 @@ export class SearchGateway {
     requestId: string,
     endpoint: string,
   ): Promise<SearchOutcome> {
-    const admission = await this.limits.admitSearch(auth);
-    const envelope: ServiceRequest<SearchRequest> = {
+    const call = await this.call.admitSearch({
+      kind: 'search',
       requestId,
-      memberId: auth.memberId,
-      keyId: auth.keyId,
+      caller: auth,
+      endpoint,
+      subject: this.subject,
       model: WEB_SEARCH_ENTRY,
       body,
-      deadline: Date.now() + SEARCH_DEADLINE_MS,
       stream: false,
-    };
-    const started = performance.now();
+      deadlineMs: SEARCH_DEADLINE_MS,
+    });
     let status = 500;
+    let failure: unknown;
     try {
       let end: EndFrame;
       try {
-        end = await this.rpc.call(this.subject, envelope, { idleTimeoutMs: SEARCH_DEADLINE_MS + 5_000 });
+        end = await this.call.dispatch(call);
       } catch (e) {
         status = e instanceof ApiError ? e.status : 500;
+        failure = e;
         throw e;
       }
       const parsed = SearchResponseSchema.safeParse(end.data);
       if (!parsed.success) {
         this.log.error({ requestId, issue: parsed.error.issues[0] }, 'search-service answered off-contract');
-        throw ApiError.internal();
+        failure = ApiError.internal();
+        throw failure;
       }
       status = 200;
-      return { response: parsed.data, headers: admission.headers };
+      return { response: parsed.data, headers: call.admission.headers };
     } finally {
-      void admission.release();
-      this.usage.record({
-        requestId,
-        memberId: auth.memberId,
-        keyId: auth.keyId,
-        model: WEB_SEARCH_ENTRY.id,
-        endpoint,
-        promptTokens: 0,
-        completionTokens: 0,
-        totalTokens: 0,
-        status,
-        latencyMs: Math.round(performance.now() - started),
-        at: Date.now(),
-      });
+      // Searches carry no token usage: the event counts the request (rate and quota like any other).
+      void this.call.settle(call, status, null, failure);
     }
   }
 }

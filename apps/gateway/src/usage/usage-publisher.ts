@@ -81,6 +81,8 @@ export class UsagePublisher {
   private resumeTimer: NodeJS.Timeout | null = null;
   private readonly sweeper: NodeJS.Timeout;
   private closed = false;
+  /** recordAcked() callers, by request id, resolved by their event's ack. */
+  private readonly waiters = new Map<string, () => void>();
   private drained: (() => void) | null = null;
 
   constructor(
@@ -112,6 +114,28 @@ export class UsagePublisher {
   record(ev: UsageEvent): void {
     this.backlog.push(ev);
     this.schedule();
+  }
+
+  /**
+   * Records an event and resolves once JetStream has acknowledged it (stored, or a duplicate of a
+   * stored one); rejects after `timeoutMs` without an ack. The event stays in the publisher either way
+   * (it is published when JetStream is back): a caller that must not go on before the event is stored
+   * (the batch runner's checkpoint) waits here, and on a rejection runs the work again under the same
+   * request id, which the ledger keeps once.
+   */
+  recordAcked(ev: UsageEvent, timeoutMs = 30_000): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.waiters.delete(ev.requestId);
+        reject(new Error(`usage event ${ev.requestId} not acknowledged by JetStream within ${timeoutMs} ms`));
+      }, timeoutMs);
+      timer.unref();
+      this.waiters.set(ev.requestId, () => {
+        clearTimeout(timer);
+        resolve();
+      });
+      this.record(ev);
+    });
   }
 
   /** Publishes on the next turn of the event loop: the events of one turn leave in one socket write. */
@@ -216,6 +240,15 @@ export class UsagePublisher {
     }
     if (ok) {
       this.delay = 100;
+      if (this.waiters.size) {
+        for (const ev of batch.events) {
+          const w = this.waiters.get(ev.requestId);
+          if (w) {
+            this.waiters.delete(ev.requestId);
+            w();
+          }
+        }
+      }
     } else {
       this.retry.unshift(batch);
       this.failed(reason);

@@ -16,17 +16,21 @@ import {
   requeueOnShutdown,
   startAppContext,
 } from '@infer/service-kit';
-import { jetstream } from '@nats-io/jetstream';
 import { type DynamicModule, Module } from '@nestjs/common';
 import { Worker } from 'bullmq';
 import { Counter, Gauge, Registry } from 'prom-client';
 import { z } from 'zod';
+import { CallSettlement } from '../../call/call-settlement.js';
+import { GovernedCall } from '../../call/governed-call.js';
+import { PRESSURE_KEY_SUFFIX, readPressure } from '../../call/observers/pressure.js';
+import { UsageObserver } from '../../call/observers/usage.observer.js';
+import { ParkedResults } from '../../call/parked-results.js';
 import { CatalogService } from '../../catalog/catalog.service.js';
 import { type GatewayConfig, GatewayEnvFields } from '../../config.js';
-import { openPersistence } from '../../infra/persistence.js';
 import { LimitsService } from '../../limits/limits.service.js';
 import { MetricsService } from '../../metrics/metrics.service.js';
-import { PRESSURE_KEY_SUFFIX, readPressure } from '../pressure.js';
+import { openPersistence } from '../../persistence.js';
+import { UsagePublisher } from '../../usage/usage-publisher.js';
 import { BatchRunner } from './batch-runner.js';
 import { BatchLane } from './lane.js';
 
@@ -147,19 +151,28 @@ async function openRunner(config: BatchRunnerConfig, log: Logger): Promise<Parts
     backoffMaxMs: config.BATCH_BACKOFF_MAX_MS,
     pressure: () => interactive,
   });
+  // The gateway's governed call, with the one usage publisher behind its usage observer: the runner
+  // waits for each line's usage ack (recordAcked) before it writes the line's checkpoint.
+  // One event per message (batchMax 1), its request id as the JetStream message id, as the runner's
+  // events always were: a line run again after a crash is a duplicate JetStream drops by id.
+  const usage = new UsagePublisher(nc, log, config.USAGE_SUBJECT_ROOT, { batchMax: 1 });
+  const call = new GovernedCall(
+    new NatsRpcClientProxy(nc),
+    limits,
+    new CallSettlement([new UsageObserver(usage)], log),
+    new ParkedResults(redis, log),
+    gatewaySettings,
+  );
   const runner = new BatchRunner({
     db: prisma,
     store,
-    rpc: new NatsRpcClientProxy(nc),
-    js: jetstream(nc, { timeout: 5_000 }),
+    call,
     maxPayload: () => nc.info?.max_payload ?? 1024 * 1024,
     catalog: () => catalog.current,
-    limits,
     lane,
     log,
     settings: {
       subjectPrefix: config.MODEL_SUBJECT_PREFIX,
-      usageRoot: config.USAGE_SUBJECT_ROOT,
       lineTimeoutMs: config.BATCH_LINE_TIMEOUT_MS,
       lineRetries: config.BATCH_LINE_RETRIES,
       checkMs: config.BATCH_CHECK_MS,
@@ -211,6 +224,7 @@ async function openRunner(config: BatchRunnerConfig, log: Logger): Promise<Parts
       await closeWorkerRequeueing(worker);
       catalog.onApplicationShutdown();
       await limits.onApplicationShutdown();
+      await usage.close();
       await nc.drain().catch(() => undefined);
       redis.disconnect();
       await store.close();

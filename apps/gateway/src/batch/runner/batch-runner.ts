@@ -11,18 +11,15 @@ import {
   issueToError,
   modelEndpoints,
   parseOrThrow,
-  type ServiceRequest,
   type Tier,
-  type UsageEvent,
-  UsageStream,
 } from '@infer/contracts';
 import type { FileStore } from '@infer/image-store';
 import type { Batch, Db, Prisma } from '@infer/persistence/lazy';
-import type { Logger, NatsRpcClientProxy } from '@infer/service-kit';
-import type { JetStreamClient } from '@nats-io/jetstream';
+import type { Logger } from '@infer/service-kit';
+import type { GovernedCall } from '../../call/governed-call.js';
+import type { Call } from '../../call/outcome.js';
 import type { CatalogSnapshot } from '../../catalog/catalog.js';
-import type { LimitSubject, LimitsService } from '../../limits/limits.service.js';
-import { collectList } from '../../openai/collect.js';
+import type { LimitSubject } from '../../limits/limits.service.js';
 import { type ModelRoute, Routes } from '../../openai/routes.js';
 import type { BatchLane } from './lane.js';
 
@@ -37,7 +34,6 @@ export const BATCH_ROUTES: Record<string, ModelRoute> = {
 export interface RunnerSettings {
   /** Prepended to every model subject (tests only, as the gateway's MODEL_SUBJECT_PREFIX). */
   subjectPrefix: string;
-  usageRoot: string;
   lineTimeoutMs: number;
   /** Attempts of a line that gets 429/503 before it is written as an error line. */
   lineRetries: number;
@@ -59,12 +55,11 @@ export interface RunnerStats {
 export interface RunnerDeps {
   db: Db;
   store: FileStore;
-  rpc: NatsRpcClientProxy;
-  js: JetStreamClient;
+  /** The governed call (admission, dispatch, settlement and its usage observer) of the runner. */
+  call: GovernedCall;
   /** NATS max_payload of the connection. */
   maxPayload: () => number;
   catalog: () => CatalogSnapshot;
-  limits: LimitsService;
   lane: BatchLane;
   settings: RunnerSettings;
   log: Logger;
@@ -403,41 +398,51 @@ export class BatchRunner {
     customId: string,
     rawBody: Record<string, unknown>,
   ): Promise<boolean> {
-    const { lane, settings, limits } = this.deps;
+    const { lane, settings, call: governed } = this.deps;
     const requestId = batchLineRequestId(batch.id, n);
     const id = outputLineId(batch.id, n);
     let output: string;
     let isOk = false;
-    let model: CatalogEntry | null = null;
     try {
-      const body = parseOrThrow(route.schema, rawBody);
-      const modelId = (body.model ?? route.defaultModel)!;
-      model = this.deps.catalog().resolve(modelId, subject.tier, route.kinds, route.endpoint);
-      const admission = await limits.admitModel(batchLimitSubject(batch, subject, model.id), model, body);
-      const envelope: ServiceRequest = {
+      let body: { model?: string; stream?: boolean | null };
+      let model: CatalogEntry;
+      const caller = { keyId: batch.keyId, memberId: batch.memberId, tier: subject.tier };
+      try {
+        body = parseOrThrow(route.schema, rawBody);
+        const modelId = (body.model ?? route.defaultModel)!;
+        model = this.deps.catalog().resolve(modelId, subject.tier, route.kinds, route.endpoint);
+      } catch (e) {
+        governed.refused({ kind: 'model', requestId, ...caller, endpoint: route.endpoint, batch: true }, e);
+        throw e;
+      }
+      // Admitted through the governed call: token allowances and budgets only (batchLimitSubject).
+      const call = await governed.admitModel({
+        kind: 'model',
         requestId,
-        memberId: batch.memberId,
-        keyId: batch.keyId,
+        caller: batchLimitSubject(batch, subject, model.id),
+        endpoint: route.endpoint,
+        subject: settings.subjectPrefix + route.subject,
         model,
         body: { ...body, stream: false },
-        deadline: this.now() + settings.lineTimeoutMs,
         stream: false,
-      };
-      const started = performance.now();
+        deadlineMs: settings.lineTimeoutMs,
+        batch: true,
+      });
       let end: EndFrame | null = null;
       let raw: string | null = null;
       let status = 200;
+      let failure: unknown;
       try {
         for (let attempt = 1; ; attempt++) {
           try {
-            ({ end, raw } = await this.call(route, envelope));
+            // A fresh envelope (deadline) per attempt.
+            ({ end, raw } = await this.dispatchLine(call, route));
             lane.succeeded(model.id);
             break;
           } catch (e) {
             const st = e instanceof ApiError ? e.status : 500;
             if ((st === 429 || st === 503) && attempt < settings.lineRetries) {
               await sleep(lane.backoff(model.id));
-              envelope.deadline = this.now() + settings.lineTimeoutMs;
               continue;
             }
             throw e;
@@ -445,24 +450,16 @@ export class BatchRunner {
         }
       } catch (e) {
         status = e instanceof ApiError ? e.status : 500;
+        failure = e;
         throw e;
       } finally {
-        const u = end?.usage;
-        void admission.settle(u?.total_tokens ?? 0);
-        await this.publishUsage({
-          requestId,
-          memberId: batch.memberId,
-          keyId: batch.keyId,
-          model: model.id,
-          endpoint: route.endpoint,
-          promptTokens: u?.prompt_tokens ?? 0,
-          completionTokens: u?.completion_tokens ?? 0,
-          totalTokens: u?.total_tokens ?? 0,
-          status,
-          latencyMs: Math.round(performance.now() - started),
-          at: this.now(),
-          batch: true,
-        });
+        // The usage event (batch-marked, id `<batch>:<line>`) must be stored before the line's row.
+        const stored = governed.settle(call, status, end, failure);
+        if (stored) {
+          await stored.catch((err) => {
+            throw new InfrastructureError('usage events cannot be published', err);
+          });
+        }
       }
       output = `{"id":${JSON.stringify(id)},"custom_id":${JSON.stringify(customId)},"response":{"status_code":200,"request_id":${JSON.stringify(requestId)},"body":${raw}},"error":null}`;
       isOk = true;
@@ -518,40 +515,14 @@ export class BatchRunner {
   }
 
   /** The service's answer as JSON text (the body of the output line). */
-  private async call(route: ModelRoute, envelope: ServiceRequest): Promise<{ end: EndFrame; raw: string }> {
-    const subject = this.deps.settings.subjectPrefix + route.subject;
-    const idleTimeoutMs = this.deps.settings.lineTimeoutMs + 5_000;
+  private async dispatchLine(call: Call, route: ModelRoute): Promise<{ end: EndFrame; raw: string }> {
+    const governed = this.deps.call;
     if (route.collect) {
-      const c = await collectList(this.deps.rpc, subject, envelope, route.collect, {
-        idleTimeoutMs,
-        onClientGone: () => undefined,
-      });
+      const c = await governed.collect(call, route.collect, () => undefined);
       return { end: c.end, raw: c.body.toString('utf8') };
     }
-    const end = await this.deps.rpc.call(subject, envelope, { idleTimeoutMs });
+    const end = await governed.dispatch(call);
     return { end, raw: JSON.stringify(end.data ?? null) };
-  }
-
-  /** Publishes a usage event and waits for JetStream to store it (retried; the id de-duplicates). */
-  private async publishUsage(ev: UsageEvent): Promise<void> {
-    let delay = 100;
-    for (let attempt = 1; ; attempt++) {
-      try {
-        await this.deps.js.publish(
-          UsageStream.subject(ev.model, this.deps.settings.usageRoot),
-          JSON.stringify(ev),
-          {
-            msgID: ev.requestId,
-          },
-        );
-        return;
-      } catch (err) {
-        if (attempt >= 8) throw new InfrastructureError('usage events cannot be published', err);
-        this.deps.log.warn({ err, requestId: ev.requestId }, 'usage publish failed; retrying');
-        await sleep(delay);
-        delay = Math.min(delay * 2, 5_000);
-      }
-    }
   }
 
   /**

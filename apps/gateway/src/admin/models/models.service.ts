@@ -1,0 +1,67 @@
+import { parseOrThrow, UpdateModelRequestSchema } from '@infer/contracts';
+import type { Db } from '@infer/persistence/lazy';
+import { Inject, Injectable } from '@nestjs/common';
+import { PRISMA } from '../../infra/tokens.js';
+import { AdminAccess, type AdminActor } from '../access/admin-access.service.js';
+import { AdminInvalidation } from '../invalidation.js';
+import { notFound } from '../user-error.js';
+import { secs } from '../views.js';
+
+/** The model catalog as stored (disabled models included); enabling or disabling is audited. */
+@Injectable()
+export class ModelsAdminService {
+  constructor(
+    @Inject(PRISMA) private readonly db: Db,
+    @Inject(AdminAccess) private readonly access: AdminAccess,
+    @Inject(AdminInvalidation) private readonly invalidate: AdminInvalidation,
+  ) {}
+
+  async list() {
+    const rows = await this.db.model.findMany({
+      orderBy: [{ enabled: 'desc' }, { rank: 'asc' }, { id: 'asc' }],
+    });
+    return {
+      object: 'list' as const,
+      data: rows.map((r) => ({
+        object: 'admin.model' as const,
+        id: r.id,
+        kind: r.kind,
+        rank: r.rank,
+        tiers: r.tiers,
+        enabled: r.enabled,
+        capabilities: r.capabilities,
+        engine: engineType(r.engine),
+        context_window: r.contextWindow,
+        updated_at: secs(r.updatedAt),
+      })),
+    };
+  }
+
+  async setEnabled(actor: AdminActor, id: string, body: unknown) {
+    const { enabled } = parseOrThrow(UpdateModelRequestSchema, body ?? {});
+    const before = await this.db.model.findUnique({ where: { id } });
+    if (!before) throw notFound('model', id, 'id');
+    const after = await this.access.audited(
+      actor,
+      (tx) => tx.model.update({ where: { id }, data: { enabled } }),
+      (after) =>
+        before.enabled === enabled
+          ? null
+          : {
+              action: enabled ? 'model.enable' : 'model.disable',
+              targetType: 'model',
+              targetId: id,
+              before: { enabled: before.enabled },
+              after: { enabled: after.enabled },
+            },
+    );
+    // Every gateway reloads its catalog now (CATALOG_REFRESH_MS stays the fallback).
+    await this.invalidate.changed('catalog');
+    return { object: 'admin.model' as const, id, enabled: after.enabled };
+  }
+}
+
+function engineType(engine: unknown): string | null {
+  const t = (engine as { type?: unknown } | null)?.type;
+  return typeof t === 'string' ? t : null;
+}

@@ -1,0 +1,42 @@
+import { Inject, Injectable, type OnModuleDestroy } from '@nestjs/common';
+import type { Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { GATEWAY_CONFIG, type GatewayConfig } from '../config.js';
+import { REDIS } from './tokens.js';
+
+/**
+ * The services' BullMQ queues as the gateway's admin routes see them (counts, timings, jobs to retry or
+ * remove): one Queue object per name, made on first use on the gateway's own Redis connection (shared:
+ * closing the app closes the Queue objects, not the connection), metadata never written. BullMQ itself
+ * (about 220 modules) is loaded on the first admin request that needs it, not at start-up.
+ */
+@Injectable()
+export class BullQueues implements OnModuleDestroy {
+  private readonly queues = new Map<string, Queue>();
+
+  constructor(
+    @Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig,
+    @Inject(REDIS) private readonly redis: Redis,
+  ) {}
+
+  async get(name: string): Promise<Queue> {
+    let q = this.queues.get(name);
+    if (!q) {
+      const { Queue } = await import('bullmq');
+      q = this.queues.get(name); // made by a concurrent call meanwhile
+      if (q) return q;
+      q = new Queue(name, {
+        connection: this.redis,
+        prefix: this.config.BULLMQ_PREFIX,
+        skipMetasUpdate: true,
+      });
+      this.queues.set(name, q);
+    }
+    return q;
+  }
+
+  async onModuleDestroy(): Promise<void> {
+    await Promise.all([...this.queues.values()].map((q) => q.close().catch(() => undefined)));
+    this.queues.clear();
+  }
+}

@@ -1,0 +1,52 @@
+import {
+  createPgPool,
+  findActiveKeyByHash,
+  lazyPrisma,
+  listEnabledModels,
+  touchKeyLastUsed,
+} from '@infer/persistence/lazy';
+import type { Logger } from '@infer/service-kit';
+import type { KeyStore } from './auth/key-cache.js';
+import type { CatalogSource } from './catalog/catalog.js';
+
+/**
+ * The gateway's view of PostgreSQL: one pg pool. Key lookups for auth (and their last-used time), the
+ * catalog, the limits' ledger totals and /readyz run on it directly; Prisma's client (`prisma`, for the
+ * console/admin routes, /v1/files, /v1/batches ...) is made on the same pool on its first use, so a
+ * gateway that serves only the public API never loads it (ADR 0014, "Prisma's client on first use").
+ */
+export async function openPersistence(databaseUrl: string, log?: Logger) {
+  const pool = createPgPool(databaseUrl, {
+    onError: (err) => log?.warn({ err }, 'an idle PostgreSQL connection failed'),
+  });
+  const prisma = lazyPrisma(pool, {
+    onLoad: (ms) => log?.info({ ms: Math.round(ms) }, "Prisma's client loaded (first use)"),
+  });
+  const keyStore: KeyStore = {
+    async findActiveByHash(hash) {
+      const k = await findActiveKeyByHash(pool, hash);
+      if (!k) return null;
+      // Runs only when the key cache misses (at most once per TTL per key and replica), never per request;
+      // the UPDATE itself writes at most once a minute per key. A failure only loses a timestamp.
+      touchKeyLastUsed(pool, k.keyId).catch(() => undefined);
+      return {
+        keyId: k.keyId,
+        memberId: k.memberId,
+        tier: k.tier,
+        billingAnchor: k.billingPeriodAnchor,
+        overrides: (k.limits as Record<string, unknown> | null) ?? null,
+      };
+    },
+  };
+  const catalogSource: CatalogSource = { listEnabled: () => listEnabledModels(pool) };
+  return {
+    pool,
+    prisma: prisma.db,
+    keyStore,
+    catalogSource,
+    close: async () => {
+      await prisma.close();
+      await pool.end();
+    },
+  };
+}

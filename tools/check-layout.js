@@ -1,0 +1,156 @@
+// The written boundaries of the repository, checked from the import statements of every .ts file:
+//   node tools/check-layout.js            -> exits 1 and lists every breach
+// Rules (docs/adr/0031-written-boundaries.md):
+//   1. no two folders of an app import each other both ways at run time (folder = the first level
+//      under src/, and one level deeper under src/admin/: one folder per admin resource; `import type`
+//      and specs, which may reach into what they test, are not counted);
+//   2. inside the gateway, the inference path (everything outside src/admin/) imports nothing from
+//      src/admin/ (app.module.ts, which wires the admin room in, is the one exception);
+//   3. bench/ imports apps and libs only through what they export: a lib by its package name
+//      (@infer/<lib>, its package.json `exports`), an app only by its entry modules listed in
+//      BENCH_APP_ENTRIES (the same start functions the integration tests use);
+//   4. libs never import apps.
+// Why a script and not a lint plugin: Biome's noRestrictedImports matches import specifiers, not the
+// folder a relative import resolves to, and cannot express rule 1; this walk is ~100 lines, runs in
+// well under a second and has no dependency. Its own spec (tools/check-layout.spec.ts) feeds it a
+// breach of each rule.
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { dirname, join, relative, resolve, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+
+/** App modules bench/ may import: their public start functions (the same ones tests use). */
+export const BENCH_APP_ENTRIES = new Set([
+  'apps/gateway/src/app.ts',
+  'apps/gateway/src/batch/runner/app.ts',
+  'apps/chat-service/src/app.ts',
+  'apps/embedding-service/src/app.ts',
+  'apps/audio-service/src/app.ts',
+  'apps/image-service/src/app.ts',
+  'apps/search-service/src/app.ts',
+  'apps/ledger-writer/src/app.ts',
+]);
+
+const IMPORT =
+  /(?:^|\s)(?:import|export)\s([^'"]*?)from\s*['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/g;
+
+function walk(dir, out) {
+  for (const e of readdirSync(dir, { withFileTypes: true })) {
+    if (e.name === 'node_modules' || e.name === 'dist' || e.name === 'generated' || e.name.startsWith('.'))
+      continue;
+    const p = join(dir, e.name);
+    if (e.isDirectory()) walk(p, out);
+    else if (/\.tsx?$/.test(e.name) && !e.name.endsWith('.d.ts')) out.push(p);
+  }
+  return out;
+}
+
+/** Every relative import of the files under `dirs` (root-relative paths, .js -> .ts). */
+export function importsOf(root, dirs) {
+  const edges = [];
+  for (const d of dirs) {
+    let files;
+    try {
+      if (!statSync(join(root, d)).isDirectory()) continue;
+      files = walk(join(root, d), []);
+    } catch {
+      continue;
+    }
+    for (const abs of files) {
+      const from = relative(root, abs).split(sep).join('/');
+      const src = readFileSync(abs, 'utf8');
+      for (const m of src.matchAll(IMPORT)) {
+        const spec = m[2] ?? m[3];
+        if (!spec) continue;
+        // `import type {...}` leaves nothing at run time (rule 1 looks at run-time imports only).
+        const typeOnly = /^type\s/.test(m[1] ?? '');
+        if (spec.startsWith('.')) {
+          const to = relative(root, resolve(dirname(abs), spec))
+            .split(sep)
+            .join('/')
+            .replace(/\.js$/, '.ts');
+          edges.push({ from, to, spec, typeOnly });
+        } else {
+          edges.push({ from, to: null, spec, typeOnly });
+        }
+      }
+    }
+  }
+  return edges;
+}
+
+/** The folder of an app file that rule 1 compares: src/<folder>, or src/admin/<resource>. */
+export function folderOf(path) {
+  const m = /^(apps\/[^/]+\/src)\/(.+)$/.exec(path);
+  if (!m) return null;
+  const parts = m[2].split('/');
+  if (parts.length === 1) return `${m[1]}`; // a file at src/ (main.ts, app.module.ts ...)
+  if (parts[0] === 'admin' && parts.length > 2) return `${m[1]}/admin/${parts[1]}`;
+  return `${m[1]}/${parts[0]}`;
+}
+
+export function check(root = ROOT) {
+  const breaches = [];
+  const edges = importsOf(root, ['apps', 'libs', 'bench']);
+  // 1. folder pairs both ways
+  const pairs = new Map();
+  for (const e of edges) {
+    // Specs may reach into what they test.
+    if (!e.to || e.typeOnly || e.from.endsWith('.spec.ts')) continue;
+    const a = folderOf(e.from);
+    const b = folderOf(e.to);
+    if (!a || !b || a === b) continue;
+    if (a.startsWith(`${b}/`) || b.startsWith(`${a}/`)) continue;
+    const k = `${a} -> ${b}`;
+    if (!pairs.has(k)) pairs.set(k, e);
+  }
+  for (const [k, e] of pairs) {
+    const [a, b] = k.split(' -> ');
+    if (a < b && pairs.has(`${b} -> ${a}`)) {
+      const back = pairs.get(`${b} -> ${a}`);
+      breaches.push(
+        `folders import each other: ${a} <-> ${b} (${e.from} -> ${e.to}; ${back.from} -> ${back.to})`,
+      );
+    }
+  }
+  for (const e of edges) {
+    // 2. the gateway's inference path stays out of the admin room
+    if (
+      e.to?.startsWith('apps/gateway/src/admin/') &&
+      e.from.startsWith('apps/gateway/src/') &&
+      !e.from.startsWith('apps/gateway/src/admin/') &&
+      e.from !== 'apps/gateway/src/app.module.ts' &&
+      !e.from.endsWith('.spec.ts')
+    ) {
+      breaches.push(`the inference path imports admin code: ${e.from} -> ${e.to}`);
+    }
+    // 3. bench/ through exports only
+    if (e.from.startsWith('bench/') && e.to) {
+      if (e.to.startsWith('libs/'))
+        breaches.push(`bench imports a lib's internals (use @infer/<lib>): ${e.from} -> ${e.to}`);
+      if (e.to.startsWith('apps/') && !BENCH_APP_ENTRIES.has(e.to))
+        breaches.push(`bench imports an app's internals: ${e.from} -> ${e.to}`);
+    }
+    // 4. libs never import apps
+    if (
+      e.from.startsWith('libs/') &&
+      (e.to?.startsWith('apps/') ||
+        /^@infer\/(gateway|.*-service|console|admin-cli|ledger-writer)\b/.test(e.spec))
+    )
+      breaches.push(`a lib imports an app: ${e.from} -> ${e.to ?? e.spec}`);
+  }
+  return breaches;
+}
+
+if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  const breaches = check();
+  for (const b of breaches) console.error(b);
+  if (breaches.length) {
+    console.error(`${breaches.length} layout breach(es): see tools/check-layout.js for the rules.`);
+    process.exit(1);
+  }
+  console.log(
+    'layout: no folder cycles, no admin imports on the inference path, bench and libs within bounds',
+  );
+}
