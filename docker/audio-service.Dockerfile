@@ -13,7 +13,7 @@ ARG NODE_IMAGE=node:26-bookworm-slim
 
 # --- Shared by every app's image: byte for byte the same instructions in every docker/*.Dockerfile up to
 # `ARG APP` (test/deploy/images.spec.ts checks it), so that one build's layers serve all of them.
-# Only what `npm ci` reads (the lockfile and each workspace's package.json, tools/app-deps.js manifests):
+# Only what `npm install` reads (the lockfile and each workspace's package.json, tools/app-deps.js manifests):
 # a change of the sources keeps the install layer.
 FROM ${NODE_IMAGE} AS manifests
 WORKDIR /src
@@ -29,7 +29,7 @@ COPY --from=manifests /manifests ./
 # bundle for the registry may come in as the build secret `npm-ca` (e.g. a TLS-inspecting proxy).
 RUN --mount=type=cache,target=/root/.npm,sharing=locked --mount=type=secret,id=npm-ca \
     if [ -s /run/secrets/npm-ca ]; then export NODE_EXTRA_CA_CERTS=/run/secrets/npm-ca; fi \
- && npm ci --ignore-scripts --no-audit --no-fund
+ && npm install --ignore-scripts --no-audit --no-fund
 COPY . .
 RUN if [ -d libs/persistence ]; then npm run db:generate; fi
 # Every workspace: its own `build` script where it has one (the console's vite build), else swc.
