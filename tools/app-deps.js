@@ -103,9 +103,7 @@ export function specifiersOf(code, fileName = 'x.ts') {
     // require.resolve, createRequire(...).resolve, import.meta.resolve (not path.resolve and the like)
     if (t.isPropertyAccessExpression(callee) && callee.name.text === 'resolve') {
       const o = callee.expression;
-      return (
-        (t.isIdentifier(o) && o.text === 'require') || t.isCallExpression(o) || t.isMetaProperty(o)
-      );
+      return (t.isIdentifier(o) && o.text === 'require') || t.isCallExpression(o) || t.isMetaProperty(o);
     }
     return false;
   };
@@ -216,7 +214,18 @@ function copyLibs(app, dir) {
 }
 
 const PLATFORMS = new Set(['aix', 'android', 'darwin', 'freebsd', 'linux', 'openbsd', 'sunos', 'win32']);
-const ARCHES = new Set(['arm', 'arm64', 'ia32', 'loong64', 'mips', 'mipsel', 'ppc64', 'riscv64', 's390x', 'x64']);
+const ARCHES = new Set([
+  'arm',
+  'arm64',
+  'ia32',
+  'loong64',
+  'mips',
+  'mipsel',
+  'ppc64',
+  'riscv64',
+  's390x',
+  'x64',
+]);
 /** Files of single packages that no process here loads: sources for building from scratch. */
 const SOURCE_BUNDLES = { 'node-llama-cpp': ['llama/gitRelease.bundle', 'llama/llama.cpp'] };
 
@@ -265,8 +274,7 @@ export function prune(dir, { platform = process.platform, arch = process.arch } 
     }
   };
   const nm = join(dir, 'node_modules');
-  for (const [pkg, files] of Object.entries(SOURCE_BUNDLES))
-    for (const f of files) drop(join(nm, pkg, f));
+  for (const [pkg, files] of Object.entries(SOURCE_BUNDLES)) for (const f of files) drop(join(nm, pkg, f));
   if (existsSync(nm)) walk(nm);
   return bytes;
 }

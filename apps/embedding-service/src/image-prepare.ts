@@ -16,7 +16,8 @@ const catalog = parse(readFileSync(file, 'utf8')) as {
 const sizes = new Set<number>();
 for (const m of catalog.models ?? []) {
   const e = m.engine;
-  if ((e?.type === 'glove-sif' || e?.type === 'hybrid') && !e.source) sizes.add(e.vocab_size ?? DEFAULT_VOCAB);
+  if ((e?.type === 'glove-sif' || e?.type === 'hybrid') && !e.source)
+    sizes.add(e.vocab_size ?? DEFAULT_VOCAB);
 }
 if (sizes.size) {
   const source = defaultSource();
