@@ -322,8 +322,10 @@ export function imageTree(app, dir) {
   );
 }
 
-const [cmd, ...args] = process.argv.slice(2);
-if (cmd === 'manifest') {
+const [cmd, ...args] = import.meta.main ? process.argv.slice(2) : ['--imported'];
+if (cmd === '--imported') {
+  // imported (the tests): no command
+} else if (cmd === 'manifest') {
   const [app, dir] = args;
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, 'package.json'), `${JSON.stringify(manifest(app), null, 2)}\n`);
