@@ -241,6 +241,8 @@ describe('container images, built and run by podman', { skip, timeout: 80 * 60_0
             everyMs: 500,
           },
         );
+        // The image's HEALTHCHECK as podman runs it (no systemd here to run it on a timer).
+        await podman(['healthcheck', 'run', name]);
         const t = Date.now();
         await podman(['kill', '--signal', 'TERM', name]);
         const code = (await podman(['wait', name], 30_000)).trim();
@@ -302,7 +304,8 @@ describe('container images, built and run by podman', { skip, timeout: 80 * 60_0
         async () => (await fetch(`http://127.0.0.1:${gatewayPort}/readyz`).catch(() => null))?.ok,
         { timeoutMs: 180_000, everyMs: 1000 },
       );
-      const key = (
+      // A key of the premium tier (every model): the admin CLI's demo keys, from its image.
+      const key = /INFER_DEMO_KEY_PREMIUM=(\S+)/.exec(
         await run(
           'podman',
           [
@@ -314,14 +317,12 @@ describe('container images, built and run by podman', { skip, timeout: 80 * 60_0
             'node',
             image('admin-cli'),
             'apps/admin-cli/dist/main.js',
-            'keys',
-            'create',
-            '--name',
-            'containers-test',
+            'demo-keys',
+            '--env',
           ],
           60_000,
-        )
-      ).match(/sk-[\w-]+/)?.[0];
+        ),
+      )?.[1];
       assert.ok(key, 'an API key from the admin CLI');
       const client = new OpenAI({ apiKey: key, baseURL, maxRetries: 0, timeout: 60_000 });
       const chat = await client.chat.completions.create({
