@@ -11,8 +11,7 @@
 // Skipped, with one line saying why, where no container engine can run (no podman, not root).
 // Every step has a deadline; the printed `image-size` lines are what docs/deployment.md quotes.
 import assert from 'node:assert/strict';
-import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -25,99 +24,19 @@ import {
   privateRedis,
 } from '../support/private-servers.js';
 import { waitFor } from '../support/wait-for.js';
+import { APPS, BASE, buildAll, image, podman, revision, run, skipReason, TAG } from './engine-support.js';
 import { REPO } from './k8s-support.js';
 
-const ENGINE_ENV = {
-  ...process.env,
-  CONTAINERS_CONF: join(REPO, 'docker/engine/containers.conf'),
-  CONTAINERS_STORAGE_CONF: join(REPO, 'docker/engine/storage.conf'),
-};
-const APPS = readdirSync(join(REPO, 'apps')).filter(
-  (a) => a !== 'console' && existsSync(join(REPO, 'docker', `${a}.Dockerfile`)),
-);
 /** MB over the base image: every service image, and the audio image with its media tools. */
 const BUDGET_MB: Record<string, number> = { 'audio-service': 450 };
 const DEFAULT_BUDGET_MB = 250;
-const BASE = 'docker.io/library/node:26-bookworm-slim';
-const TAG = 'test';
-
-function skipReason(): string | false {
-  if (process.env.INFER_SKIP_CONTAINERS) return 'INFER_SKIP_CONTAINERS is set';
-  if (process.getuid?.() !== 0) return 'not root: the container tests use rootful podman';
-  try {
-    execFileSync('podman', ['--version'], { stdio: 'ignore', env: ENGINE_ENV });
-  } catch {
-    return 'no podman on this machine (scripts/test.sh installs it where apt-get can)';
-  }
-  return false;
-}
-const skip = skipReason();
-if (skip) console.log(`# container tests skipped: ${skip}`);
-
-/** Runs a command with a deadline; rejects with its output's tail on a non-zero exit or on the deadline. */
-function run(cmd: string, args: string[], timeoutMs: number, env = ENGINE_ENV): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(cmd, args, { cwd: REPO, env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    child.stdout.on('data', (d) => (out = (out + d).slice(-200_000)));
-    child.stderr.on('data', (d) => (out = (out + d).slice(-200_000)));
-    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-    child.on('close', (code, signal) => {
-      clearTimeout(timer);
-      if (code === 0) resolve(out);
-      else reject(new Error(`${cmd} ${args.join(' ')}: ${signal ?? code}\n${out.slice(-4000)}`));
-    });
-  });
-}
-const podman = (args: string[], timeoutMs = 60_000) => run('podman', args, timeoutMs);
-const image = (app: string) => `localhost/infer/${app}:${TAG}`;
-const revision = () => execFileSync('git', ['rev-parse', 'HEAD'], { cwd: REPO, encoding: 'utf8' }).trim();
-
-async function buildAll(): Promise<void> {
-  await run('bash', ['docker/engine/base-image.sh'], 30 * 60_000);
-  const ca = process.env.NODE_EXTRA_CA_CERTS ?? '/etc/ssl/certs/ca-certificates.crt';
-  const build = (app: string) =>
-    run(
-      'nice',
-      [
-        '-n',
-        '15',
-        'podman',
-        'build',
-        '--format',
-        'docker', // keeps HEALTHCHECK (the OCI format drops it)
-        '--network=host',
-        '--pull=never',
-        '--layers',
-        ...(existsSync(ca) ? ['--secret', `id=npm-ca,src=${ca}`] : []),
-        '--build-arg',
-        `REVISION=${revision()}`,
-        '-f',
-        `docker/${app}.Dockerfile`,
-        '-t',
-        image(app),
-        '.',
-      ],
-      45 * 60_000,
-    );
-  // The first build makes the shared layers; the rest reuse them, two at a time.
-  const [first, ...rest] = APPS;
-  const t0 = Date.now();
-  await build(first!);
-  console.log(`# image build ${first}: ${((Date.now() - t0) / 1000).toFixed(0)} s`);
-  for (let i = 0; i < rest.length; i += 2) {
-    const t = Date.now();
-    await Promise.all(rest.slice(i, i + 2).map(build));
-    console.log(
-      `# image build ${rest.slice(i, i + 2).join(', ')}: ${((Date.now() - t) / 1000).toFixed(0)} s`,
-    );
-  }
-  console.log(`# images built in ${((Date.now() - t0) / 1000).toFixed(0)} s`);
-}
 
 async function sizeOf(ref: string): Promise<number> {
   return Number((await podman(['image', 'inspect', '--format', '{{.Size}}', ref])).trim());
 }
+
+const skip = skipReason();
+if (skip) console.log(`# container tests skipped: ${skip}`);
 
 describe('container images, built and run by podman', { skip, timeout: 80 * 60_000 }, () => {
   let pg: PrivateServer;
