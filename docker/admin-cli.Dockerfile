@@ -3,31 +3,49 @@
 #   docker build -f docker/admin-cli.Dockerfile -t infer/admin-cli .        (from the repository root)
 #
 # Every app image follows the same pattern (see README.md, "Docker"): to add an app, copy this file
-# to docker/<app>.Dockerfile (and its .dockerignore), set APP, RUNTIME_PACKAGES and the last lines.
-#   build stage:   npm install (lockfile versions) -> Prisma client -> swc build of every lib and of the app
-#                  -> a runtime tree with only the packages this app imports (tools/app-deps.js), optional
-#                  packages left out (so no CUDA/Vulkan llama.cpp builds; the CPU build only where an
-#                  embedded llama.cpp engine runs)
-#   runtime stage: node:26-bookworm-slim + that tree, as the unprivileged `node` user
+# to docker/<app>.Dockerfile (and its .dockerignore), set APP, RUNTIME_PACKAGES and the last lines
+# (everything above `ARG APP` stays the same in every file).
+#   build stages: shared by every app (npm ci from the lockfile, Prisma client, every workspace built),
+#                 then this app's runtime tree (tools/app-deps.js image)
+#   runtime stage: node:26-bookworm-slim + that tree, as the unprivileged `node` user, labelled with the
+#                  source revision (build argument REVISION) and carrying its SBOM
 ARG NODE_IMAGE=node:26-bookworm-slim
 
+# --- Shared by every app's image: byte for byte the same instructions in every docker/*.Dockerfile up to
+# `ARG APP` (test/deploy/images.spec.ts checks it), so that one build's layers serve all of them.
+# Only what `npm install` reads (the lockfile and each workspace's package.json, tools/app-deps.js manifests):
+# a change of the sources keeps the install layer.
+FROM ${NODE_IMAGE} AS manifests
+WORKDIR /src
+COPY . .
+RUN node tools/app-deps.js manifests /manifests
+
 FROM ${NODE_IMAGE} AS build
-ARG APP=admin-cli
 WORKDIR /src
 ENV CI=true NX_DAEMON=false ONNXRUNTIME_NODE_INSTALL=skip
+COPY --from=manifests /manifests ./
+# Every install script is denied in package.json "allowScripts"; --ignore-scripts says the same to any npm
+# version (no download during the build). The npm cache is a build cache (kept between builds); a CA
+# bundle for the registry may come in as the build secret `npm-ca` (e.g. a TLS-inspecting proxy).
+RUN --mount=type=cache,target=/root/.npm,sharing=locked --mount=type=secret,id=npm-ca \
+    if [ -s /run/secrets/npm-ca ]; then export NODE_EXTRA_CA_CERTS=/run/secrets/npm-ca; fi \
+ && npm install --ignore-scripts --no-audit --no-fund
 COPY . .
-# Every install script is denied in package.json "allowScripts"; --ignore-scripts says the same to any
-# npm version (no download during the build).
-RUN npm install --ignore-scripts --no-audit --no-fund
 RUN if [ -d libs/persistence ]; then npm run db:generate; fi
-RUN for lib in libs/*/; do node tools/build.js "${lib%/}"; done \
- && node tools/build.js "apps/${APP}"
-RUN node tools/app-deps.js manifest "${APP}" /out \
- && (cd /out && npm install --omit=dev --omit=optional --ignore-scripts --no-audit --no-fund --no-package-lock) \
- && node tools/app-deps.js libs "${APP}" /out \
- && mkdir -p /out/apps/"${APP}" \
- && cp -a "apps/${APP}/package.json" "apps/${APP}/dist" /out/apps/"${APP}"/ \
- && for dir in prisma config; do if [ -d "$dir" ]; then cp -a "$dir" /out/; fi; done
+# Every workspace: its own `build` script where it has one (the console's vite build), else swc.
+RUN for ws in libs/*/ apps/*/; do \
+      if grep -q '"build"' "${ws}package.json"; then npm run -s build -w "./${ws%/}" >/dev/null; \
+      else node tools/build.js "${ws%/}"; fi; \
+    done
+
+# --- This app: the runtime tree (tools/app-deps.js image): only the packages the app loads, at the
+# lockfile's versions, optional ones left out (so no CUDA/Vulkan llama.cpp builds; the CPU build only
+# where an embedded llama.cpp engine runs), other platforms' binaries, unused Prisma compilers and source
+# bundles pruned, a CycloneDX SBOM at /app/sbom.cdx.json, then the app's own `image:prepare` step.
+ARG APP=admin-cli
+RUN --mount=type=cache,target=/root/.npm,sharing=locked --mount=type=secret,id=npm-ca \
+    if [ -s /run/secrets/npm-ca ]; then export NODE_EXTRA_CA_CERTS=/run/secrets/npm-ca; fi \
+ && node tools/app-deps.js image "${APP}" /out
 
 FROM ${NODE_IMAGE} AS runtime
 # Debian packages the app needs at run time (e.g. "ffmpeg espeak-ng flite" for the audio service).
@@ -45,3 +63,8 @@ USER node
 #   docker run --rm -e DATABASE_URL=... infer/admin-cli db migrate
 ENTRYPOINT ["node", "apps/admin-cli/dist/main.js"]
 CMD ["--help"]
+# Last, so that a new revision changes no layer above.
+ARG REVISION=unknown
+LABEL org.opencontainers.image.revision="${REVISION}" \
+      org.opencontainers.image.source="https://github.com/infer-platform/infer" \
+      dev.infer.sbom="/app/sbom.cdx.json"

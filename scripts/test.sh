@@ -21,9 +21,25 @@ ensure_chromium() {
   _node_apt_install chromium fonts-dejavu-core || warn "could not install chromium: the browser tests are skipped"
 }
 
+# The container tests (test/deploy/containers.spec.ts) build and run every image with Debian's podman and
+# buildah (rootful; settings in docker/engine/), and the base image is made with debootstrap. Installed once
+# when missing; where they cannot be, those tests skip with one line saying why.
+ensure_podman() {
+  command -v podman >/dev/null 2>&1 && command -v buildah >/dev/null 2>&1 && command -v debootstrap >/dev/null 2>&1 &&
+    command -v podman-compose >/dev/null 2>&1 && return 0
+  if [[ "$(id -u)" != 0 ]] || ! _node_can_apt; then
+    warn "podman is missing and cannot be installed here (needs root and apt-get): the container tests are skipped"
+    return 0
+  fi
+  _node_as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq || warn "apt-get update failed"
+  _node_apt_install podman buildah debootstrap podman-compose runc ||
+    warn "could not install podman: the container tests are skipped"
+}
+
 require_node
 bash "$REPO_ROOT/scripts/services.sh"
 ensure_chromium
+ensure_podman
 install_deps auto
 
 failed=()

@@ -518,6 +518,37 @@ describe('k8s manifests', () => {
   );
 
   it(
+    "edge: the gateway's /metrics is not published: it is served on METRICS_PORT, a container port no Service, Ingress or route reaches",
+    each((objs) => {
+      const config = find(objs, 'ConfigMap', 'gateway-config')!.data;
+      const metricsPort = Number(config.METRICS_PORT);
+      assert.ok(metricsPort > 0, 'gateway-config sets METRICS_PORT');
+      assert.notEqual(metricsPort, Number(config.PORT));
+      const gw = containersOf(find(objs, 'Deployment', 'gateway')!).find((c) => c.name === 'gateway')!;
+      const ports = gw.ports as { name: string; containerPort: number }[];
+      const http = ports.find((p) => p.name === 'http')!;
+      assert.equal(http.containerPort, Number(config.PORT));
+      assert.equal(ports.find((p) => p.name === 'metrics')?.containerPort, metricsPort);
+      // What the public edge can reach: the gateway Service's ports, and they name only `http`.
+      const service = find(objs, 'Service', 'gateway')!;
+      for (const p of service.spec.ports) {
+        assert.notEqual(p.targetPort, 'metrics');
+        assert.notEqual(Number(p.targetPort), metricsPort);
+      }
+      const ingress = find(objs, 'Ingress', 'gateway');
+      for (const rule of ingress?.spec.rules ?? [])
+        for (const path of rule.http.paths) {
+          assert.equal(path.backend.service.name, 'gateway');
+          assert.ok(
+            service.spec.ports.some((p: { name: string }) => p.name === path.backend.service.port.name),
+          );
+        }
+      const monitor = find(objs, 'PodMonitor', 'gateway');
+      if (monitor) assert.equal(monitor.spec.podMetricsEndpoints[0].port, 'metrics');
+    }),
+  );
+
+  it(
     'edge: TLS from cert-manager; the gateway trusts only a narrow proxy range for client IPs',
     each((objs, v) => {
       const ingress = find(objs, 'Ingress', 'gateway');

@@ -16,6 +16,7 @@ import { type AudioConfig, type AudioRole, loadAudioConfig, toolsOf } from './co
 import { type EngineFactory, EngineRegistry } from './engines.js';
 import { TranscriptionJobs } from './jobs/client.js';
 import type { TranscriptionWorker, WorkerDeps } from './jobs/worker.js';
+import { loadVad } from './media/vad.js';
 import { AudioMetrics, type MetricsServer, startMetricsServer } from './metrics/metrics.js';
 import { Slots } from './slots.js';
 import { embeddedSpeechFactory } from './speech/embedded.js';
@@ -154,7 +155,26 @@ export async function startAudioService(opts: AudioServiceOptions = {}): Promise
     }
     // One Nest app per process: the controller in the api role, the worker host in the worker role.
     const module = AudioServiceModule.forRoot({ api, worker: workerDeps });
-    const checks = () => [{ name: 'redis', check: () => redis.status === 'ready' }];
+    // A worker that splits at pauses (AUDIO_SPLIT=vad, the default) is ready once its VAD has loaded: one
+    // that cannot load it (a missing package or model) would cut long audio at fixed lengths instead.
+    let vad: 'loading' | 'ready' | 'failed' = 'loading';
+    if (workerDeps && config.AUDIO_SPLIT === 'vad')
+      loadVad(config.AUDIO_VAD_MODEL || undefined).then(
+        () => {
+          vad = 'ready';
+        },
+        (err) => {
+          vad = 'failed';
+          log.error(
+            { err },
+            'the voice activity detector cannot load: not ready (AUDIO_SPLIT=fixed runs without it)',
+          );
+        },
+      );
+    const checks = () => [
+      { name: 'redis', check: () => redis.status === 'ready' },
+      ...(workerDeps && config.AUDIO_SPLIT === 'vad' ? [{ name: 'vad', check: () => vad === 'ready' }] : []),
+    ];
     const common = {
       name: 'audio-service',
       module,

@@ -1,5 +1,13 @@
 import { QueueGroups, Subjects } from '@infer/contracts';
-import { parseConfig, type RunningService, ServiceEnvSchema, startMicroservice } from '@infer/service-kit';
+import {
+  type DefaultModels,
+  loadDefaultModels,
+  parseConfig,
+  type RunningService,
+  SERVICE_LOG,
+  ServiceEnvSchema,
+  startMicroservice,
+} from '@infer/service-kit';
 import { EMBEDDERS, EmbeddingServiceModule, RANKERS } from './embedding.module.js';
 import type { EmbeddingEngine, RerankEngine } from './engines/engine.js';
 import type { EngineRegistry } from './engines/registry.js';
@@ -17,6 +25,11 @@ export interface EmbeddingServiceOptions {
   /** Engines to use instead of the built-in ones (tests can register their own). */
   embedders?: EngineRegistry<EmbeddingEngine>;
   rankers?: EngineRegistry<RerankEngine>;
+  /**
+   * Load the catalog file's embedding and rerank models at start and report ready only once they have
+   * loaded (main.ts: true; CATALOG_FILE, else config/models.yaml). Off by default for in-process tests.
+   */
+  loadDefaultModels?: boolean;
 }
 
 export interface EmbeddingService extends RunningService {
@@ -34,6 +47,7 @@ export async function startEmbeddingService(opts: EmbeddingServiceOptions = {}):
   // Validated before anything starts, so that a bad env fails first.
   parseConfig('embedding-service', ServiceEnvSchema, opts.env);
   const prefix = opts.subjectPrefix ?? '';
+  let defaults: DefaultModels | undefined;
   const svc = await startMicroservice({
     name: 'embedding-service',
     queue: QueueGroups.embedding,
@@ -41,9 +55,25 @@ export async function startEmbeddingService(opts: EmbeddingServiceOptions = {}):
     env: opts.env,
     subjectPrefix: prefix,
     installSignalHandlers: opts.installSignalHandlers ?? false,
+    checks: (app) => {
+      if (!opts.loadDefaultModels) return [];
+      const embedders = app.get<EngineRegistry<EmbeddingEngine>>(EMBEDDERS);
+      const rankers = app.get<EngineRegistry<RerankEngine>>(RANKERS);
+      defaults = loadDefaultModels({
+        kinds: ['embedding', 'rerank'],
+        load: (m) => (m.kind === 'rerank' ? rankers.get(m).ready() : embedders.get(m).ready()),
+        log: app.get(SERVICE_LOG),
+        env: opts.env,
+      });
+      return [defaults.check];
+    },
   });
   return {
     ...svc,
+    stop: (graceMs?: number) => {
+      defaults?.stop();
+      return svc.stop(graceMs);
+    },
     embedders: svc.app.get(EMBEDDERS),
     rankers: svc.app.get(RANKERS),
     subjects: { embeddings: `${prefix}${Subjects.embeddings}`, rerank: `${prefix}${Subjects.rerank}` },

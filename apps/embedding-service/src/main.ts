@@ -6,7 +6,7 @@ import { startEmbeddingService } from './app.js';
 
 endIntlDeferral();
 try {
-  await startEmbeddingService({ installSignalHandlers: true });
+  await startEmbeddingService({ installSignalHandlers: true, loadDefaultModels: true });
 } catch (e) {
   if (e instanceof ConfigError) {
     console.error(e.message);

@@ -83,7 +83,11 @@ export class AppModule {
   static forRoot(deps: GatewayDeps): DynamicModule {
     return {
       module: AppModule,
-      controllers: GATEWAY_CONTROLLERS,
+      // With METRICS_PORT the metrics are served there only (app.ts serveMetrics), never on PORT.
+      controllers:
+        deps.config.METRICS_PORT === undefined
+          ? GATEWAY_CONTROLLERS
+          : GATEWAY_CONTROLLERS.filter((c) => c !== MetricsController),
       providers: [
         ...ADMIN_PROVIDERS,
         ...CALL_PROVIDERS,

@@ -1,6 +1,6 @@
 import 'reflect-metadata';
 import { readFileSync } from 'node:fs';
-import type { IncomingMessage } from 'node:http';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
 import multipart from '@fastify/multipart';
 import {
   connectNats,
@@ -142,6 +142,8 @@ export async function startGateway(env: NodeJS.ProcessEnv = process.env): Promis
   const url = `${tls ? 'https' : 'http'}://${host}:${port}`;
   log.info({ url, tls: Boolean(tls), insecureDev: config.ALLOW_INSECURE_HTTP }, 'gateway listening');
 
+  const metricsServer =
+    config.METRICS_PORT === undefined ? null : await serveMetrics(metrics, config.METRICS_PORT, config.HOST);
   const usage = app.get(UsagePublisher);
   // Memory back to the system once idle after the heap grew (V8's memory reducer does not run here).
   const heapTrim = startIdleHeapTrim();
@@ -153,6 +155,7 @@ export async function startGateway(env: NodeJS.ProcessEnv = process.env): Promis
     close: () => {
       closing ??= (async () => {
         heapTrim.stop();
+        metricsServer?.close();
         await app.close();
         accessLog.flush();
         await usage.close();
@@ -164,6 +167,22 @@ export async function startGateway(env: NodeJS.ProcessEnv = process.env): Promis
       return closing;
     },
   };
+}
+
+/** Prometheus's /metrics on a port of its own (METRICS_PORT): plain HTTP, no key, nothing else there. */
+async function serveMetrics(metrics: MetricsService, port: number, host: string): Promise<Server> {
+  const server = createServer((req, res) => {
+    if (req.method !== 'GET' || req.url?.split('?')[0] !== '/metrics') {
+      res.writeHead(404, { 'content-type': 'text/plain' }).end('not found\n');
+      return;
+    }
+    metrics.registry.metrics().then(
+      (body) => res.writeHead(200, { 'content-type': metrics.registry.contentType }).end(body),
+      () => res.writeHead(500).end(),
+    );
+  });
+  await new Promise<void>((ok, fail) => server.once('error', fail).listen(port, host, ok));
+  return server;
 }
 
 /** The security headers of each protocol, built once (the hook copies them into every reply). */

@@ -22,7 +22,15 @@ const ORIGIN_RE = /^https?:\/\/[A-Za-z0-9.-]+(:\d{1,5})?$|^https?:\/\/\[[0-9A-Fa
 /** The gateway's settings before the cross-field checks: the batch runner picks its shared ones from here. */
 export const GatewayEnvFields = z.object({
   HOST: z.string().default('0.0.0.0').describe('Listening address (the development scripts set 127.0.0.1).'),
-  PORT: envInt(8080).describe('Listening port of the API, /admin, /console, /healthz, /readyz and /metrics.'),
+  PORT: envInt(8080).describe(
+    'Listening port of the API, /admin, /console, /healthz, /readyz (and /metrics without METRICS_PORT).',
+  ),
+  METRICS_PORT: z
+    .preprocess((v) => (v === '' ? undefined : v), z.coerce.number().int().min(0).max(65535).optional())
+    .describe(
+      'When set, /metrics is served on this port only (plain HTTP, no key, for scrapers inside the cluster), ' +
+        'not on PORT, which the public edge forwards to. Unset: /metrics on PORT (development).',
+    ),
   DATABASE_URL: z
     .string()
     .default('postgresql://postgres@127.0.0.1:5432/infer')

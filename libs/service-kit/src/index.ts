@@ -1,5 +1,6 @@
 export * from './abort.js';
 export * from './config.js';
+export * from './default-models.js';
 export * from './engine-registry.js';
 export * from './heap-trim.js';
 export * from './inflight-table.js';

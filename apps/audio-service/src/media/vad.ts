@@ -73,6 +73,14 @@ function session(modelPath: string): Promise<{ ort: Ort; session: Session }> {
   return p;
 }
 
+/**
+ * Loads the VAD (onnxruntime-node and the model) once, so that a worker can report whether it can cut
+ * audio at pauses before any job comes (the worker role's readiness check).
+ */
+export async function loadVad(modelPath: string = defaultVadModelPath()): Promise<void> {
+  await session(modelPath);
+}
+
 /** Samples of channel 0 as floats in [-1, 1). */
 export function toFloat(p: Pcm16): Float32Array {
   const n = Math.floor(p.data.length / (2 * p.channels));

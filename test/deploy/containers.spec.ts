@@ -1,0 +1,296 @@
+// The images themselves, built and run by a real container engine (Debian's podman, rootful, with the
+// settings of docker/engine/): the base made locally (docker/engine/base-image.sh, cached), every app's
+// image built from its Dockerfile (two at a time; the shared layers once), then per image: its size over
+// the base within budget, its source revision label, its CycloneDX SBOM, and run as operators run it
+// (read-only root, /tmp a tmpfs, no capabilities): uid 1000, no capability, / not writable, /tmp writable;
+// every service against this test's own PostgreSQL, Redis and NATS (test/support/private-servers.ts) gets
+// ready (its default models loaded) and exits 0 within 10 s of SIGTERM. Then docker/compose.yaml's app
+// services run under podman-compose against the same servers (host network: those servers listen on
+// loopback only), and one request of every capability goes through the containerised gateway with the
+// `openai` SDK.
+// Skipped, with one line saying why, where no container engine can run (no podman, not root).
+// Every step has a deadline; the printed `image-size` lines are what docs/deployment.md quotes.
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import OpenAI from 'openai';
+import { parse as parseYaml, stringify } from 'yaml';
+import {
+  type PrivateServer,
+  privateNats,
+  privatePostgres,
+  privateRedis,
+} from '../support/private-servers.js';
+import { waitFor } from '../support/wait-for.js';
+import { APPS, BASE, buildAll, image, podman, revision, run, skipReason, TAG } from './engine-support.js';
+import { REPO } from './k8s-support.js';
+
+/** MB over the base image: every service image, and the audio image with its media tools. */
+const BUDGET_MB: Record<string, number> = { 'audio-service': 450 };
+const DEFAULT_BUDGET_MB = 250;
+
+async function sizeOf(ref: string): Promise<number> {
+  return Number((await podman(['image', 'inspect', '--format', '{{.Size}}', ref])).trim());
+}
+
+const skip = skipReason();
+if (skip) console.log(`# container tests skipped: ${skip}`);
+
+describe('container images, built and run by podman', { skip, timeout: 80 * 60_000 }, () => {
+  let pg: PrivateServer;
+  let redis: PrivateServer;
+  let nats: PrivateServer;
+  const serverEnv = () => [
+    '-e',
+    `DATABASE_URL=${pg.url}/postgres`,
+    '-e',
+    `REDIS_URL=${redis.url}`,
+    '-e',
+    `NATS_URL=${nats.url}`,
+  ];
+  before(
+    async () => {
+      [pg, redis, nats] = await Promise.all([privatePostgres(), privateRedis(), privateNats()]);
+      await buildAll();
+    },
+    { timeout: 70 * 60_000 },
+  );
+  after(async () => {
+    await Promise.all([pg?.destroy(), redis?.destroy(), nats?.destroy()]);
+  });
+
+  it('every image is within its size budget over the base, labelled with its revision, with its SBOM', async () => {
+    const base = await sizeOf(BASE);
+    for (const app of APPS) {
+      const mb = ((await sizeOf(image(app))) - base) / 1e6;
+      const budget = BUDGET_MB[app] ?? DEFAULT_BUDGET_MB;
+      console.log(`# image-size ${app} ${mb.toFixed(0)} MB over the base (budget ${budget} MB)`);
+      assert.ok(mb <= budget, `${app}: ${mb.toFixed(0)} MB over the base, budget ${budget} MB`);
+      const labels = JSON.parse(
+        await podman(['image', 'inspect', '--format', '{{json .Labels}}', image(app)]),
+      ) as Record<string, string>;
+      assert.equal(labels['org.opencontainers.image.revision'], revision(), app);
+      const sbom = JSON.parse(
+        await podman(['run', '--rm', '--entrypoint', 'cat', image(app), '/app/sbom.cdx.json']),
+      ) as { bomFormat: string; components: { name: string }[] };
+      assert.equal(sbom.bomFormat, 'CycloneDX', app);
+      assert.ok(sbom.components.length > 10, `${app}: ${sbom.components.length} components`);
+    }
+  });
+
+  it('runs read-only, as uid 1000, without capabilities; / is not writable, /tmp is', async () => {
+    const probe = [
+      "const fs = require('node:fs');",
+      "const cap = /CapEff:\\s*(\\w+)/.exec(fs.readFileSync('/proc/self/status', 'utf8'))[1];",
+      "let root = 'writable'; try { fs.writeFileSync('/app/x', '1'); } catch (e) { root = e.code; }",
+      "fs.writeFileSync('/tmp/x', '1');",
+      'console.log(JSON.stringify({ uid: process.getuid(), gid: process.getgid(), cap, root }));',
+    ].join(' ');
+    for (const app of APPS) {
+      const out = await podman([
+        'run',
+        '--rm',
+        '--read-only',
+        '--tmpfs',
+        '/tmp',
+        '--cap-drop=all',
+        '--security-opt',
+        'no-new-privileges',
+        '--entrypoint',
+        'node',
+        image(app),
+        '-e',
+        probe,
+      ]);
+      assert.deepEqual(JSON.parse(out.trim().split('\n').at(-1)!), {
+        uid: 1000,
+        gid: 1000,
+        cap: '0000000000000000',
+        root: 'EROFS',
+      });
+    }
+  });
+
+  it('every service gets ready (its default models loaded) and exits 0 within 10 s of SIGTERM', async () => {
+    const services = APPS.filter((a) => a !== 'admin-cli' && a !== 'gateway');
+    await run(
+      'podman',
+      [
+        'run',
+        '--rm',
+        '--network=host',
+        ...serverEnv(),
+        '--entrypoint',
+        '/bin/sh',
+        image('admin-cli'),
+        '-c',
+        'node apps/admin-cli/dist/main.js db migrate && node apps/admin-cli/dist/main.js catalog sync',
+      ],
+      5 * 60_000,
+    );
+    let port = 19_600 + Math.floor(Math.random() * 200);
+    for (const app of services) {
+      const name = `infer-test-${app}-${process.pid}`;
+      const ops = port++;
+      await podman([
+        'run',
+        '-d',
+        '--name',
+        name,
+        '--network=host',
+        '--read-only',
+        '--tmpfs',
+        '/tmp',
+        '--cap-drop=all',
+        ...serverEnv(),
+        '-e',
+        `OPS_PORT=${ops}`,
+        '-e',
+        `AUDIO_METRICS_PORT=${port++}`,
+        image(app),
+      ]);
+      try {
+        await waitFor(
+          `${app} ready`,
+          async () => (await fetch(`http://127.0.0.1:${ops}/readyz`).catch(() => null))?.ok,
+          {
+            timeoutMs: 120_000,
+            everyMs: 500,
+          },
+        );
+        // The image's HEALTHCHECK as podman runs it (no systemd here to run it on a timer).
+        await podman(['healthcheck', 'run', name]);
+        const t = Date.now();
+        await podman(['kill', '--signal', 'TERM', name]);
+        const code = (await podman(['wait', name], 30_000)).trim();
+        assert.equal(code, '0', `${app} exit status after SIGTERM`);
+        assert.ok(Date.now() - t < 10_000, `${app} took ${Date.now() - t} ms to stop`);
+      } finally {
+        await podman(['rm', '-f', name]).catch(() => undefined);
+      }
+    }
+  });
+
+  it("docker/compose.yaml's apps under podman-compose: every capability answers through the containerised gateway", async () => {
+    // The compose file's app services as they are, on the host network against this test's servers
+    // (PostgreSQL, Redis and NATS of the file itself are the ones replaced), each with ports of its own.
+    const compose = parseYaml(readFileSync(join(REPO, 'docker/compose.yaml'), 'utf8'), { merge: true });
+    const dir = mkdtempSync(join(tmpdir(), 'compose-'));
+    const project = `infertest${process.pid}`;
+    const gatewayPort = 19_800 + Math.floor(Math.random() * 150);
+    let ops = gatewayPort + 1;
+    const services: Record<string, Record<string, unknown>> = {};
+    for (const [name, s] of Object.entries(compose.services as Record<string, Record<string, unknown>>)) {
+      if (!String(s.image ?? '').startsWith('infer/')) continue;
+      const env = { ...(s.environment as Record<string, string>) };
+      Object.assign(env, {
+        DATABASE_URL: `${pg.url}/postgres`,
+        REDIS_URL: redis.url,
+        NATS_URL: nats.url,
+        OPS_PORT: String(ops++),
+        AUDIO_METRICS_PORT: String(ops++),
+      });
+      if (name === 'gateway') {
+        delete env.TLS_CERT_FILE;
+        delete env.TLS_KEY_FILE;
+        Object.assign(env, {
+          PORT: String(gatewayPort),
+          HOST: '127.0.0.1',
+          ALLOW_INSECURE_HTTP: '1',
+          METRICS_PORT: String(ops++),
+        });
+      }
+      const { build: _b, depends_on: _d, ports: _p, ...rest } = s;
+      services[name] = {
+        ...rest,
+        image: `${String(s.image).split(':')[0]}:${TAG}`,
+        environment: env,
+        network_mode: 'host',
+        volumes: ((s.volumes as string[] | undefined) ?? []).filter((v) => !v.includes('.certs')),
+      };
+    }
+    const file = join(dir, 'compose.yaml');
+    writeFileSync(file, stringify({ services, volumes: compose.volumes }));
+    const composeCmd = (args: string[], ms: number) =>
+      run('podman-compose', ['-p', project, '-f', file, ...args], ms);
+    try {
+      await composeCmd(['up', '-d'], 5 * 60_000);
+      const baseURL = `http://127.0.0.1:${gatewayPort}/v1`;
+      await waitFor(
+        'the gateway ready',
+        async () => (await fetch(`http://127.0.0.1:${gatewayPort}/readyz`).catch(() => null))?.ok,
+        { timeoutMs: 180_000, everyMs: 1000 },
+      );
+      // A key of the premium tier (every model): the admin CLI's demo keys, from its image.
+      const key = /INFER_DEMO_KEY_PREMIUM=(\S+)/.exec(
+        await run(
+          'podman',
+          [
+            'run',
+            '--rm',
+            '--network=host',
+            ...serverEnv(),
+            '--entrypoint',
+            'node',
+            image('admin-cli'),
+            'apps/admin-cli/dist/main.js',
+            'demo-keys',
+            '--env',
+          ],
+          60_000,
+        ),
+      )?.[1];
+      assert.ok(key, 'an API key from the admin CLI');
+      const client = new OpenAI({ apiKey: key, baseURL, maxRetries: 0, timeout: 60_000 });
+      const chat = await client.chat.completions.create({
+        model: 'chat-A',
+        messages: [{ role: 'user', content: 'hi' }],
+        max_tokens: 8,
+      });
+      assert.ok(chat.choices[0]?.message);
+      const completion = await client.completions.create({ model: 'chat-A', prompt: 'hi', max_tokens: 8 });
+      assert.ok(completion.choices[0]);
+      const response = await client.responses.create({ model: 'chat-A', input: 'hi', max_output_tokens: 16 });
+      assert.equal(response.status, 'completed');
+      const emb = await client.embeddings.create({ model: 'embed-model', input: 'a car' });
+      assert.ok(emb.data[0]!.embedding.length > 0);
+      const rerank = await fetch(`${baseURL}/rerank`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'rerank', query: 'car', documents: ['an automobile', 'a banana'] }),
+      });
+      assert.equal(rerank.status, 200, await rerank.clone().text());
+      const speech = await client.audio.speech.create({
+        model: 'tts-model',
+        voice: 'alloy',
+        input: 'hello world',
+        response_format: 'wav',
+      });
+      const wav = Buffer.from(await speech.arrayBuffer());
+      assert.equal(wav.subarray(0, 4).toString(), 'RIFF');
+      const text = await client.audio.transcriptions.create({
+        model: 'stt-model',
+        file: new File([wav], 'hello.wav', { type: 'audio/wav' }),
+      });
+      assert.equal(typeof text.text, 'string');
+      const img = await client.images.generate({
+        model: 'image-model',
+        prompt: 'a red square',
+        size: '256x256',
+      });
+      assert.ok(img.data?.[0]);
+      const search = await client.responses.create({
+        model: 'chat-A',
+        input: 'search the docs',
+        tools: [{ type: 'web_search' }],
+        max_output_tokens: 16,
+      });
+      assert.equal(search.status, 'completed');
+    } finally {
+      await composeCmd(['down'], 3 * 60_000).catch(() => undefined);
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
