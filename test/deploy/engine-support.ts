@@ -18,6 +18,10 @@ export const BASE = 'docker.io/library/node:26-bookworm-slim';
 export const TAG = 'test';
 
 export function skipReason(): string | false {
+  // Opt-in until the whole run passes end to end on this machine (issue 40): a cold build of every image
+  // takes longer than the rest of the suite, and the run has not yet finished once.
+  if (process.env.INFER_CONTAINER_TESTS !== '1')
+    return 'set INFER_CONTAINER_TESTS=1 to build and run the images';
   if (process.env.INFER_SKIP_CONTAINERS) return 'INFER_SKIP_CONTAINERS is set';
   if (process.getuid?.() !== 0) return 'not root: the container tests use rootful podman';
   try {
