@@ -33,7 +33,12 @@ describe('AppModule wiring (Test.createTestingModule)', () => {
       prisma: {} as GatewayDeps['prisma'],
       pg: {} as GatewayDeps['pg'],
       // Stand-ins for the connections: what the constructors touch, nothing that would connect.
-      redis: { options: {}, on: idle, hdel: async () => 0, pipeline: () => ({ exec: async () => [] }) } as never,
+      redis: {
+        options: {},
+        on: idle,
+        hdel: async () => 0,
+        pipeline: () => ({ exec: async () => [] }),
+      } as never,
       nc: { subscribe: () => ({ unsubscribe: idle }), publish: idle, info: undefined } as never,
       keyStore: { findActiveByHash: async () => null },
       catalogSource: { listEnabled: async () => [] },
