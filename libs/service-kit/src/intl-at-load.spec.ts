@@ -115,10 +115,7 @@ describe('Intl.DateTimeFormat deferred while modules load', () => {
       assert.match(src, /runMain\(\s*'[a-z-]+',\s*\(\) => import\(/, entry);
     }
     const runMain = readFileSync(resolve(ROOT, 'libs/service-kit/src/run-main.ts'), 'utf8');
-    assert.equal(
-      (runMain.match(/^import .*$/gm) ?? [])[0],
-      "import './intl-at-load.js';",
-    );
+    assert.equal((runMain.match(/^import .*$/gm) ?? [])[0], "import './intl-at-load.js';");
     const body = runMain.slice(runMain.indexOf('export async function runMain'));
     assert.ok(body.indexOf('await load()') < body.indexOf('endIntlDeferral()'), 'ended after the app loaded');
     assert.ok(body.indexOf('endIntlDeferral()') < body.indexOf('await start(app)'), 'ended before it starts');
