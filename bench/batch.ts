@@ -263,7 +263,7 @@ async function main(): Promise<void> {
 }
 
 if (process.argv[2] === '--chat-service') {
-  const { startChatService } = await import('../apps/chat-service/src/app.js');
+  const { startChatService } = await import('@infer/chat-service/public');
   await startChatService({
     env: process.env,
     subjectPrefix: process.env.MODEL_SUBJECT_PREFIX ?? '',
@@ -271,7 +271,7 @@ if (process.argv[2] === '--chat-service') {
   });
   process.stdout.write('ready\n');
 } else if (process.argv[2] === '--embedding-service') {
-  const { startEmbeddingService } = await import('../apps/embedding-service/src/app.js');
+  const { startEmbeddingService } = await import('@infer/embedding-service/public');
   await startEmbeddingService({
     env: process.env,
     subjectPrefix: process.env.MODEL_SUBJECT_PREFIX ?? '',

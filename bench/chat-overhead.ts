@@ -259,7 +259,7 @@ async function main(): Promise<void> {
 
 // ---- child mode: the chat-service on the bench's subjects ----
 if (process.argv[2] === '--chat-service') {
-  const { startChatService } = await import('../apps/chat-service/src/app.js');
+  const { startChatService } = await import('@infer/chat-service/public');
   await startChatService({
     env: { ...process.env, LOG_LEVEL: 'warn' },
     subjectPrefix: process.env.MODEL_SUBJECT_PREFIX ?? '',

@@ -13,8 +13,8 @@
  *     seeds it, later runs migrate it and only time the calls; drop it by hand when done)
  */
 import { performance } from 'node:perf_hooks';
+import { startGateway } from '@infer/gateway/public';
 import { OperatorsRepository } from '@infer/persistence';
-import { startGateway } from '../apps/gateway/src/app.js';
 import { type BenchDatabase, createBenchDatabase, pct } from './support.js';
 
 const MEMBERS = Number(process.env.BENCH_MEMBERS ?? 10_000);

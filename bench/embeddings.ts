@@ -24,13 +24,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { type CatalogEntry, CatalogEntrySchema, type ServiceRequest } from '@infer/contracts';
+import {
+  builtinEmbeddingFactories,
+  type EmbeddingEngine,
+  EngineRegistry,
+  startEmbeddingService,
+  startFakeUpstream,
+  tinyLlamaEmbeddingGguf,
+  writeModel,
+} from '@infer/embedding-service/public';
 import { connectNats, createLogger, RpcClient } from '@infer/service-kit';
-import { startEmbeddingService } from '../apps/embedding-service/src/app.js';
-import { builtinEmbeddingFactories } from '../apps/embedding-service/src/engines/builtin.js';
-import type { EmbeddingEngine } from '../apps/embedding-service/src/engines/engine.js';
-import { EngineRegistry } from '../apps/embedding-service/src/engines/registry.js';
-import { startFakeUpstream } from '../apps/embedding-service/src/testing/fake-upstream.js';
-import { tinyLlamaEmbeddingGguf, writeModel } from '../apps/embedding-service/src/testing/tiny-models.js';
 
 const { values } = parseArgs({
   options: {

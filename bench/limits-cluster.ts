@@ -19,11 +19,9 @@ import { createHash } from 'node:crypto';
 import { mkdirSync, rmSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { type CatalogEntry, CatalogEntrySchema, type LimitsFile } from '@infer/contracts';
+import { BATCH_LUA, type LimitSubject, LimitsEngine } from '@infer/gateway/public';
 import { createLogger, createRedisClient, failFastRedisOptions } from '@infer/service-kit';
 import type { Redis } from 'ioredis';
-import { LimitsEngine } from '../apps/gateway/src/limits/limits.engine.js';
-import type { LimitSubject } from '../apps/gateway/src/limits/plan.js';
-import { BATCH_LUA } from '../apps/gateway/src/limits/scripts.js';
 import { privateRedis, privateRedisCluster } from '../test/support/private-servers.js';
 import { cpuMs, pct } from './support.js';
 

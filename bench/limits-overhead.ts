@@ -16,8 +16,8 @@
 // Numbers, not pass/fail; bounded in count and time; everything stops by itself.
 import { type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { startChatService } from '@infer/chat-service/public';
 import { createRedisClient } from '@infer/service-kit';
-import { startChatService } from '../apps/chat-service/src/app.js';
 import { type PrivateRedisCluster, privateRedisCluster } from '../test/support/private-servers.js';
 import { createBenchDatabase, pct, type Round, round, startGatewayProcess } from './support.js';
 

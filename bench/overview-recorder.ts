@@ -8,9 +8,8 @@
  *   node --conditions=source --import ./tools/ts-register.js bench/overview-recorder.ts
  */
 import { performance } from 'node:perf_hooks';
+import { MetricsService, TrafficRecorder } from '@infer/gateway/public';
 import { Redis } from 'ioredis';
-import { TrafficRecorder } from '../apps/gateway/src/call/observers/traffic.js';
-import { MetricsService } from '../apps/gateway/src/metrics/metrics.service.js';
 
 const N = Number(process.env.BENCH_CALLS ?? 2_000_000);
 const MODELS = ['chat-A', 'chat-B', 'chat-C', 'chat-D', 'chat-E', 'chat-F', 'chat-G', 'embed'];

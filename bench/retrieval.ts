@@ -19,17 +19,18 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { bm25Factory } from '../apps/embedding-service/src/engines/bm25.js';
-import type { EmbeddingEngine, RerankEngine } from '../apps/embedding-service/src/engines/engine.js';
-import { gloveSifFactory } from '../apps/embedding-service/src/engines/glove-sif.js';
-import { hybridFactory } from '../apps/embedding-service/src/engines/hybrid.js';
-import { lexicalHashFactory } from '../apps/embedding-service/src/engines/lexical-hash.js';
 import {
+  bm25Factory,
   catalogEntry,
   cosine,
+  type EmbeddingEngine,
   engineContext,
+  gloveSifFactory,
+  hybridFactory,
+  lexicalHashFactory,
   neverAborted,
-} from '../apps/embedding-service/src/testing/catalog.js';
+  type RerankEngine,
+} from '@infer/embedding-service/public';
 import { QUESTIONS, SIMILARITY } from './retrieval/questions.js';
 
 const { values: args } = parseArgs({ options: { weights: { type: 'string' }, glove: { type: 'string' } } });

@@ -31,15 +31,11 @@ import { mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
 import type { Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { startChatService } from '@infer/chat-service/public';
 import type { EndFrame, ServiceRequest } from '@infer/contracts';
+import { TRACE_ID_HEADER, tracedRequest, traceHttpServer } from '@infer/gateway/public';
 import { rpcPublishOptions, startTelemetry } from '@infer/service-kit';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { startChatService } from '../apps/chat-service/src/app.js';
-import {
-  TRACE_ID_HEADER,
-  tracedRequest,
-  traceHttpServer,
-} from '../apps/gateway/src/telemetry/http-tracing.js';
 import { startOtlpReceiver } from '../test/support/otlp-receiver.js';
 import { createBenchDatabase, freePort, pct, type Round, round, startGatewayProcess } from './support.js';
 

@@ -21,13 +21,18 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import {
+  encodeWav,
+  mergePieces,
+  planSegments,
+  planSpeechChunks,
+  pocketsphinxFactory,
+  type Segment,
+  slice,
+  spokenWithPauses,
+} from '@infer/audio-service/public';
 import type { CatalogEntry } from '@infer/contracts';
 import { createLogger } from '@infer/service-kit';
-import { planSpeechChunks } from '../apps/audio-service/src/media/vad.js';
-import { encodeWav, planSegments, type Segment, slice } from '../apps/audio-service/src/media/wav.js';
-import { spokenWithPauses } from '../apps/audio-service/src/testing/spoken.js';
-import { mergePieces } from '../apps/audio-service/src/transcription/format.js';
-import { pocketsphinxFactory } from '../apps/audio-service/src/transcription/pocketsphinx.js';
 
 const { values: args } = parseArgs({ options: { limit: { type: 'string' }, rounds: { type: 'string' } } });
 const limit = Number(args.limit ?? 20);

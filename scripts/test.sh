@@ -2,7 +2,8 @@
 # Runs every check (the README's second command; `npm test` runs this too), on a fresh machine too:
 #   backing services (scripts/services.sh), Debian's chromium for the browser tests, npm packages when
 #   missing or stale, Prisma client, kubectl for the manifest tests (scripts/kubectl.sh), typecheck
-#   (tsc), lint and format check (biome), then every spec (node tools/test.js).
+#   (tsc), lint and format check (biome), the layout rules (tools/check-layout.js), then every spec
+#   (node tools/test.js).
 # All steps run; the exit status is non-zero when any of them failed.
 # Extra arguments go to tools/test.js, e.g.  bash scripts/test.sh apps/gateway
 set -euo pipefail
@@ -69,6 +70,8 @@ fi
 step typecheck npx --no-install tsc -p tsconfig.json --noEmit
 step typecheck:console npx --no-install tsc -p apps/console/tsconfig.json --noEmit
 step lint npx --no-install biome check .
+# The written boundaries (tools/check-layout.js, ADR 0032): folder cycles, the admin room, bench/, libs/.
+step layout node tools/check-layout.js
 # The tests run last so that the test runner's summary closes the output.
 step tests node tools/test.js "$@"
 

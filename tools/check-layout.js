@@ -6,9 +6,10 @@
 //      and specs, which may reach into what they test, are not counted);
 //   2. inside the gateway, the inference path (everything outside src/admin/) imports nothing from
 //      src/admin/ (app.module.ts, which wires the admin room in, is the one exception);
-//   3. bench/ imports apps and libs only through what they export: a lib by its package name
-//      (@infer/<lib>, its package.json `exports`), an app only by its entry modules listed in
-//      BENCH_APP_ENTRIES (the same start functions the integration tests use);
+//   3. bench/ imports apps and libs only through what they export: by package name, never by a
+//      relative path out of bench/; a lib as @infer/<lib> (its package.json `exports`), an app only as
+//      @infer/<app>/public (its src/public-api.ts: start functions and the parts benches measure);
+//      the shared test doubles of test/support/ are allowed;
 //   4. libs never import apps.
 // Why a script and not a lint plugin: Biome's noRestrictedImports matches import specifiers, not the
 // folder a relative import resolves to, and cannot express rule 1; this walk is ~100 lines, runs in
@@ -20,17 +21,9 @@ import { fileURLToPath } from 'node:url';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
-/** App modules bench/ may import: their public start functions (the same ones tests use). */
-export const BENCH_APP_ENTRIES = new Set([
-  'apps/gateway/src/app.ts',
-  'apps/gateway/src/batch/runner/app.ts',
-  'apps/chat-service/src/app.ts',
-  'apps/embedding-service/src/app.ts',
-  'apps/audio-service/src/app.ts',
-  'apps/image-service/src/app.ts',
-  'apps/search-service/src/app.ts',
-  'apps/ledger-writer/src/app.ts',
-]);
+/** Apps whose package name bench/ may import, and then only their `/public` entry. */
+const APP_PACKAGE =
+  /^@infer\/(gateway|chat-service|embedding-service|audio-service|image-service|search-service|ledger-writer|admin-cli|console)(\/.*)?$/;
 
 const IMPORT =
   /(?:^|\s)(?:import|export)\s([^'"]*?)from\s*['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/g;
@@ -126,11 +119,12 @@ export function check(root = ROOT) {
       breaches.push(`the inference path imports admin code: ${e.from} -> ${e.to}`);
     }
     // 3. bench/ through exports only
-    if (e.from.startsWith('bench/') && e.to) {
-      if (e.to.startsWith('libs/'))
-        breaches.push(`bench imports a lib's internals (use @infer/<lib>): ${e.from} -> ${e.to}`);
-      if (e.to.startsWith('apps/') && !BENCH_APP_ENTRIES.has(e.to))
-        breaches.push(`bench imports an app's internals: ${e.from} -> ${e.to}`);
+    if (e.from.startsWith('bench/')) {
+      if (e.to && !e.to.startsWith('bench/') && !e.to.startsWith('test/support/'))
+        breaches.push(`bench imports around the exports: ${e.from} -> ${e.to}`);
+      const app = APP_PACKAGE.exec(e.spec);
+      if (app && app[2] !== '/public')
+        breaches.push(`bench imports an app other than by @infer/${app[1]}/public: ${e.from} -> ${e.spec}`);
     }
     // 4. libs never import apps
     if (

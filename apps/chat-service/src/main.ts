@@ -1,16 +1,8 @@
-// First: Intl formatters made while the modules below load are built on first use (ADR 0015).
-import '@infer/service-kit/intl-at-load';
-import { ConfigError } from '@infer/service-kit';
-import { endIntlDeferral } from '@infer/service-kit/intl-at-load';
-import { startChatService } from './app.js';
+import { runMain } from '@infer/service-kit/main';
 
-endIntlDeferral();
-try {
-  await startChatService({ installSignalHandlers: true });
-} catch (e) {
-  if (e instanceof ConfigError) {
-    console.error(e.message);
-    process.exit(1);
-  }
-  throw e;
-}
+// The app installs its own SIGTERM/SIGINT handlers (it drains its queues before it stops).
+void runMain(
+  'chat-service',
+  () => import('./app.js'),
+  (app) => app.startChatService({ installSignalHandlers: true }).then(() => undefined),
+);

@@ -1,16 +1,10 @@
-// First: Intl formatters made while the modules below load are built on first use (ADR 0015).
-import '@infer/service-kit/intl-at-load';
-import { ConfigError } from '@infer/service-kit';
-import { endIntlDeferral } from '@infer/service-kit/intl-at-load';
-import { startEmbeddingService } from './app.js';
+import { runMain } from '@infer/service-kit/main';
 
-endIntlDeferral();
-try {
-  await startEmbeddingService({ installSignalHandlers: true, loadDefaultModels: true });
-} catch (e) {
-  if (e instanceof ConfigError) {
-    console.error(e.message);
-    process.exit(1);
-  }
-  throw e;
-}
+// The app installs its own SIGTERM/SIGINT handlers (it drains its queues before it stops); a process
+// started from here loads its default models before it reports ready.
+void runMain(
+  'embedding-service',
+  () => import('./app.js'),
+  (app) =>
+    app.startEmbeddingService({ installSignalHandlers: true, loadDefaultModels: true }).then(() => undefined),
+);

@@ -1,18 +1,9 @@
 // Entry point of the batch runner role (node apps/gateway/dist/batch-runner.js): see batch/runner/app.ts.
-// First: Intl formatters made while the modules below load are built on first use (ADR 0015).
-import '@infer/service-kit/intl-at-load';
-import { endIntlDeferral } from '@infer/service-kit/intl-at-load';
-import 'reflect-metadata';
-import { ConfigError } from '@infer/service-kit';
-import { startBatchRunner } from './batch/runner/app.js';
+import { runMain } from '@infer/service-kit/main';
 
-endIntlDeferral();
-try {
-  await startBatchRunner({ installSignalHandlers: true });
-} catch (e) {
-  if (e instanceof ConfigError) {
-    console.error(e.message);
-    process.exit(1);
-  }
-  throw e;
-}
+// The runner installs its own SIGTERM/SIGINT handlers (it requeues its jobs before it stops).
+void runMain(
+  'batch-runner',
+  () => import('reflect-metadata').then(() => import('./batch/runner/app.js')),
+  (app) => app.startBatchRunner({ installSignalHandlers: true }).then(() => undefined),
+);

@@ -5,8 +5,9 @@
  * logger, which our apps do not print with), and the first Intl formatter of a process maps about 5 MiB
  * of ICU data from the node binary into every idle process's RSS (ADR 0015; bench/gateway-rss.ts).
  *
- * Use: import this module FIRST in an app's entry point (ES modules evaluate in import order, so it
- * runs before Nest's), and call `endIntlDeferral()` at the top of the entry point's body. Formatters made
+ * Use: through `runMain` (`@infer/service-kit/main`, run-main.ts), which imports this module first
+ * (ES modules evaluate in import order, so it runs before Nest's), loads the app, then calls
+ * `endIntlDeferral()` before starting it. Formatters made
  * after that are the real ones, so a bad option still throws where it is passed; those made during the
  * load check their arguments on first use instead, and otherwise answer exactly as the real ones do.
  * This module imports nothing, so that importing it loads nothing else first. ADR 0015.
