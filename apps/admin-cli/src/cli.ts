@@ -5,6 +5,7 @@ import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import {
+  type InvalidationTarget,
   KeyLimitsStateSchema,
   LimitsOverrideSchema,
   TIERS,
@@ -75,8 +76,8 @@ class UsageError extends Error {}
  * NATS so it applies at once (the console's admin API does the same); otherwise they follow at their
  * cache TTLs, which the CLI says on standard error.
  */
-async function announce(ctx: Ctx, ...scopes: ('keys' | 'catalog')[]): Promise<void> {
-  const r = await announceChange(ctx.env, scopes);
+async function announce(ctx: Ctx, scope: 'keys' | 'catalog', target: InvalidationTarget = {}): Promise<void> {
+  const r = await announceChange(ctx.env, [scope], target);
   if (!r.announced) {
     ctx.io.err(
       `note: could not tell the gateways over NATS (${r.reason}); they apply this change within their cache TTL`,
@@ -248,7 +249,7 @@ const commands: Record<string, Handler> = {
     const tier = parseTier(need(ctx.args[1], '<tier>'));
     const member = await ctx.repos().members.setTier(id, tier);
     ctx.print({ member }, () => `member ${member.id} is now ${member.tier}`);
-    await announce(ctx, 'keys');
+    await announce(ctx, 'keys', { memberIds: [member.id] });
     return 0;
   },
 
@@ -285,7 +286,7 @@ const commands: Record<string, Handler> = {
     noExtra(ctx.args, 1);
     const record = await ctx.repos().keys.revoke(need(ctx.args[0], '<keyId-or-prefix>'));
     ctx.print({ record }, () => `revoked key ${record.id} (${record.prefix}) at ${iso(record.revokedAt)}`);
-    await announce(ctx, 'keys');
+    await announce(ctx, 'keys', { keyIds: [record.id] });
     return 0;
   },
 
@@ -347,7 +348,7 @@ const commands: Record<string, Handler> = {
       { record },
       () => `key ${record.id} (${record.prefix}) limits: ${JSON.stringify(record.limits)}`,
     );
-    await announce(ctx, 'keys');
+    await announce(ctx, 'keys', { keyIds: [record.id] });
     return 0;
   },
 
@@ -355,7 +356,7 @@ const commands: Record<string, Handler> = {
     noExtra(ctx.args, 1);
     const record = await ctx.repos().keys.setLimits(need(ctx.args[0], '<keyId-or-prefix>'), null);
     ctx.print({ record }, () => `key ${record.id} (${record.prefix}) is back to its tier's limits`);
-    await announce(ctx, 'keys');
+    await announce(ctx, 'keys', { keyIds: [record.id] });
     return 0;
   },
 
