@@ -16,6 +16,8 @@ export const ServiceRequestSchema = z.object({
   deadline: z.number(),
   /** True when the gateway expects a stream of data frames. */
   stream: z.boolean(),
+  /** The public endpoint the request came in on (`/v1/chat/completions` ...), for the service's usage event. */
+  endpoint: z.string().optional(),
 });
 export interface ServiceRequest<B = unknown> extends Omit<z.infer<typeof ServiceRequestSchema>, 'body'> {
   body: B;

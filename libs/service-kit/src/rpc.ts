@@ -9,10 +9,12 @@ import {
   type ServiceRequest,
   Subjects,
   type UsageReport,
+  UsageStream,
   type WireError,
 } from '@infer/contracts';
 import {
   createInbox,
+  headers as natsHeaders,
   type Msg,
   type NatsConnection,
   type PublishOptions,
@@ -95,6 +97,12 @@ export class RpcServer {
     private readonly nc: NatsConnection,
     private readonly queue: string,
     private readonly log: Logger,
+    /**
+     * Subject root of the usage stream (USAGE_SUBJECT_ROOT): every request served is recorded there as
+     * the service saw it (`source: 'service'`), so that its usage reaches the ledger even when the
+     * gateway that admitted it dies before it records the request itself. null: not recorded.
+     */
+    private readonly usageRoot: string | null = null,
   ) {
     this.subs.push(
       nc.subscribe(Subjects.cancel, {
@@ -164,6 +172,38 @@ export class RpcServer {
     for (let i = 0; i < out.length; i += 2) this.publishFrame(out[i] as string, out[i + 1] as Uint8Array);
   };
 
+  /**
+   * Publishes the service's usage event of one request on the usage stream (core NATS: JetStream stores
+   * it, with the message id `svc:<request id>` against a repeat). The gateway records the same request;
+   * the ledger writer keeps one row per request id, the gateway's when both come (see UsageEventSchema
+   * `source`). Best effort: a lost fallback event only matters if its gateway died too.
+   */
+  private recordUsage(req: ServiceRequest, usage: UsageReport | undefined, status: number, started: number): void {
+    if (this.usageRoot === null || !req.endpoint) return;
+    const now = Date.now();
+    const event = {
+      requestId: req.requestId,
+      memberId: req.memberId,
+      keyId: req.keyId,
+      model: req.model.id,
+      endpoint: req.endpoint,
+      promptTokens: usage?.prompt_tokens ?? 0,
+      completionTokens: usage?.completion_tokens ?? 0,
+      totalTokens: usage?.total_tokens ?? 0,
+      status,
+      latencyMs: Math.max(0, now - started),
+      at: now,
+      source: 'service',
+    };
+    try {
+      const h = natsHeaders();
+      h.set('Nats-Msg-Id', `svc:${req.requestId}`);
+      this.nc.publish(UsageStream.subject(req.model.id, this.usageRoot), JSON.stringify(event), { headers: h });
+    } catch (err) {
+      this.log.debug({ err: String(err) }, 'usage event not sent: the NATS connection is closed');
+    }
+  }
+
   get inflightCount(): number {
     return this.inflight.size;
   }
@@ -211,6 +251,7 @@ export class RpcServer {
       },
     };
     this.inflight.set(req.requestId, { ac, reply, ctx });
+    const started = Date.now();
     try {
       const end = await (activeTracer
         ? traceRpcHandler(msg.subject, msg.headers, req, ctx, () => handler(req, ctx))
@@ -219,8 +260,10 @@ export class RpcServer {
         // Cut short by a shutdown: the client gets a retryable error, the gateway the usage so far.
         const frame: ErrorFrame = { ...shutdownError().toWire(), usage: end.usage };
         this.send(reply, encodeFrame(FrameKind.error, JSON.stringify(frame)));
+        this.recordUsage(req, end.usage, 503, started);
       } else {
         this.send(reply, encodeFrame(FrameKind.end, JSON.stringify(end)));
+        this.recordUsage(req, end.usage, 200, started);
       }
       counts.ok++;
     } catch (e) {
@@ -230,6 +273,13 @@ export class RpcServer {
       if (ac.signal.reason === CANCELLED_BY_CLIENT) log.debug({ err: String(e) }, 'cancelled by the client');
       else if (wire.status >= 500 && ac.signal.reason !== SHUTDOWN) log.error({ err: e }, 'handler failed');
       this.send(reply, encodeFrame(FrameKind.error, JSON.stringify(wire)));
+      let progress: UsageReport | undefined;
+      try {
+        progress = ctx.progress?.();
+      } catch {
+        // no usage to tell
+      }
+      this.recordUsage(req, progress, wire.status, started);
     } finally {
       clearTimeout(timer);
       this.inflight.delete(req.requestId);
