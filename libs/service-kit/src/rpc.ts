@@ -25,6 +25,8 @@ import type { Logger } from './logger.js';
 import { activeTracer, rpcPublishOptions, traceRpcHandler } from './telemetry/index.js';
 
 const enc = new TextEncoder();
+/** A usage subject root: NATS tokens without wildcards. */
+const USAGE_ROOT = /^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/;
 const dec = new TextDecoder();
 
 /** One frame on the wire: a kind byte then UTF-8 JSON (see FrameKind in contracts). */
@@ -97,12 +99,6 @@ export class RpcServer {
     private readonly nc: NatsConnection,
     private readonly queue: string,
     private readonly log: Logger,
-    /**
-     * Subject root of the usage stream (USAGE_SUBJECT_ROOT): every request served is recorded there as
-     * the service saw it (`source: 'service'`), so that its usage reaches the ledger even when the
-     * gateway that admitted it dies before it records the request itself. null: not recorded.
-     */
-    private readonly usageRoot: string | null = null,
   ) {
     this.subs.push(
       nc.subscribe(Subjects.cancel, {
@@ -173,13 +169,20 @@ export class RpcServer {
   };
 
   /**
-   * Publishes the service's usage event of one request on the usage stream (core NATS: JetStream stores
-   * it, with the message id `svc:<request id>` against a repeat). The gateway records the same request;
+   * Publishes the service's usage event of one request on the usage stream the gateway named
+   * (`req.usageRoot`), so that its usage reaches the ledger even when the gateway that admitted it dies
+   * before recording the request itself (core NATS: JetStream stores it, with the message id
+   * `svc:<request id>` against a repeat). The gateway records the same request;
    * the ledger writer keeps one row per request id, the gateway's when both come (see UsageEventSchema
    * `source`). Best effort: a lost fallback event only matters if its gateway died too.
    */
-  private recordUsage(req: ServiceRequest, usage: UsageReport | undefined, status: number, started: number): void {
-    if (this.usageRoot === null || !req.endpoint) return;
+  private recordUsage(
+    req: ServiceRequest,
+    usage: UsageReport | undefined,
+    status: number,
+    started: number,
+  ): void {
+    if (!req.usageRoot || !req.endpoint || !USAGE_ROOT.test(req.usageRoot)) return;
     const now = Date.now();
     const event = {
       requestId: req.requestId,
@@ -198,7 +201,9 @@ export class RpcServer {
     try {
       const h = natsHeaders();
       h.set('Nats-Msg-Id', `svc:${req.requestId}`);
-      this.nc.publish(UsageStream.subject(req.model.id, this.usageRoot), JSON.stringify(event), { headers: h });
+      this.nc.publish(UsageStream.subject(req.model.id, req.usageRoot), JSON.stringify(event), {
+        headers: h,
+      });
     } catch (err) {
       this.log.debug({ err: String(err) }, 'usage event not sent: the NATS connection is closed');
     }

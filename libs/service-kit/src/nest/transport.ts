@@ -19,8 +19,6 @@ export interface NatsRpcTransportOptions {
   subjectPrefix?: string;
   /** On close, how long work in flight may finish before it is aborted (ms). */
   drainMs?: number;
-  /** Subject root of the usage stream: each request served is recorded there too (RpcServer). */
-  usageRoot?: string | null;
 }
 
 /**
@@ -42,7 +40,7 @@ export class NatsRpcTransport extends Server implements CustomTransportStrategy 
 
   constructor(private readonly opts: NatsRpcTransportOptions) {
     super();
-    this.rpc = new RpcServer(opts.nc, opts.queue, opts.log, opts.usageRoot ?? null);
+    this.rpc = new RpcServer(opts.nc, opts.queue, opts.log);
   }
 
   /** The subjects answered, with the prefix applied (after listen). */
