@@ -26,10 +26,14 @@ describe('test stacks never reach a development stack on the same NATS', () => {
     for (const queue of [QueueGroups.embedding, undefined])
       nc.subscribe(Subjects.embeddings, {
         ...(queue ? { queue } : {}),
-        callback: (_e, m) => decoy.push(m.subject),
+        callback: (_e, m) => {
+          decoy.push(m.subject);
+        },
       });
     nc.subscribe(`${stack.gatewayEnv.MODEL_SUBJECT_PREFIX}${Subjects.embeddings}`, {
-      callback: (_e, m) => own.push(m.subject),
+      callback: (_e, m) => {
+        own.push(m.subject);
+      },
     });
     await nc.flush();
   });
