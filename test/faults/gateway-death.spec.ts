@@ -7,8 +7,8 @@
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
-import { freePort } from '../../bench/support.js';
 import type { LedgerWriter } from '../../apps/ledger-writer/src/app.js';
+import { freePort } from '../../bench/support.js';
 import { type Stack, startStack, startStackLedger } from '../integration/harness.js';
 import { newKey, writeCatalog } from '../integration/limits-support.js';
 import { waitForPort } from '../support/private-servers.js';

@@ -14,9 +14,9 @@ import {
 } from '@infer/contracts';
 import {
   createInbox,
-  headers as natsHeaders,
   type Msg,
   type NatsConnection,
+  headers as natsHeaders,
   type PublishOptions,
   type Subscription,
 } from '@nats-io/transport-node';
