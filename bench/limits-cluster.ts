@@ -222,7 +222,7 @@ function batchedCall(b: number, now: number): string[] {
     keys.push(cc, tpm, q);
     argv.push('S', `l${i}`, 3, 'L', 'W', 5, 'X', -59);
     keys.push(q, rpm, tpm, cc);
-    argv.push('A', `l${i}`, now, 15, 64, 4, 'Q', huge, 'r', huge, 't', huge, 'L', huge);
+    argv.push('A', `l${i}`, now, 15, 64, 64, 4, 'Q', huge, 'r', huge, 't', huge, 'L', huge);
   }
   return ['EVALSHA', sha(BATCH_LUA), String(keys.length), ...keys, ...argv.map(String)];
 }

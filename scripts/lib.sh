@@ -177,6 +177,45 @@ _node_fetch() {
   return "$rc"
 }
 
+# The shared libraries the official Node builds load besides glibc's, with the Debian package of each:
+# Node 26's build links libatomic.so.1, which a minimal Debian lacks.
+NODE_RUNTIME_LIBS=("libatomic.so.1:libatomic1")
+
+# _node_runtime_libs: installs (apt, as root or with sudo) the packages of NODE_RUNTIME_LIBS whose library
+# the dynamic linker does not know; without apt it leaves them to the check that follows.
+_node_runtime_libs() {
+  [[ "$(uname -s)" == Linux ]] || return 0
+  command -v ldconfig >/dev/null 2>&1 || return 0
+  local known entry missing=()
+  known="$(ldconfig -p 2>/dev/null || true)"
+  for entry in "${NODE_RUNTIME_LIBS[@]}"; do
+    grep -qF "${entry%%:*}" <<<"$known" || missing+=("${entry#*:}")
+  done
+  ((${#missing[@]})) || return 0
+  if _node_can_apt; then
+    _node_apt_install "${missing[@]}" || warn "apt-get install ${missing[*]} failed"
+  else
+    warn "the Node.js build may need ${missing[*]} (Debian packages), and apt-get with root or sudo is not available"
+  fi
+}
+
+# _node_build_version DIR: prints the version of DIR/bin/node when it runs and is new enough; otherwise
+# prints why (node's own error output, e.g. a missing shared library) and fails.
+_node_build_version() {
+  local out rc=0
+  out="$("$1/bin/node" -p 'process.versions.node' 2>&1)" || rc=$?
+  if ((rc == 0)) && version_ok "$out"; then
+    printf '%s\n' "$out"
+    return 0
+  fi
+  if ((rc != 0)); then
+    printf 'node exited with status %s: %s\n' "$rc" "$(tail -n 5 <<<"${out:-(no output)}")"
+  else
+    printf 'node reports version %s, older than %s.%s\n' "${out:-(none)}" "$NODE_MIN_MAJOR" "$NODE_MIN_MINOR"
+  fi
+  return 1
+}
+
 # _node_install_from_registry: installs node-linux-<arch>@NODE_DIST_VERSION and NODE_NPM_SPEC into
 # NODE_PREFIX with the npm client on PATH (whatever its version), through a staging folder.
 _node_install_from_registry() {
@@ -202,10 +241,10 @@ _node_install_from_registry() {
     rm -rf "$stage"
     die "could not download or unpack $pkg from the npm registry"
   fi
-  v="$("$stage/bin/node" -p 'process.versions.node' 2>/dev/null)" || v=""
-  if ! version_ok "$v"; then
+  _node_runtime_libs
+  if ! v="$(_node_build_version "$stage")"; then
     rm -rf "$stage"
-    die "$pkg does not run on this machine (got '${v:-no version}')"
+    die "$pkg does not run on this machine: $v"
   fi
   # The package ships bin/node only. npm comes from the registry too, unpacked into the same prefix as
   # in Node's own tarballs (the npm package bundles its dependencies). Not `npm install -g npm@11`:

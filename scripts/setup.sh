@@ -6,9 +6,12 @@
 #   3. npm install (at the lockfile's versions) when node_modules is missing or older than the lockfile
 #   4. npm run db:generate, db:migrate, catalog:sync (Prisma client, schema, model catalog)
 #   5. builds the operator console (apps/console -> apps/console/dist, served at /console/)
-#   6. scripts/start.sh: starts the apps and prints the base URL, the demo keys and an example
+#   6. scripts/start.sh: starts the apps and prints the base URL, the demo keys (kept in
+#      var/demo-keys.env across runs) and examples
 # Idempotent: run it again at any time.
-#   --reinstall   run npm install even when node_modules looks current
+#   --reinstall          run npm install even when node_modules looks current
+#   --rotate-demo-keys   revoke the demo keys kept in var/demo-keys.env and mint new ones (otherwise
+#                        every run shows the same demo keys)
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -17,6 +20,7 @@ REINSTALL=0
 for arg in "$@"; do
   case "$arg" in
     --reinstall) REINSTALL=1 ;;
+    --rotate-demo-keys) export INFER_ROTATE_DEMO_KEYS=1 ;;
     -h | --help)
       awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "${BASH_SOURCE[0]}"
       exit 0

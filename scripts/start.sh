@@ -92,17 +92,21 @@ echo "  (type the password, at least 12 characters, then Enter and Ctrl-D)"
 echo
 echo "Demo API keys:"
 if admin_cli_ready; then
-  npm run -s demo-keys || warn "npm run demo-keys failed"
+  # Kept in var/demo-keys.env (mode 600) and shown again on later runs; new ones only with
+  # INFER_ROTATE_DEMO_KEYS=1 (scripts/setup.sh --rotate-demo-keys).
+  rotate=()
+  [[ "${INFER_ROTATE_DEMO_KEYS:-0}" == 1 ]] && rotate=(--rotate)
+  npm run -s demo-keys -- --file "$REPO_ROOT/var/demo-keys.env" "${rotate[@]}" || warn "npm run demo-keys failed"
 else
   echo "  (apps/admin-cli does not exist yet: no demo keys)"
 fi
 cat <<EOF
 
-Try it (put one of the keys above in OPENAI_API_KEY; pick a model id from /models):
+Try it (put one of the keys above in OPENAI_API_KEY; pick a model id from /models; only node is needed):
   export OPENAI_BASE_URL=$BASE/v1 OPENAI_API_KEY=<demo key>
-  curl -s "\$OPENAI_BASE_URL/models" -H "Authorization: Bearer \$OPENAI_API_KEY"
-  curl -s "\$OPENAI_BASE_URL/search" -H "Authorization: Bearer \$OPENAI_API_KEY" -H "content-type: application/json" -d '{"query": "quick start"}'
-  curl -s "\$OPENAI_BASE_URL/images/generations" -H "Authorization: Bearer \$OPENAI_API_KEY" -H "content-type: application/json" -d '{"prompt": "a red fox", "size": "512x512"}'   # inference-tier key; image-model is the simulator (a test double) until configured
+  node -e "fetch(process.env.OPENAI_BASE_URL + '/models', {headers: {authorization: 'Bearer ' + process.env.OPENAI_API_KEY}}).then((r) => r.json()).then((j) => console.log(j.data.map((m) => m.id).join(' ')))"
+  node -e "fetch(process.env.OPENAI_BASE_URL + '/search', {method: 'POST', headers: {authorization: 'Bearer ' + process.env.OPENAI_API_KEY, 'content-type': 'application/json'}, body: JSON.stringify({query: 'quick start'})}).then((r) => r.json()).then((j) => console.log(j.results ? j.results.map((x) => x.title).join('\\n') : j))"
+  node -e "fetch(process.env.OPENAI_BASE_URL + '/images/generations', {method: 'POST', headers: {authorization: 'Bearer ' + process.env.OPENAI_API_KEY, 'content-type': 'application/json'}, body: JSON.stringify({prompt: 'a red fox', size: '512x512'})}).then((r) => r.json()).then((j) => console.log(j.data ? j.data[0].url : j))"   # inference-tier key; image-model is the simulator (a test double) until configured
   node -e "new (require('openai').OpenAI)().chat.completions.create({model: process.argv[1], messages: [{role: 'user', content: 'Hello!'}]}).then((r) => console.log(r.choices[0].message.content))" <model id>
 
 Logs: var/log/{$(IFS=,; echo "${started[*]}")}.log   Stop: bash scripts/stop.sh

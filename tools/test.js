@@ -31,12 +31,27 @@ const unit = files.filter((f) => !f.startsWith('test/'));
 const integration = files.filter((f) => f.startsWith('test/'));
 const base = ['--conditions=source', '--import', './tools/ts-register.js', '--test', '--test-force-exit'];
 
+/**
+ * Loopback never goes through a proxy: the tests talk to servers on 127.0.0.1 and spawn clients (the
+ * MCP Inspector, agent CLIs) that honour HTTP_PROXY / HTTPS_PROXY. NO_PROXY and no_proxy (clients read
+ * either; some prefer the lower case) get the loopback names added to what they already list.
+ */
+const LOOPBACK_NO_PROXY = ['127.0.0.1', 'localhost', '::1', '[::1]'];
+function noProxyEnv(env) {
+  const listed = `${env.no_proxy ?? ''},${env.NO_PROXY ?? ''}`
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  const all = [...new Set([...listed, ...LOOPBACK_NO_PROXY])].join(',');
+  return { NO_PROXY: all, no_proxy: all };
+}
+
 /** Runs one group, echoing its output as it comes and keeping it to read the runner's tally. */
 function run(args) {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, args, {
       stdio: ['ignore', 'pipe', 'inherit'],
-      env: { ...process.env, NODE_ENV: 'test' },
+      env: { ...process.env, ...noProxyEnv(process.env), NODE_ENV: 'test' },
     });
     let out = '';
     child.stdout.on('data', (d) => {

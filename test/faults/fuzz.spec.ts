@@ -752,6 +752,17 @@ describe('fuzz: malformed requests across every endpoint', { timeout: 600_000 },
       ),
     };
     await expectError(big, 431, null, 'request_header_fields_too_large');
+    // Two Host headers (Node keeps the first): refused like the other framing errors, connection closed.
+    const twoHosts: Case = {
+      name: 'duplicate Host',
+      method: 'GET',
+      path: '/v1/models',
+      headers: {},
+      raw: Buffer.from(
+        `GET /v1/models HTTP/1.1\r\nHost: ${url.host}\r\nhost: evil.example\r\nConnection: close\r\nAuthorization: ${auth}\r\n\r\n`,
+      ),
+    };
+    await expectError(twoHosts, 400, null, 'invalid_request_error');
     await expectError(
       {
         name: 'long path param',

@@ -12,15 +12,26 @@ import { after, before, describe, it } from 'node:test';
 import { WEB_SEARCH_TOOL } from '@infer/contracts';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { recordingProxy } from '../support/recording-proxy.js';
 import { type Stack, startStack } from './harness.js';
 
 const INSPECTOR = resolve('node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js');
 
 /** Runs the Inspector CLI to completion (bounded by a deadline), with its own catalog file. */
-function inspector(args: string[], home: string): Promise<{ code: number | null; out: string; err: string }> {
+function inspector(
+  args: string[],
+  home: string,
+  extraEnv: Record<string, string> = {},
+): Promise<{ code: number | null; out: string; err: string }> {
   return new Promise((done, fail) => {
     const child = spawn(process.execPath, [INSPECTOR, '--cli', ...args], {
-      env: { ...process.env, HOME: home, MCP_CATALOG_PATH: join(home, 'mcp.json'), NO_COLOR: '1' },
+      env: {
+        ...process.env,
+        HOME: home,
+        MCP_CATALOG_PATH: join(home, 'mcp.json'),
+        NO_COLOR: '1',
+        ...extraEnv,
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let out = '';
@@ -124,5 +135,30 @@ describe('MCP clients: MCP SDK client, MCP Inspector CLI, the bearer challenge',
     // auth_required exit instead of hanging in an OAuth flow.
     assert.notEqual(anon.code, 0);
     assert.match(`${anon.out}\n${anon.err}`, /auth_required/);
+  });
+
+  it('behind an HTTP proxy (HTTP_PROXY set), the Inspector reaches the loopback gateway directly', async () => {
+    const proxy = await recordingProxy();
+    try {
+      // The proxy variables only: NO_PROXY is what the test runner gives every test process (loopback).
+      const r = await inspector(
+        [
+          `${stack.url}/mcp`,
+          '--transport',
+          'http',
+          '--method',
+          'tools/list',
+          '--header',
+          `Authorization: Bearer ${stack.keys.inference}`,
+        ],
+        home,
+        proxy.env,
+      );
+      assert.deepEqual(proxy.attempts, [], 'nothing went through the proxy');
+      assert.equal(r.code, 0, r.err);
+      assert.match(r.out, new RegExp(WEB_SEARCH_TOOL.function.name));
+    } finally {
+      await proxy.close();
+    }
   });
 });

@@ -17,11 +17,11 @@ import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { OidcConfigSchema } from '@infer/contracts';
 import { OperatorsRepository } from '@infer/persistence';
-import Provider from 'oidc-provider';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { type RunningGateway, startGateway } from '../../apps/gateway/src/app.js';
 import { freePort } from '../../bench/support.js';
 import { chromiumOptions, noChromium } from '../support/browser.js';
+import { loadOidcProvider } from '../support/oidc-provider.js';
 import { type Stack, startStack } from './harness.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -51,6 +51,7 @@ describe('operator console: single sign-on with OpenID Connect', { skip: noChrom
     const gatewayPort = await freePort();
     issuer = `http://127.0.0.1:${idpPort}`;
     const redirect = `http://127.0.0.1:${gatewayPort}/admin/oidc/callback`;
+    const Provider = await loadOidcProvider();
     const provider = new Provider(issuer, {
       clients: [
         {

@@ -8,7 +8,7 @@ import { after, before, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
 import { type RunningGateway, startGateway } from '../../apps/gateway/src/app.js';
 import { CatalogService } from '../../apps/gateway/src/catalog/catalog.service.js';
-import { estimatePromptTokens } from '../../apps/gateway/src/limits/estimate.js';
+import { estimatePromptTokens, TYPICAL_SAMPLES } from '../../apps/gateway/src/limits/estimate.js';
 import { LimitsService } from '../../apps/gateway/src/limits/limits.service.js';
 import { type Stack, startStack } from './harness.js';
 import {
@@ -137,14 +137,16 @@ describe('limits across three gateway replicas sharing one Redis', () => {
     assert.equal(await stateOf(k, 'key.concurrent', (used) => used === 0), 0);
   });
 
-  it('token budget: 200 slow requests against 1,000 tokens per minute, exactly floor(1000 / estimate) admitted, real usage charged', async () => {
+  it('token budget: 200 slow requests against 1,000 tokens per minute, the prompt and max_tokens reserved, real usage charged', async () => {
     const k = await newKey(stack, 'inference', {
       key: { requests_per_minute: null, concurrent: null },
       models: { 'chat-F': { tokens_per_minute: 1000 } },
     });
     const body = { model: 'chat-F', messages: [{ role: 'user', content: 'x'.repeat(140) }], max_tokens: 4 };
     const estimate = estimatePromptTokens(body);
-    const allowed = Math.floor(1000 / estimate);
+    // Each takes its prompt estimate and holds its max_tokens; the replicas have not yet seen enough
+    // chat-F requests without max_tokens to know its typical output, so only the prompt must fit.
+    const allowed = Math.floor((1000 - estimate) / (estimate + 4)) + 1;
     assert.ok(allowed > 5 && allowed < 100, `estimate ${estimate}`);
     const results = await burst(200, k.key, body);
     assert.deepEqual(
@@ -188,4 +190,58 @@ describe('limits across three gateway replicas sharing one Redis', () => {
     const used = await stateOf(k, 'models.chat-F.allowance_tokens', (u) => u === real, overrides);
     assert.equal(used, real, 'the holds were replaced by the real usage');
   });
+
+  /**
+   * The issue's bursts: 300 requests WITHOUT max_tokens (chat-F's context window is 131,072 tokens) over
+   * the three replicas, once each replica has served a few chat-F requests and learned what they
+   * typically produce. They must end within one request's output of the limit, with no refusal while
+   * the limit had room for another such request.
+   */
+  for (const limit of ['tokens_per_minute', 'allowance_tokens'] as const) {
+    it(`${limit}: 300 requests without max_tokens against 2,000 tokens end within one output of the limit, no false refusals`, async () => {
+      const body = { model: 'chat-F', messages: [{ role: 'user', content: 'x'.repeat(40) }] };
+      // Warm-up (another key): each replica serves TYPICAL_SAMPLES such requests, in parallel, so that
+      // what it learned from the earlier tests' chat-F requests (other prompts) has rolled out.
+      const warm = await newKey(stack, 'inference', {
+        key: { requests_per_minute: 100_000, concurrent: null },
+        models: { 'chat-F': { tokens_per_minute: null, allowance_tokens: null } },
+      });
+      const bases = [stack.baseURL, `${second.url}/v1`, `${third.url}/v1`];
+      const warmed = await Promise.all(
+        bases.flatMap((b) => Array.from({ length: TYPICAL_SAMPLES }, () => rawChat(b, warm.key, body))),
+      );
+      assert.deepEqual(
+        countBy(warmed, (r) => r.status),
+        { 200: 3 * TYPICAL_SAMPLES },
+      );
+      const total = (JSON.parse(warmed[0]!.body) as { usage: { total_tokens: number } }).usage.total_tokens;
+      const output = (JSON.parse(warmed[0]!.body) as { usage: { completion_tokens: number } }).usage
+        .completion_tokens;
+
+      const other = limit === 'tokens_per_minute' ? 'allowance_tokens' : 'tokens_per_minute';
+      const overrides = {
+        key: { requests_per_minute: null, concurrent: null },
+        models: { 'chat-F': { [limit]: 2000, [other]: null } },
+      };
+      const k = await newKey(stack, 'inference', overrides);
+      const results = await burst(300, k.key, body);
+      const ok = results.filter((r) => r.status === 200);
+      const refusedStatus = limit === 'allowance_tokens' ? 402 : 429;
+      assert.deepEqual(
+        countBy(results, (r) => r.status),
+        { 200: ok.length, [refusedStatus]: 300 - ok.length },
+      );
+      const real = ok.reduce(
+        (n, r) => n + (JSON.parse(r.body) as { usage: { total_tokens: number } }).usage.total_tokens,
+        0,
+      );
+      assert.ok(real <= 2000 + output, `spent ${real} of 2,000: within one request's output (${output})`);
+      assert.ok(
+        real + total > 2000,
+        `${300 - ok.length} refused while ${2000 - real} tokens were left (a request uses ${total})`,
+      );
+      const used = await stateOf(k, `models.chat-F.${limit}`, (u) => u === real, overrides);
+      assert.equal(used, real, 'the holds were replaced by the real usage');
+    });
+  }
 });

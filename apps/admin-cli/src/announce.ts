@@ -3,7 +3,12 @@
 // invalidation.ts). Best effort: when NATS cannot be reached within a second, the gateways follow at
 // their cache TTLs (KEY_CACHE_TTL_MS, CATALOG_REFRESH_MS) and the CLI says so.
 import { randomUUID } from 'node:crypto';
-import { encodeAdminInvalidation, GatewaySubjects, type InvalidationScope } from '@infer/contracts';
+import {
+  encodeAdminInvalidation,
+  GatewaySubjects,
+  type InvalidationScope,
+  type InvalidationTarget,
+} from '@infer/contracts';
 import { connect } from '@nats-io/transport-node';
 
 export const DEFAULT_NATS_URL = 'nats://127.0.0.1:4222';
@@ -22,6 +27,8 @@ export interface AnnounceResult {
 export async function announceChange(
   env: NodeJS.ProcessEnv,
   scopes: InvalidationScope[],
+  /** The keys and members a `keys` change touched (only their cached lookups are dropped). */
+  target: InvalidationTarget = {},
 ): Promise<AnnounceResult> {
   const servers = (env.NATS_URL || DEFAULT_NATS_URL).split(',').map((s) => s.trim());
   const subject = (env.MODEL_SUBJECT_PREFIX ?? '') + GatewaySubjects.invalidate;
@@ -34,7 +41,15 @@ export async function announceChange(
       reconnect: false,
       maxReconnectAttempts: 0,
     });
-    nc.publish(subject, encodeAdminInvalidation({ scopes, origin: `admin-cli:${randomUUID()}` }));
+    nc.publish(
+      subject,
+      encodeAdminInvalidation({
+        scopes,
+        origin: `admin-cli:${randomUUID()}`,
+        key_ids: target.keyIds?.slice(),
+        member_ids: target.memberIds?.slice(),
+      }),
+    );
     await nc.flush();
     return { announced: true };
   } catch (err) {

@@ -1,6 +1,9 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { mkdtempSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { GatewaySubjects } from '@infer/contracts';
@@ -181,6 +184,20 @@ describe('admin CLI end to end', () => {
       assert.notEqual(second.keys[i].key, first.keys[i].key, 'fresh key');
       assert.equal(second.keys[i].revoked, 1, 'older demo key revoked');
     }
+    // --file: the keys are kept there and shown again on the next run, unless --rotate.
+    const keep = join(mkdtempSync(join(tmpdir(), 'demo-keys-')), 'var', 'demo-keys.env');
+    const kept1 = await json('demo-keys', '--file', keep);
+    const kept2 = await json('demo-keys', '--file', keep);
+    assert.deepEqual(
+      kept2.keys.map((k: { key: string }) => k.key),
+      kept1.keys.map((k: { key: string }) => k.key),
+      'the same keys on a second run',
+    );
+    assert.equal(statSync(keep).mode & 0o777, 0o600);
+    const rotated = await json('demo-keys', '--file', keep, '--rotate');
+    assert.notEqual(rotated.keys[0].key, kept1.keys[0].key, '--rotate mints new ones');
+    const kept3 = await json('demo-keys', '--file', keep);
+    assert.equal(kept3.keys[0].key, rotated.keys[0].key, 'and keeps those');
     const envOut = await run('demo-keys', '--env');
     assert.equal(envOut.code, 0);
     assert.match(

@@ -1,10 +1,11 @@
 // The operator CLI: members, tiers, API keys, the model catalog and migrations.
 // `run(argv)` returns the exit code; main.ts calls it. Every command takes --json for scripts.
-import { existsSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import {
+  type InvalidationTarget,
   KeyLimitsStateSchema,
   LimitsOverrideSchema,
   TIERS,
@@ -56,9 +57,11 @@ export const USAGE = `infer admin CLI (env DATABASE_URL, default postgresql://po
   catalog sync [--file config/models.yaml]        load the catalog file; models missing from it are disabled
   db migrate                                      create the database if needed and apply pending migrations
   db status                                       compare prisma/migrations with the database
-  demo-keys [--rotate] [--env]                    one demo member per tier, a fresh key for each
+  demo-keys [--rotate] [--env] [--file F]         one demo member per tier, a fresh key for each
                                                   (--rotate revokes their older demo keys,
-                                                   --env prints INFER_DEMO_KEY_<TIER>=... lines)
+                                                   --env prints INFER_DEMO_KEY_<TIER>=... lines,
+                                                   --file F keeps them in F and shows them again
+                                                   on later runs instead of minting new ones)
 
 ${SEARCH_USAGE}
 
@@ -75,8 +78,8 @@ class UsageError extends Error {}
  * NATS so it applies at once (the console's admin API does the same); otherwise they follow at their
  * cache TTLs, which the CLI says on standard error.
  */
-async function announce(ctx: Ctx, ...scopes: ('keys' | 'catalog')[]): Promise<void> {
-  const r = await announceChange(ctx.env, scopes);
+async function announce(ctx: Ctx, scope: 'keys' | 'catalog', target: InvalidationTarget = {}): Promise<void> {
+  const r = await announceChange(ctx.env, [scope], target);
   if (!r.announced) {
     ctx.io.err(
       `note: could not tell the gateways over NATS (${r.reason}); they apply this change within their cache TTL`,
@@ -248,7 +251,7 @@ const commands: Record<string, Handler> = {
     const tier = parseTier(need(ctx.args[1], '<tier>'));
     const member = await ctx.repos().members.setTier(id, tier);
     ctx.print({ member }, () => `member ${member.id} is now ${member.tier}`);
-    await announce(ctx, 'keys');
+    await announce(ctx, 'keys', { memberIds: [member.id] });
     return 0;
   },
 
@@ -285,7 +288,7 @@ const commands: Record<string, Handler> = {
     noExtra(ctx.args, 1);
     const record = await ctx.repos().keys.revoke(need(ctx.args[0], '<keyId-or-prefix>'));
     ctx.print({ record }, () => `revoked key ${record.id} (${record.prefix}) at ${iso(record.revokedAt)}`);
-    await announce(ctx, 'keys');
+    await announce(ctx, 'keys', { keyIds: [record.id] });
     return 0;
   },
 
@@ -347,7 +350,7 @@ const commands: Record<string, Handler> = {
       { record },
       () => `key ${record.id} (${record.prefix}) limits: ${JSON.stringify(record.limits)}`,
     );
-    await announce(ctx, 'keys');
+    await announce(ctx, 'keys', { keyIds: [record.id] });
     return 0;
   },
 
@@ -355,7 +358,7 @@ const commands: Record<string, Handler> = {
     noExtra(ctx.args, 1);
     const record = await ctx.repos().keys.setLimits(need(ctx.args[0], '<keyId-or-prefix>'), null);
     ctx.print({ record }, () => `key ${record.id} (${record.prefix}) is back to its tier's limits`);
-    await announce(ctx, 'keys');
+    await announce(ctx, 'keys', { keyIds: [record.id] });
     return 0;
   },
 
@@ -504,11 +507,38 @@ const commands: Record<string, Handler> = {
       key: string;
       revoked: number;
     }[] = [];
+    // `INFER_DEMO_KEY_<TIER>=<key>` lines, as --env prints them.
+    const file = ctx.values.file;
+    const saved = new Map<Tier, string>();
+    if (file && existsSync(file)) {
+      for (const line of readFileSync(file, 'utf8').split('\n')) {
+        const m = /^INFER_DEMO_KEY_([A-Z]+)=(\S+)$/.exec(line.trim());
+        const tier = m?.[1]?.toLowerCase() as Tier | undefined;
+        if (m && tier && (TIERS as readonly string[]).includes(tier)) saved.set(tier, m[2]!);
+      }
+    }
     for (const tier of TIERS) {
       const email = `demo-${tier}@infer.local`;
       let member = await members.findByEmail(email);
       if (!member) member = await members.create({ name: `Demo ${tier}`, email, tier });
       else if (member.tier !== tier) member = await members.setTier(member.id, tier);
+      // --file keeps the demo keys across runs: a key still active there is shown again, not replaced
+      // (keys are stored hashed: the file is the only place their text is kept).
+      const kept = !ctx.values.rotate ? saved.get(tier) : undefined;
+      if (kept) {
+        const found = await keys.findActiveByKey(kept);
+        if (found && !found.revoked && found.name === 'demo' && found.memberId === member.id) {
+          out.push({
+            tier,
+            memberId: member.id,
+            keyId: found.keyId,
+            prefix: found.prefix,
+            key: kept,
+            revoked: 0,
+          });
+          continue;
+        }
+      }
       let revoked = 0;
       if (ctx.values.rotate) {
         for (const k of await keys.list(member.id)) {
@@ -520,6 +550,13 @@ const commands: Record<string, Handler> = {
       }
       const { key, record } = await keys.mint(member.id, 'demo');
       out.push({ tier, memberId: member.id, keyId: record.id, prefix: record.prefix, key, revoked });
+    }
+    if (file) {
+      mkdirSync(dirname(file), { recursive: true });
+      writeFileSync(file, out.map((k) => `INFER_DEMO_KEY_${k.tier.toUpperCase()}=${k.key}\n`).join(''), {
+        mode: 0o600,
+      });
+      chmodSync(file, 0o600);
     }
     if (ctx.values.env && !ctx.values.json) {
       for (const k of out) ctx.io.out(`INFER_DEMO_KEY_${k.tier.toUpperCase()}=${k.key}`);

@@ -22,7 +22,7 @@ import { errorCodeOf, sendError } from './common/send-error.js';
 import { type GatewayConfig, loadGatewayConfig } from './config.js';
 import { serveConsole } from './console/serve-console.js';
 import { AccessLog } from './http/access-log.js';
-import { handleClientError } from './http/client-error.js';
+import { duplicateHostAnswer, handleClientError, hasDuplicateHost } from './http/client-error.js';
 import { corsOptions } from './http/cors.js';
 import { checkHttps } from './http/https-policy.js';
 import { lazyChildLoggerFactory } from './http/lazy-logger.js';
@@ -196,6 +196,12 @@ function installHooks(
   accessLog: AccessLog,
 ): void {
   f.addHook('onRequest', (req, reply, done) => {
+    if (hasDuplicateHost(req.raw.rawHeaders)) {
+      // A framing error Node's parser lets through: refused like the others, and the connection closed.
+      reply.header('connection', 'close');
+      sendError(req, reply, duplicateHostAnswer());
+      return;
+    }
     const start = performance.now();
     const route = req.routeOptions.url ?? 'unmatched';
     // The request's trace (tracing on): its response header, and kept for the close event below (it

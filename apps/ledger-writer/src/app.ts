@@ -51,6 +51,10 @@ export const LedgerWriterEnvSchema = z.object({
     .describe(
       'Durable consumer name on the stream (the gateway shows its lag: its LEDGER_CONSUMER must match).',
     ),
+  LEDGER_SERVICE_GRACE_MS: envInt(30_000, 0).describe(
+    "How long after its time a service's usage event (source: service) waits before it is written (ms): " +
+      "the gateway's event of the same request, when its gateway lives, arrives first and is the one kept.",
+  ),
   STATUS_SUBJECT_PREFIX: z
     .string()
     .default('')
@@ -107,6 +111,14 @@ export interface LedgerWriter {
 }
 
 const ms = (n: number) => n * 1_000_000; // JetStream durations are nanoseconds
+
+/** How long a message holding one service usage event must still wait (ms); 0 for anything else. */
+function serviceEventWait(body: unknown, now: number, graceMs: number): number {
+  if (!body || typeof body !== 'object' || Array.isArray(body)) return 0;
+  const e = body as { source?: unknown; at?: unknown };
+  if (e.source !== 'service' || typeof e.at !== 'number') return 0;
+  return Math.max(0, Math.min(graceMs, e.at + graceMs - now));
+}
 
 /**
  * The ledger writer: a JetStream pull consumer (durable, explicit acks) that writes usage events to
@@ -210,6 +222,7 @@ export async function runLedgerWriter(
   async function write(msgs: JsMsg[]): Promise<void> {
     const events: UsageEvent[] = [];
     const good: JsMsg[] = [];
+    const now = Date.now();
     for (const m of msgs) {
       // One event (a JSON object) or the gateway's batch of them (a JSON array, USAGE_BATCH_MAX).
       let body: unknown;
@@ -217,6 +230,13 @@ export async function runLedgerWriter(
         body = m.json();
       } catch {
         body = undefined;
+      }
+      // A service's own event of a request (its gateway's fallback) waits out the grace first, so that
+      // the gateway's event of the same request, when there is one, is written and this one skipped.
+      const early = serviceEventWait(body, now, config.LEDGER_SERVICE_GRACE_MS);
+      if (early > 0) {
+        m.nak(early);
+        continue;
       }
       let kept = 0;
       for (const one of Array.isArray(body) ? body : [body]) {

@@ -34,7 +34,10 @@ export interface SearchServiceOptions {
   clock?: () => number;
   /** An engine to use instead of the configured one (tests). */
   engine?: SearchEngine;
-  /** For tests only: prefix of the embedding service's subject (as the gateway's MODEL_SUBJECT_PREFIX). */
+  /**
+   * For tests only: prefix of the embedding service's subject (as the gateway's MODEL_SUBJECT_PREFIX);
+   * default `subjectPrefix`.
+   */
   embeddingSubjectPrefix?: string;
 }
 
@@ -130,7 +133,17 @@ export async function startSearchService(opts: SearchServiceOptions = {}): Promi
     await closeAll();
     throw e;
   }
-  backfill = startHybrid(engine, svc.nc, repo, prisma, config, log, opts.embeddingSubjectPrefix);
+  // The embedding service is asked on the same subject prefix as the one this service answers on, unless
+  // told otherwise: a test stack never reaches the embedding service of another stack on the same NATS.
+  backfill = startHybrid(
+    engine,
+    svc.nc,
+    repo,
+    prisma,
+    config,
+    log,
+    opts.embeddingSubjectPrefix ?? opts.subjectPrefix,
+  );
   log.info({ engine: engine.name, cacheTtlS: config.SEARCH_CACHE_TTL_S }, 'search engine ready');
   return { ...svc, config, engine, repo, subjects, seeded };
 }

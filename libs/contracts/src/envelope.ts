@@ -16,6 +16,14 @@ export const ServiceRequestSchema = z.object({
   deadline: z.number(),
   /** True when the gateway expects a stream of data frames. */
   stream: z.boolean(),
+  /** The public endpoint the request came in on (`/v1/chat/completions` ...), for the service's usage event. */
+  endpoint: z.string().optional(),
+  /**
+   * The subject root of the gateway's usage stream (its USAGE_SUBJECT_ROOT): the service records the
+   * request's usage there too (`source: 'service'`), the ledger's fallback if the gateway dies before it
+   * records the request itself. Absent: the service records nothing.
+   */
+  usageRoot: z.string().optional(),
 });
 export interface ServiceRequest<B = unknown> extends Omit<z.infer<typeof ServiceRequestSchema>, 'body'> {
   body: B;

@@ -49,11 +49,28 @@ export const AdminInvalidationSchema = z.object({
     .transform((xs) => xs.filter((x): x is InvalidationScope => x === 'keys' || x === 'catalog')),
   /** The publishing gateway's instance id (it has applied the change itself already). */
   origin: z.string().max(100),
+  /**
+   * The `keys` scope narrowed to what the change touched: the keys (ids) and members (ids, all their
+   * keys) whose cached lookups are dropped, with every cached miss (a new or unsuspended key may be
+   * cached as unknown). Neither list: every cached key lookup is dropped.
+   */
+  key_ids: z.array(z.string().max(100)).max(1000).optional(),
+  member_ids: z.array(z.string().max(100)).max(1000).optional(),
 });
 export type InvalidationScope = 'keys' | 'catalog';
+/** What a `keys` change touched (AdminInvalidation key_ids / member_ids); empty: everything. */
+export interface InvalidationTarget {
+  keyIds?: readonly string[];
+  memberIds?: readonly string[];
+}
 export type AdminInvalidation = z.infer<typeof AdminInvalidationSchema>;
 
 /** The bytes published on GatewaySubjects.invalidate (the gateways and the admin CLI both send them). */
 export function encodeAdminInvalidation(msg: AdminInvalidation): string {
-  return JSON.stringify({ scopes: msg.scopes, origin: msg.origin });
+  return JSON.stringify({
+    scopes: msg.scopes,
+    origin: msg.origin,
+    ...(msg.key_ids?.length ? { key_ids: msg.key_ids } : {}),
+    ...(msg.member_ids?.length ? { member_ids: msg.member_ids } : {}),
+  });
 }

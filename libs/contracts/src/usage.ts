@@ -20,6 +20,13 @@ export const UsageEventSchema = z.object({
   at: z.number().int(),
   /** A line of a batch (POST /v1/batches): billed at the model's `batch_price_factor`. */
   batch: z.boolean().optional(),
+  /**
+   * Who recorded it: the gateway that answered the client (the default), or the service that did the
+   * work. A service records every request it served as well, so that usage reaches the ledger when the
+   * gateway that admitted the request dies; the ledger writer keeps the gateway's event when both
+   * arrive (it waits LEDGER_SERVICE_GRACE_MS before writing a service's event), one row per request.
+   */
+  source: z.enum(['gateway', 'service']).optional(),
 });
 export type UsageEvent = z.infer<typeof UsageEventSchema>;
 

@@ -37,6 +37,7 @@ export {
 export { type Db, type DbClient, inTransaction } from './db.js';
 export {
   InvalidInputError,
+  isDatabaseUnavailable,
   isUserError,
   NotFoundError,
   PersistenceUserError,

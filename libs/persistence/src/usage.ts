@@ -65,7 +65,10 @@ export class UsageRepository {
           `invalid usage event ${String((raw as { requestId?: unknown })?.requestId)}: ${parsed.error.message}`,
         );
       }
-      if (!unique.has(parsed.data.requestId)) unique.set(parsed.data.requestId, parsed.data);
+      // One row per request: the gateway's event when the batch holds it and the service's as well.
+      const seen = unique.get(parsed.data.requestId);
+      if (!seen || (seen.source === 'service' && parsed.data.source !== 'service'))
+        unique.set(parsed.data.requestId, parsed.data);
     }
     const batch = [...unique.values()];
     await this.ensurePartitions(batch.map((e) => new Date(e.at)));

@@ -9,12 +9,14 @@ import {
   type ServiceRequest,
   Subjects,
   type UsageReport,
+  UsageStream,
   type WireError,
 } from '@infer/contracts';
 import {
   createInbox,
   type Msg,
   type NatsConnection,
+  headers as natsHeaders,
   type PublishOptions,
   type Subscription,
 } from '@nats-io/transport-node';
@@ -23,6 +25,8 @@ import type { Logger } from './logger.js';
 import { activeTracer, rpcPublishOptions, traceRpcHandler } from './telemetry/index.js';
 
 const enc = new TextEncoder();
+/** A usage subject root: NATS tokens without wildcards. */
+const USAGE_ROOT = /^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/;
 const dec = new TextDecoder();
 
 /** One frame on the wire: a kind byte then UTF-8 JSON (see FrameKind in contracts). */
@@ -164,6 +168,47 @@ export class RpcServer {
     for (let i = 0; i < out.length; i += 2) this.publishFrame(out[i] as string, out[i + 1] as Uint8Array);
   };
 
+  /**
+   * Publishes the service's usage event of one request on the usage stream the gateway named
+   * (`req.usageRoot`), so that its usage reaches the ledger even when the gateway that admitted it dies
+   * before recording the request itself (core NATS: JetStream stores it, with the message id
+   * `svc:<request id>` against a repeat). The gateway records the same request;
+   * the ledger writer keeps one row per request id, the gateway's when both come (see UsageEventSchema
+   * `source`). Best effort: a lost fallback event only matters if its gateway died too.
+   */
+  private recordUsage(
+    req: ServiceRequest,
+    usage: UsageReport | undefined,
+    status: number,
+    started: number,
+  ): void {
+    if (!req.usageRoot || !req.endpoint || !USAGE_ROOT.test(req.usageRoot)) return;
+    const now = Date.now();
+    const event = {
+      requestId: req.requestId,
+      memberId: req.memberId,
+      keyId: req.keyId,
+      model: req.model.id,
+      endpoint: req.endpoint,
+      promptTokens: usage?.prompt_tokens ?? 0,
+      completionTokens: usage?.completion_tokens ?? 0,
+      totalTokens: usage?.total_tokens ?? 0,
+      status,
+      latencyMs: Math.max(0, now - started),
+      at: now,
+      source: 'service',
+    };
+    try {
+      const h = natsHeaders();
+      h.set('Nats-Msg-Id', `svc:${req.requestId}`);
+      this.nc.publish(UsageStream.subject(req.model.id, req.usageRoot), JSON.stringify(event), {
+        headers: h,
+      });
+    } catch (err) {
+      this.log.debug({ err: String(err) }, 'usage event not sent: the NATS connection is closed');
+    }
+  }
+
   get inflightCount(): number {
     return this.inflight.size;
   }
@@ -211,6 +256,7 @@ export class RpcServer {
       },
     };
     this.inflight.set(req.requestId, { ac, reply, ctx });
+    const started = Date.now();
     try {
       const end = await (activeTracer
         ? traceRpcHandler(msg.subject, msg.headers, req, ctx, () => handler(req, ctx))
@@ -219,8 +265,10 @@ export class RpcServer {
         // Cut short by a shutdown: the client gets a retryable error, the gateway the usage so far.
         const frame: ErrorFrame = { ...shutdownError().toWire(), usage: end.usage };
         this.send(reply, encodeFrame(FrameKind.error, JSON.stringify(frame)));
+        this.recordUsage(req, end.usage, 503, started);
       } else {
         this.send(reply, encodeFrame(FrameKind.end, JSON.stringify(end)));
+        this.recordUsage(req, end.usage, 200, started);
       }
       counts.ok++;
     } catch (e) {
@@ -230,6 +278,13 @@ export class RpcServer {
       if (ac.signal.reason === CANCELLED_BY_CLIENT) log.debug({ err: String(e) }, 'cancelled by the client');
       else if (wire.status >= 500 && ac.signal.reason !== SHUTDOWN) log.error({ err: e }, 'handler failed');
       this.send(reply, encodeFrame(FrameKind.error, JSON.stringify(wire)));
+      let progress: UsageReport | undefined;
+      try {
+        progress = ctx.progress?.();
+      } catch {
+        // no usage to tell
+      }
+      this.recordUsage(req, progress, wire.status, started);
     } finally {
       clearTimeout(timer);
       this.inflight.delete(req.requestId);

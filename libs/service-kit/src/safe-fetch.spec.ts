@@ -24,6 +24,18 @@ describe('isPublicAddress', () => {
       '::ffff:10.0.0.1',
       '224.0.0.1',
       'not-an-ip',
+      // IPv4-compatible (deprecated) forms of internal IPv4 addresses, and deprecated IPv6 ranges.
+      '::a9fe:a9fe',
+      '::127.0.0.1',
+      '::10.0.0.1',
+      'fec0::1',
+      'feff::1',
+      '2001:10::1',
+      '2001:1f:ffff::1',
+      '2001:db8::1',
+      '5f00::1',
+      '100::1',
+      '64:ff9b::a9fe:a9fe',
     ]) {
       assert.ok(!isPublicAddress(a), a);
     }

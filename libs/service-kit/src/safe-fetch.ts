@@ -49,37 +49,26 @@ export interface SafeFetchResult {
   finalUrl: string;
 }
 
-const BLOCKED_RANGES = new Set([
-  'unspecified',
-  'broadcast',
-  'multicast',
-  'linkLocal',
-  'loopback',
-  'private',
-  'uniqueLocal',
-  'carrierGradeNat',
-  'reserved',
-  'benchmarking',
-  'amt',
-  'as112',
-  'as112v6',
-  'deprecated',
-  'orchid2',
-  'droneRemoteIdProtocolEntityTags',
-  '6to4',
-  'teredo',
-  'rfc6145',
-  'rfc6052',
-  'discard',
-]);
+/** IPv6 global unicast (RFC 4291): every public IPv6 address is in it, for now and for years to come. */
+const GLOBAL_UNICAST_V6 = ipaddr.parseCIDR('2000::/3');
 
-/** True when `address` is a public unicast address we may connect to. */
+/**
+ * True when `address` is a public unicast address we may connect to. An allow-list for IPv6: only
+ * global unicast (2000::/3) outside every special range counts, so the IPv4-compatible form
+ * (`::a9fe:a9fe` = 169.254.169.254), the deprecated site-local fec0::/10, ORCHID 2001:10::/28 and any
+ * range ipaddr.js does not name yet are refused; IPv4-mapped addresses are judged as the IPv4 they carry.
+ */
 export function isPublicAddress(address: string): boolean {
   if (!ipaddr.isValid(address)) return false;
   let ip = ipaddr.parse(address);
-  if (ip.kind() === 'ipv6' && (ip as ipaddr.IPv6).isIPv4MappedAddress())
-    ip = (ip as ipaddr.IPv6).toIPv4Address();
-  return !BLOCKED_RANGES.has(ip.range());
+  if (ip.kind() === 'ipv6') {
+    const v6 = ip as ipaddr.IPv6;
+    if (v6.isIPv4MappedAddress()) ip = v6.toIPv4Address();
+    else if (!v6.match(GLOBAL_UNICAST_V6)) return false;
+  }
+  // ipaddr.js names every special-purpose range (private, loopback, link-local, CGNAT, reserved,
+  // benchmarking, 6to4, Teredo, NAT64 ...): only what it calls plain unicast is public.
+  return ip.range() === 'unicast';
 }
 
 function allowed(host: string, port: string, allowHosts: string[] | undefined): boolean {

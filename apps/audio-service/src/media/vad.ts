@@ -54,10 +54,24 @@ export function defaultVadModelPath(): string {
 
 const sessions = new Map<string, Promise<{ ort: Ort; session: Session }>>();
 
+/**
+ * onnxruntime's Linux build carries Microsoft's 1DS telemetry: it queues events in
+ * ~/.cache/Microsoft/DeveloperTools/.onnxruntime/onnxruntime.db and uploads them to
+ * mobile.events.data.microsoft.com. Its only switch is the environment variable ORT_DISABLE_TELEMETRY,
+ * read by the native library when it starts: set here, in the process's real environment, before the
+ * library loads (an operator who wants the telemetry sets ORT_DISABLE_TELEMETRY=0). The platform sends
+ * nothing anywhere unasked.
+ */
+export function disableOrtTelemetry(env: NodeJS.ProcessEnv = process.env): void {
+  if (env.ORT_DISABLE_TELEMETRY === undefined || env.ORT_DISABLE_TELEMETRY === '')
+    env.ORT_DISABLE_TELEMETRY = '1';
+}
+
 function session(modelPath: string): Promise<{ ort: Ort; session: Session }> {
   let p = sessions.get(modelPath);
   if (!p) {
     p = (async () => {
+      disableOrtTelemetry();
       const ort = (await import('onnxruntime-node')) as Ort;
       const model = await readFile(modelPath);
       const session = await ort.InferenceSession.create(model, {

@@ -4,6 +4,7 @@ import {
   encodeAdminInvalidation,
   GatewaySubjects,
   type InvalidationScope,
+  type InvalidationTarget,
 } from '@infer/contracts';
 import type { Logger } from '@infer/service-kit';
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
@@ -16,9 +17,9 @@ import { LOGGER, NATS } from '../infra/tokens.js';
 /**
  * Makes an admin change apply on every gateway replica at once. The gateway that made the change
  * applies it to its own caches, then publishes `{scopes, origin}` on a core NATS subject that every
- * gateway subscribes to (no queue group); the others drop their cached key lookups (tier, billing
- * anchor, suspension, revocation and limit overrides all travel with the key) and/or reload the
- * model catalog. Core NATS is at-most-once: a gateway that misses a message (NATS down, just
+ * gateway subscribes to (no queue group); the others drop the cached lookups of the keys and members
+ * the change touched (tier, billing anchor, suspension, revocation and limit overrides all travel with
+ * the key; other keys keep theirs) and/or reload the model catalog. Core NATS is at-most-once: a gateway that misses a message (NATS down, just
  * reconnecting) still follows within KEY_CACHE_TTL_MS and CATALOG_REFRESH_MS, as before.
  */
 @Injectable()
@@ -59,16 +60,39 @@ export class AdminInvalidation implements OnModuleInit, OnApplicationShutdown {
         }
         if (parsed.data.origin === this.instanceId) return;
         this.received++;
-        void this.apply(parsed.data.scopes);
+        void this.apply(parsed.data.scopes, {
+          keyIds: parsed.data.key_ids ?? [],
+          memberIds: parsed.data.member_ids ?? [],
+        });
       },
     });
   }
 
   /** Applies a change here, then tells the other gateways (never throws: TTLs are the fallback). */
   async changed(...scopes: InvalidationScope[]): Promise<void> {
-    await this.apply(scopes);
+    await this.publish(scopes, {});
+  }
+
+  /**
+   * A change to some keys or members (tier, suspension, revocation, limit overrides): only their cached
+   * lookups are dropped, here and on every gateway; the other keys keep theirs.
+   */
+  async keysChanged(target: InvalidationTarget): Promise<void> {
+    await this.publish(['keys'], target);
+  }
+
+  private async publish(scopes: InvalidationScope[], target: InvalidationTarget): Promise<void> {
+    await this.apply(scopes, target);
     try {
-      this.nc.publish(this.subject, encodeAdminInvalidation({ scopes, origin: this.instanceId }));
+      this.nc.publish(
+        this.subject,
+        encodeAdminInvalidation({
+          scopes,
+          origin: this.instanceId,
+          key_ids: target.keyIds?.slice(),
+          member_ids: target.memberIds?.slice(),
+        }),
+      );
     } catch (err) {
       this.log.warn(
         { err, scopes },
@@ -77,8 +101,8 @@ export class AdminInvalidation implements OnModuleInit, OnApplicationShutdown {
     }
   }
 
-  private async apply(scopes: InvalidationScope[]): Promise<void> {
-    if (scopes.includes('keys')) this.keyCache.clear();
+  private async apply(scopes: InvalidationScope[], target: InvalidationTarget): Promise<void> {
+    if (scopes.includes('keys')) this.keyCache.invalidate(target.keyIds, target.memberIds);
     if (scopes.includes('catalog')) {
       await this.catalog.reload().catch((err: unknown) => {
         this.log.warn({ err }, 'catalog reload after an admin change failed; the periodic refresh retries');

@@ -125,4 +125,56 @@ describe('KeyCache', () => {
     t = 10_001;
     assert.equal(await cache.lookup('sk-bad-later', '203.0.113.9'), null, 'the window passes');
   });
+
+  it('a known-good key is never throttled by the invalid-key flood of its address, also after an admin change or its TTL', async () => {
+    let t = 0;
+    const store = new FakeStore();
+    const cache = new KeyCache(store, 5000, () => t, { missesPerWindow: 5, missWindowMs: 10_000 });
+    assert.deepEqual(await cache.lookup('sk-good', '203.0.113.9'), alice);
+    for (let i = 0; i < 5; i++) assert.equal(await cache.lookup(`sk-bad-${i}`, '203.0.113.9'), null);
+    assert.equal(await statusOf(cache.lookup('sk-bad-next', '203.0.113.9')), 429, 'the flood is cut off');
+    cache.clear();
+    assert.deepEqual(await cache.lookup('sk-good', '203.0.113.9'), alice, 'after every entry was dropped');
+    t = 6000;
+    assert.deepEqual(await cache.lookup('sk-good', '203.0.113.9'), alice, 'after its TTL');
+    assert.equal(await statusOf(cache.lookup('sk-bad-again', '203.0.113.9')), 429, 'bad keys still are');
+    store.revoked = true;
+    t = 12_000;
+    for (let i = 0; i < 5; i++) await cache.lookup(`sk-bad2-${i}`, '203.0.113.9');
+    assert.equal(
+      await cache.lookup('sk-good', '203.0.113.9'),
+      null,
+      'a revoked key is asked for, and refused',
+    );
+  });
+
+  it('invalidate(keys, members) drops only those lookups (and cached misses): other keys survive a store outage', async () => {
+    const bob: AuthedKey = { ...alice, keyId: 'k2', memberId: 'm2' };
+    const carol: AuthedKey = { ...alice, keyId: 'k3', memberId: 'm3' };
+    const byHash = new Map([
+      [hashKey('sk-alice'), alice],
+      [hashKey('sk-bob'), bob],
+      [hashKey('sk-carol'), carol],
+    ]);
+    let down = false;
+    let calls = 0;
+    const store: KeyStore = {
+      async findActiveByHash(hash) {
+        calls++;
+        if (down) throw new Error('connect ECONNREFUSED 127.0.0.1:5432');
+        return byHash.get(hash) ?? null;
+      },
+    };
+    const cache = new KeyCache(store, 60_000);
+    for (const k of ['sk-alice', 'sk-bob', 'sk-carol', 'sk-unknown']) await cache.lookup(k);
+    assert.equal(calls, 4);
+    cache.invalidate(['k2'], ['m3']);
+    down = true;
+    assert.deepEqual(await cache.lookup('sk-alice'), alice, 'untouched: served from the cache, no query');
+    assert.equal(calls, 4);
+    assert.equal(await statusOf(cache.lookup('sk-bob')), 503, 'touched key: must be asked again');
+    assert.equal(await statusOf(cache.lookup('sk-carol')), 503, "touched member's key: must be asked again");
+    assert.equal(await statusOf(cache.lookup('sk-unknown')), 503, 'a cached miss is dropped too');
+    assert.equal(calls, 7);
+  });
 });

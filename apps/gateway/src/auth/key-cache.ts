@@ -66,11 +66,19 @@ function flood(retryAfterS: number): ApiError {
  * it did not gets a 503, never a 500. Store lookups that find nothing are counted per client address:
  * past `missesPerWindow` in `missWindowMs` that address gets 429s without a query (an invalid-key
  * flood costs the database nothing); misses are cached like hits, so repeating one bad key is free.
+ * A key the store has confirmed before is never throttled that way: other keys' failures from the same
+ * address (a shared NAT, an attacker next door) do not lock out a known-good key.
  */
 export class KeyCache {
   private readonly entries = new Map<string, Entry>();
   private readonly pending = new Map<string, Promise<AuthedKey | null>>();
   private readonly misses = new Map<string, { count: number; windowStart: number }>();
+  /**
+   * Hashes of keys the store has confirmed as valid (kept through invalidations and expiries, bounded
+   * by maxEntries): a known-good key is never refused by the invalid-key throttle of its address, which
+   * counts other keys' failures. Its lookup still asks the store, so a revoked one is refused.
+   */
+  private readonly knownGood = new Set<string>();
   private readonly staleMs: number;
   private readonly missesPerWindow: number;
   private readonly missWindowMs: number;
@@ -112,7 +120,7 @@ export class KeyCache {
     if (hit && hit.expires > now) return hit.value;
     const inflight = this.pending.get(hash);
     if (inflight) return inflight;
-    if (client !== undefined && !hit) this.checkFlood(client, now);
+    if (client !== undefined && !hit && !this.knownGood.has(hash)) this.checkFlood(client, now);
     const generation = this.generation;
     const p = this.store
       .findActiveByHash(hash)
@@ -120,7 +128,10 @@ export class KeyCache {
         (value) => {
           // Read before an admin change was announced: answer it, but do not keep it.
           if (generation === this.generation) this.remember(hash, value);
-          if (value === null && client !== undefined) this.countMiss(client);
+          if (value === null) {
+            this.knownGood.delete(hash);
+            if (client !== undefined) this.countMiss(client);
+          } else if (!this.knownGood.has(hash)) this.addKnownGood(hash);
           return value;
         },
         (err: unknown) => {
@@ -144,6 +155,14 @@ export class KeyCache {
     this.entries.delete(hash);
     const now = this.now();
     this.entries.set(hash, { value, expires: now + this.ttlMs, verifiedAt: now });
+  }
+
+  private addKnownGood(hash: string): void {
+    if (this.knownGood.size >= this.maxEntries) {
+      const oldest = this.knownGood.values().next().value;
+      if (oldest !== undefined) this.knownGood.delete(oldest);
+    }
+    this.knownGood.add(hash);
   }
 
   private checkFlood(client: string, now: number): void {
@@ -171,6 +190,27 @@ export class KeyCache {
       this.misses.set(client, m);
     }
     m.count++;
+  }
+
+  /**
+   * Drops the cached lookups of the keys `keyIds` and of every key of the members `memberIds`, and every
+   * cached miss (a key just created or unsuspended may be cached as unknown); the other keys stay, so
+   * they keep working from the cache (and through a store outage) after an unrelated admin change.
+   * Lookups already under way do not store what they read (it may predate the change).
+   */
+  invalidate(keyIds: readonly string[] = [], memberIds: readonly string[] = []): void {
+    if (!keyIds.length && !memberIds.length) {
+      this.clear();
+      return;
+    }
+    this.generation++;
+    this.pending.clear();
+    const keys = new Set(keyIds);
+    const members = new Set(memberIds);
+    for (const [hash, e] of this.entries) {
+      if (e.value === null || keys.has(e.value.keyId) || members.has(e.value.memberId))
+        this.entries.delete(hash);
+    }
   }
 
   /**

@@ -161,6 +161,9 @@ export class GovernedCall {
       body: s.body,
       deadline: Date.now() + s.deadlineMs,
       stream: s.stream,
+      // The service records the request's usage too, on this gateway's usage stream: the ledger's
+      // fallback when this gateway dies before settling (batch lines have their runner's own recovery).
+      ...(s.batch ? {} : { endpoint: s.endpoint, usageRoot: this.config.USAGE_SUBJECT_ROOT }),
     };
   }
 

@@ -1,4 +1,5 @@
 import { ApiError, ErrorType } from '@infer/contracts';
+import { isDatabaseUnavailable } from '@infer/persistence/lazy';
 import { HttpException } from '@nestjs/common';
 
 /**
@@ -13,7 +14,18 @@ export function toApiError(e: unknown): ApiError {
   if (typeof fe?.code === 'string' && fe.code.startsWith('FST_') && fe.statusCode && fe.statusCode < 500) {
     return fromFastify(fe.statusCode, fe.code);
   }
+  // The database is down or the connection was lost: a condition to retry, like every other backing
+  // store's outage, not a fault.
+  if (isDatabaseUnavailable(e)) return databaseUnavailable();
   return ApiError.internal();
+}
+
+function databaseUnavailable(): ApiError {
+  return new ApiError(503, 'The database is unavailable right now; retry shortly.', {
+    type: ErrorType.server,
+    code: 'service_unavailable',
+    headers: { 'retry-after': '5' },
+  });
 }
 
 function fromHttpException(e: HttpException): ApiError {

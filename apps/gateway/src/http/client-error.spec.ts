@@ -50,3 +50,14 @@ describe('handleClientError on a real server', () => {
     }
   });
 });
+
+describe('hasDuplicateHost', () => {
+  it('finds a second Host header whatever its case, and only then', async () => {
+    const { hasDuplicateHost } = await import('./client-error.js');
+    assert.equal(hasDuplicateHost(['Host', 'a', 'Accept', '*/*']), false);
+    assert.equal(hasDuplicateHost(['Host', 'a', 'Accept', '*/*', 'host', 'b']), true);
+    assert.equal(hasDuplicateHost(['HOST', 'a', 'hOsT', 'a']), true);
+    assert.equal(hasDuplicateHost(['Hosts', 'a', 'Host', 'b', 'X-Host', 'c']), false);
+    assert.equal(hasDuplicateHost([]), false);
+  });
+});

@@ -42,3 +42,24 @@ export function handleClientError(err: NodeJS.ErrnoException, socket: Socket): v
   }
   socket.destroy();
 }
+
+/**
+ * True when a request carries more than one Host header. Node's parser keeps the first and drops the
+ * others, so two front ends could route one request by different hosts (request smuggling, cache
+ * poisoning); like the other framing errors it is refused (duplicateHostAnswer). A scan of the raw
+ * header names: a few comparisons per request, no allocation.
+ */
+export function hasDuplicateHost(rawHeaders: readonly string[]): boolean {
+  let seen = false;
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i]!;
+    if (name.length !== 4 || (name !== 'Host' && name !== 'host' && name.toLowerCase() !== 'host')) continue;
+    if (seen) return true;
+    seen = true;
+  }
+  return false;
+}
+
+export function duplicateHostAnswer(): ApiError {
+  return ApiError.invalid('The HTTP request is malformed: it has more than one Host header.');
+}

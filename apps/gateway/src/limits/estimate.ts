@@ -99,3 +99,89 @@ export function estimateOutputTokens(
   const n = typeof b.n === 'number' && b.n > 1 ? b.n : 1;
   return Math.ceil(cap) * n;
 }
+
+/** Outputs a replica keeps per model to learn what its requests typically produce. */
+export const TYPICAL_SAMPLES = 64;
+/** Settled requests of a model before its typical output is used (until then: the whole cap). */
+export const TYPICAL_MIN_SAMPLES = 8;
+/** The quantile of the recent outputs taken as "typical": most requests produce no more. */
+export const TYPICAL_QUANTILE = 0.9;
+
+/**
+ * What requests of each model typically use beyond their prompt estimate (the real total minus the
+ * estimate: their output, plus the estimate's own error, which may make it negative when the estimate
+ * counts more prompt tokens than the model's tokenizer does): the TYPICAL_QUANTILE of the last TYPICAL_SAMPLES requests settled on this replica that set
+ * no output cap of their own. An estimate, like the prompt estimate, kept per replica: each replica
+ * learns it from its own traffic (the counts themselves are all in Redis). Recomputed when a request
+ * settles, read as a number when one is admitted.
+ */
+export class TypicalOutput {
+  private readonly models = new Map<string, { ring: Float64Array; n: number; next: number; q: number }>();
+
+  /** The typical output of a model, or undefined until TYPICAL_MIN_SAMPLES requests have settled. */
+  of(model: string): number | undefined {
+    const m = this.models.get(model);
+    return m && m.n >= TYPICAL_MIN_SAMPLES ? m.q : undefined;
+  }
+
+  observe(model: string, tokens: number): void {
+    let m = this.models.get(model);
+    if (!m) {
+      m = { ring: new Float64Array(TYPICAL_SAMPLES), n: 0, next: 0, q: 0 };
+      this.models.set(model, m);
+    }
+    m.ring[m.next] = tokens;
+    m.next = (m.next + 1) % TYPICAL_SAMPLES;
+    if (m.n < TYPICAL_SAMPLES) m.n++;
+    if (m.n < TYPICAL_MIN_SAMPLES) return;
+    const sorted = m.ring.slice(0, m.n).sort();
+    m.q = sorted[Math.min(m.n - 1, Math.ceil(TYPICAL_QUANTILE * m.n) - 1)]!;
+  }
+}
+
+/** What admission reserves for a generation request's output (see outputReservation). */
+export interface OutputReservation {
+  /**
+   * Tokens taken on every token limit besides the prompt estimate, until the request settles (negative
+   * when the model's requests typically use fewer tokens in all than their prompt estimate).
+   */
+  hold: number;
+  /** Tokens besides the prompt estimate that must fit under a token limit for the request to be admitted. */
+  need: number;
+  /** The request sets no output cap of its own (its real output teaches the model's typical output). */
+  learns: boolean;
+}
+
+const NO_OUTPUT: OutputReservation = { hold: 0, need: 0, learns: false };
+
+/**
+ * The reservation rule for a generation request's output on the token limits (tokens per minute, the
+ * rolling budget, the allowance); docs/api-decisions.md "Token limits: what a request reserves":
+ *   - the cap = estimateOutputTokens (the request's max_tokens, else the model's default cap, else what
+ *     its context window leaves);
+ *   - once the model's typical output is known (TypicalOutput): hold = need = min(cap, typical x n), so a
+ *     request is admitted while the limit has room for its prompt and what such a request typically
+ *     produces, and the requests in flight hold what they typically produce;
+ *   - before that (a replica's first requests of a model): hold = the cap, need = 0 (admitted while the
+ *     prompt fits; the limit is passed by at most the one request admitted last).
+ * 0 for models that do not generate text.
+ */
+export function outputReservation(
+  body: unknown,
+  model: Pick<CatalogEntry, 'kind' | 'default_max_output_tokens' | 'context_window'>,
+  prompt: number,
+  typical: number | undefined,
+): OutputReservation {
+  if (model.kind !== 'chat') return NO_OUTPUT;
+  const cap = estimateOutputTokens(body, model, prompt);
+  const b = (body && typeof body === 'object' ? body : {}) as Record<string, unknown>;
+  const n = typeof b.n === 'number' && b.n > 1 ? b.n : 1;
+  const asked = [b.max_completion_tokens, b.max_tokens, b.max_output_tokens].some(
+    (v) => typeof v === 'number' && v > 0,
+  );
+  const learns = !asked && n === 1;
+  if (typical === undefined) return { hold: cap, need: 0, learns };
+  // Never less than one token in all (the estimate's error can make `typical` negative).
+  const hold = Math.max(1 - prompt, Math.min(cap, typical > 0 ? Math.ceil(typical) * n : Math.ceil(typical)));
+  return { hold, need: hold, learns };
+}

@@ -200,34 +200,97 @@ describe('LimitsEngine (real Redis, injected clock)', () => {
     await e.admitModel(subject, embed, { input: 'a' });
   });
 
-  it('tokens per minute: the prompt estimate is reserved, the real usage settles, a prompt too large is refused', async () => {
+  it('tokens per minute: the prompt and the output are reserved, the real usage settles, a prompt too large is refused', async () => {
     now = Date.UTC(2031, 4, 10, 12, 0, 10);
     const e = engine({
       key: { requests_per_minute: null, concurrent: null },
       models: { 'chat-F': { tokens_per_minute: 1000 } },
     });
-    const a1 = await e.admitModel(subject, chatF, bodyOf(300));
+    // A 300-token prompt that may produce 100 tokens: 400 reserved (the model's typical output is not
+    // known yet: the whole cap is held, and only the prompt must fit).
+    const body = { ...bodyOf(300), max_tokens: 100 };
+    const a1 = await e.admitModel(subject, chatF, body);
     assert.equal(a1.headers['x-ratelimit-limit-tokens'], '1000');
-    assert.equal(a1.headers['x-ratelimit-remaining-tokens'], '700');
+    assert.equal(a1.headers['x-ratelimit-remaining-tokens'], '600');
     assert.equal(a1.headers['x-ratelimit-reset-tokens'], '50s');
-    const a2 = await e.admitModel(subject, chatF, bodyOf(300));
-    const a3 = await e.admitModel(subject, chatF, bodyOf(300));
-    const over = await refused(e.admitModel(subject, chatF, bodyOf(300)));
+    const a2 = await e.admitModel(subject, chatF, body);
+    const over = await refused(e.admitModel(subject, chatF, body));
     assert.equal(over.status, 429);
     assert.equal(over.headers['retry-after'], '50');
-    assert.equal(over.headers['x-ratelimit-remaining-tokens'], '100');
-    // The real usage replaces the reservation: 300 reserved, 350 used; and 300 reserved, 0 used.
+    assert.equal(over.headers['x-ratelimit-remaining-tokens'], '200');
+    // The real usage replaces the reservation: 400 reserved, 350 used; and 400 reserved, 0 used.
     await a1.settle(350);
     await a2.settle(0);
-    await a3.settle(300);
-    const a4 = await e.admitModel(subject, chatF, bodyOf(300));
-    assert.equal(a4.headers['x-ratelimit-remaining-tokens'], String(1000 - 350 - 300 - 300));
+    const a3 = await e.admitModel(subject, chatF, body);
+    assert.equal(a3.headers['x-ratelimit-remaining-tokens'], String(1000 - 350 - 400));
     // Whatever is free, a prompt larger than the whole budget never fits.
     now += 60_000;
     const huge = await refused(e.admitModel(subject, chatF, bodyOf(1001)));
     assert.equal(huge.status, 429);
     assert.match(huge.message, /prompt alone/);
   });
+
+  it("once a model's typical output is known, requests without max_tokens reserve it, not the context window", async () => {
+    now = Date.UTC(2031, 4, 10, 12, 0, 10);
+    const window = entry('chat-W', { context_window: 8192 });
+    const e = engine({
+      key: { requests_per_minute: null, concurrent: null },
+      models: { 'chat-W': { tokens_per_minute: 100_000, allowance_tokens: 1_000_000 } },
+    });
+    const body = bodyOf(20);
+    // Cold: the whole context window (minus the prompt) is held.
+    const cold = await e.admitModel(subject, window, body);
+    assert.equal(cold.held, 8192 - 20);
+    await cold.settle(20 + 30);
+    for (let i = 0; i < 7; i++) await (await e.admitModel(subject, window, body)).settle(20 + 30 + i);
+    // Eight settled requests produced 30..36 tokens: the 90th percentile, 36, is held from now on.
+    const warm = await e.admitModel(subject, window, body);
+    assert.equal(warm.held, 36);
+    await warm.settle(20 + 40);
+    // A request's own max_tokens below the typical output caps the hold; its output teaches nothing.
+    const capped = await e.admitModel(subject, window, { ...body, max_tokens: 5 });
+    assert.equal(capped.held, 5);
+    assert.equal(capped.learns, null);
+    await capped.settle(25);
+  });
+
+  for (const limit of ['tokens_per_minute', 'allowance_tokens'] as const) {
+    it(`${limit}: 300 concurrent requests without max_tokens over 3 replicas end within one output of the limit, no false refusals`, async () => {
+      now = Date.UTC(2031, 4, 10, 12, 0, 5);
+      const model = entry('chat-B', { context_window: 2048 });
+      const other = limit === 'tokens_per_minute' ? 'allowance_tokens' : 'tokens_per_minute';
+      const file: LimitsFile = {
+        key: { requests_per_minute: null, concurrent: null },
+        models: { 'chat-B': { [limit]: 2000, [other]: null } },
+      };
+      const replicas = [engine(file), engine(file), engine(file)];
+      const body = bodyOf(10);
+      const OUTPUT = 17; // what each request produces (total = 10 + 17)
+      // Each replica has seen a few requests of the model (it learns their typical output).
+      for (const e of replicas)
+        for (let i = 0; i < 8; i++) await (await e.admitModel(subject, model, body)).settle(10 + OUTPUT);
+      if (limit === 'tokens_per_minute') now += 60_000; // the burst starts in a fresh minute
+      const stateOf = async () =>
+        (await replicas[0]!.state(subject, [model])).find((x) => x.name === `models.chat-B.${limit}`)!.used;
+      const before = await stateOf();
+      const tried = await Promise.allSettled(
+        Array.from({ length: 300 }, (_, i) => replicas[i % 3]!.admitModel(subject, model, body)),
+      );
+      const admitted = tried.filter((t) => t.status === 'fulfilled').map((t) => t.value);
+      for (const t of tried)
+        if (t.status === 'rejected')
+          assert.equal((t.reason as { status?: number }).status, limit === 'allowance_tokens' ? 402 : 429);
+      await Promise.all(admitted.map((a) => a.settle(10 + OUTPUT)));
+      const spent = (await stateOf()) - before;
+      const room = 2000 - before;
+      assert.equal(spent, admitted.length * (10 + OUTPUT), 'the counter holds the real use');
+      assert.ok(spent <= room + OUTPUT, `spent ${spent} of ${room}: within one request's output`);
+      assert.ok(
+        spent + 10 + OUTPUT > room,
+        `${tried.length - admitted.length} refused while ${room - spent} tokens were left for requests of ${10 + OUTPUT}`,
+      );
+    });
+  }
 
   it('monthly allowance: 402 monthly_cap_reached, not retryable, until the calendar month turns', async () => {
     now = Date.UTC(2031, 0, 31, 23, 0, 0);
@@ -429,13 +492,13 @@ describe('LimitsEngine (real Redis, injected clock)', () => {
   it('state shows every limit of a key with its use', async () => {
     now = Date.UTC(2031, 4, 10, 12, 0, 0);
     const e = engine();
-    const a = await e.admitModel(subject, chatA, bodyOf(100));
+    const a = await e.admitModel(subject, chatA, { ...bodyOf(100), max_tokens: 50 });
     const st = await e.state(subject, [chatA, chatF, embed]);
     const by = Object.fromEntries(st.map((s) => [s.name, s]));
     assert.equal(by['key.requests_per_minute']?.used, 1);
     assert.equal(by['key.requests_per_minute']?.limit, 60);
     assert.equal(by['key.concurrent']?.used, 1);
-    assert.equal(by['models.chat-A.tokens_per_minute']?.used, 100);
+    assert.equal(by['models.chat-A.tokens_per_minute']?.used, 150, 'prompt estimate and output held');
     assert.equal(by['models.chat-A.allowance_tokens']?.limit, 3_000_000_000);
     assert.equal(by['models.chat-F.tokens_per_minute']?.used, 0);
     assert.equal(by['search.requests_per_day']?.limit, 500);

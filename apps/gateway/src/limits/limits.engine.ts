@@ -15,7 +15,7 @@ import {
 } from '@infer/contracts';
 import { isRedisCluster, type Logger, redisSlot } from '@infer/service-kit';
 import type { Redis } from 'ioredis';
-import { estimateOutputTokens, estimatePromptTokens } from './estimate.js';
+import { estimatePromptTokens, outputReservation, TypicalOutput } from './estimate.js';
 import { formatResetDuration, retryAfterSeconds } from './periods.js';
 import {
   type Check,
@@ -118,6 +118,8 @@ interface Plan {
   spec: (string | number)[];
   /** It takes a concurrency slot. */
   leases: boolean;
+  /** It has a token limit (the request's output is reserved on it). */
+  tokens: boolean;
   lane: Lane;
   /** What the plan was built from: a change (new overrides, tier, anchor) builds it again. */
   limits: EffectiveLimits;
@@ -170,13 +172,15 @@ export class Admission {
     readonly keys: readonly string[],
     /** Tokens reserved on each token budget: the prompt estimate. */
     readonly reserved: number,
-    /** Tokens held besides on each token quota (holdsOutput): the possible output. */
+    /** Tokens held besides on each token limit (holdsOutput): the output reserved (outputReservation). */
     readonly held: number,
     /** Clock reading at admission. */
     readonly at: number,
     /** Takes concurrency slots (renewed while it runs). */
     readonly holdsLeases: boolean,
     /** @internal */ readonly lane: Lane | null,
+    /** The model whose typical output this request's real usage teaches (null: it does not). */
+    readonly learns: string | null = null,
   ) {}
 
   /**
@@ -241,6 +245,8 @@ export class LimitsEngine {
   private readonly callTimeoutMs: number;
   /** Lease ids: this replica's random prefix and a counter (unique across replicas, no per-request RNG). */
   private readonly leasePrefix = randomBytes(9).toString('base64url');
+  /** What each model's requests typically produce (learned from settlements on this replica). */
+  readonly typical = new TypicalOutput();
   private leaseSeq = 0;
   private renewTimer: NodeJS.Timeout | undefined;
 
@@ -309,10 +315,15 @@ export class LimitsEngine {
     if (!this.enabled) return Promise.resolve(Admission.none);
     const estimate = estimatePromptTokens(body);
     const plan = this.plan(subject, model);
-    // Token budgets also hold the possible output until settle (so concurrent requests cannot together
-    // overspend an allowance); the admission check itself is on the prompt estimate, as before.
-    const hold = plan.checks.some((c) => c.holdsOutput) ? estimateOutputTokens(body, model, estimate) : 0;
-    return this.admit(plan, this.clock(), estimate, hold);
+    if (model.kind !== 'chat') return this.admit(plan, this.clock(), estimate);
+    // Token limits also hold the request's output until settle, so that concurrent requests cannot
+    // together spend past them: what such a request typically produces, once this replica knows it
+    // (outputReservation, docs/api-decisions.md). Every chat request teaches the typical output, with
+    // token limits or not.
+    const r = outputReservation(body, model, estimate, this.typical.of(model.id));
+    const learns = r.learns ? model.id : null;
+    if (!plan.tokens) return this.admit(plan, this.clock(), estimate, 0, 0, learns);
+    return this.admit(plan, this.clock(), estimate, r.hold, r.need, learns);
   }
 
   /**
@@ -353,6 +364,7 @@ export class LimitsEngine {
       checks,
       spec: scriptSpec(checks),
       leases: checks.some((c) => c.kind === 'L'),
+      tokens: checks.some((c) => c.unit === 'tokens'),
       lane: this.laneOf(ctx.prefix),
       limits,
       model,
@@ -385,7 +397,14 @@ export class LimitsEngine {
     return this.leasePrefix + this.leaseSeq.toString(36);
   }
 
-  private async admit(plan: Plan, now: number, estimate: number, hold = 0): Promise<Admission> {
+  private async admit(
+    plan: Plan,
+    now: number,
+    estimate: number,
+    hold = 0,
+    need = 0,
+    learns: string | null = null,
+  ): Promise<Admission> {
     const checks = plan.checks;
     if (!checks.length) return Admission.none;
     const leaseId = this.nextLeaseId();
@@ -394,7 +413,7 @@ export class LimitsEngine {
       const c = checks[i]!;
       keys[i] = c.kind === 'W' ? windowAt(c, now).key : c.key;
     }
-    const args: (string | number)[] = ['A', leaseId, now, estimate, hold, checks.length, ...plan.spec];
+    const args: (string | number)[] = ['A', leaseId, now, estimate, hold, need, checks.length, ...plan.spec];
     const leases = plan.leases;
     let res = await this.submit(plan.lane, keys, args);
     // A quota counter Redis does not have (a new period, or lost data): rebuilt from the ledger, then
@@ -424,7 +443,19 @@ export class LimitsEngine {
         c.kind === 'W' ? windowAt(c, now).win.end - now : c.kind === 'R' ? Number(res[2 + 2 * i]) : 0;
       setRateHeaders(headers, c.header, c.limit, used, resetMs);
     }
-    const adm = new Admission(this, headers, leaseId, checks, keys, estimate, hold, now, leases, plan.lane);
+    const adm = new Admission(
+      this,
+      headers,
+      leaseId,
+      checks,
+      keys,
+      estimate,
+      hold,
+      now,
+      leases,
+      plan.lane,
+      learns,
+    );
     if (leases) {
       adm.activeAt = this.active.length;
       this.active.push(adm);
@@ -586,6 +617,7 @@ export class LimitsEngine {
     const keys: string[] = [];
     const args: (string | number)[] = ['S', adm.leaseId, 0];
     const used = Math.max(0, Math.round(totalTokens));
+    if (adm.learns !== null && used > 0) this.typical.observe(adm.learns, used - adm.reserved);
     for (let i = 0; i < adm.checks.length; i++) {
       const c = adm.checks[i]!;
       if (costOf(c, adm.reserved) === 0) continue;

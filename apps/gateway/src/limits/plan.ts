@@ -39,8 +39,8 @@ interface CheckBase {
   /** Charged again with the real usage when the response ends (token budgets). */
   settlesTokens: boolean;
   /**
-   * A token quota (allowance, rolling budget) also holds the request's possible output from admission
-   * to settle, so that concurrent requests cannot together spend past it (a per-minute rate does not).
+   * A token limit (tokens per minute, rolling budget, allowance) also holds the request's output from
+   * admission to settle (outputReservation), so that concurrent requests cannot together spend past it.
    */
   holdsOutput: boolean;
   /** Which x-ratelimit-*-{requests,tokens} headers this check reports. */
@@ -177,7 +177,7 @@ function counter(c: Counter, window: WindowName) {
     window,
     limit: c.limit,
     settlesTokens: unit === 'tokens',
-    holdsOutput: unit === 'tokens' && window !== 'minute',
+    holdsOutput: unit === 'tokens',
   };
 }
 

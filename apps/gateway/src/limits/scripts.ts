@@ -24,9 +24,10 @@
  *       'R' delta field ttl   add delta to bucket `field` of a rolling window (and its total), never
  *                             below 0
  *
- *   'A' leaseId now estimate hold n   then n checks, one KEY each:
+ *   'A' leaseId now estimate hold need n   then n checks, one KEY each:
  *       'r' limit             requests in the current minute (takes 1)
- *       't' limit             tokens in the current minute (takes the prompt estimate)
+ *       't' limit             tokens in the current minute (takes the estimate and holds `hold`, the
+ *                             output reserved, until settle)
  *       'q' limit             a request quota counter that must exist (day, month; takes 1), kept as
  *                             use + 1
  *       'Q' limit             a token quota counter that must exist (takes the estimate and holds
@@ -36,8 +37,8 @@
  *       'R' limit bms nb      a rolling token window (takes the estimate, holds `hold`): a hash of
  *                             bucket index -> amount plus `t` (the total of the live buckets) and `o`
  *                             (the oldest bucket counted); bms = bucket length (ms), nb = buckets
- *       A check compares its cost (1, or the estimate) with the limit; it takes cost (+ hold). With an
- *       estimate of 0 a token check takes nothing.
+ *       A check compares its cost (1, or the estimate + `need`: the output that must fit) with the limit;
+ *       it takes 1, or the estimate + hold. With an estimate of 0 a token check takes nothing.
  *
  * Returns one entry per 'A' record, in order:
  *   {-1, i...}               counters that must be rebuilt first (nothing taken)
@@ -145,9 +146,13 @@ for r = 1, nrec do
     local now = tonumber(ARGV[a + 2])
     local est = tonumber(ARGV[a + 3])
     local hold = 0
-    if est > 0 then hold = tonumber(ARGV[a + 4]) end
-    local n = tonumber(ARGV[a + 5])
-    a = a + 6
+    local need = 0
+    if est > 0 then
+      hold = tonumber(ARGV[a + 4])
+      need = tonumber(ARGV[a + 5])
+    end
+    local n = tonumber(ARGV[a + 6])
+    a = a + 7
     local base = a
     local k0 = k
     -- Where each check's arguments start (a rolling window has two more).
@@ -171,11 +176,8 @@ for r = 1, nrec do
         local limit = tonumber(ARGV[b + 1])
         local cost = 1
         local take = 1
-        if kind == 't' then
-          cost = est
-          take = est
-        elseif kind == 'Q' or kind == 'R' then
-          cost = est
+        if kind == 't' or kind == 'Q' or kind == 'R' then
+          cost = est + need
           take = est + hold
         end
         takes[i] = take

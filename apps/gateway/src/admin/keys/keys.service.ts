@@ -75,7 +75,7 @@ export class KeysService {
               after: keyAudit(after),
             },
     );
-    await this.invalidate.changed('keys');
+    await this.invalidate.keysChanged({ keyIds: [before.id] });
     return keyView(after);
   }
 
@@ -112,7 +112,7 @@ export class KeysService {
         }),
       )
       .catch(userError);
-    await this.invalidate.changed('keys');
+    await this.invalidate.keysChanged({ keyIds: [old.id] });
     return { object: 'api_key.secret', key, record: keyView(record) };
   }
 
@@ -134,7 +134,7 @@ export class KeysService {
       )
       .catch(userError);
     // Overrides travel with the cached key: every gateway's limits plan follows at once.
-    await this.invalidate.changed('keys');
+    await this.invalidate.keysChanged({ keyIds: [before.id] });
     return keyView(after);
   }
 

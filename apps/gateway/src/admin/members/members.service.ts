@@ -87,8 +87,8 @@ export class MembersService {
         }),
       )
       .catch(userError);
-    // Tier, anchor and suspension are read with the key: every gateway forgets its cached lookups.
-    await this.invalidate.changed('keys');
+    // Tier, anchor and suspension are read with the key: every gateway forgets the member's keys.
+    await this.invalidate.keysChanged({ memberIds: [id] });
     return memberView(after);
   }
 
