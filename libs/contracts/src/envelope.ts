@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { CatalogEntrySchema } from './catalog.js';
+import { CatalogEntrySchema, PriorityClassSchema } from './catalog.js';
 import { WireErrorSchema } from './errors.js';
 
 /**
@@ -16,6 +16,16 @@ export const ServiceRequestSchema = z.object({
   deadline: z.number(),
   /** True when the gateway expects a stream of data frames. */
   stream: z.boolean(),
+  /**
+   * The caller's class: its tier, or `batch` for a batch line. Orders the engine pools' wait queue and
+   * becomes vLLM's `priority` where the model opts in; absent = `community`.
+   */
+  tier: PriorityClassSchema.optional(),
+  /**
+   * The model's `fallbacks` that the caller's tier may use, resolved, in order: tried by the service when
+   * no endpoint of `model` can take the request. The answer then names the model that answered.
+   */
+  fallbacks: z.array(CatalogEntrySchema).optional(),
 });
 export interface ServiceRequest<B = unknown> extends Omit<z.infer<typeof ServiceRequestSchema>, 'body'> {
   body: B;
@@ -70,6 +80,12 @@ export const EndFrameSchema = z.object({
   binary: z.object({ base64: z.string(), contentType: z.string() }).optional(),
   /** A binary result too large for one NATS message: the gateway reads it from Redis and deletes it. */
   binaryBlob: BlobRefSchema.optional(),
+  /**
+   * Set when a fallback model answered (ServiceRequest.fallbacks): its id. Usage and limits are that
+   * model's; the gateway says so in `x-infer-fallback` (unary answers; streams learn it from the
+   * first data frame's meta frame, see FrameKind.meta).
+   */
+  model: z.string().optional(),
 });
 export type EndFrame = z.infer<typeof EndFrameSchema>;
 /**
