@@ -95,6 +95,10 @@ export const EnginePoolFields = {
   probe_interval_ms: z.number().int().min(0).max(600_000).default(5_000),
 };
 
+/** The pool fields alone (what libs/engine-pool reads of an engine's settings). */
+export const EnginePoolSchema = z.object(EnginePoolFields);
+export type EnginePoolSettings = z.output<typeof EnginePoolSchema>;
+
 /** Exactly one of base_url, endpoints or discovery (a zod check for schemas built on EnginePoolFields). */
 export function checkPoolSource(
   s: { base_url?: unknown; endpoints?: unknown; discovery?: unknown },

@@ -53,8 +53,14 @@ export const ZERO_USAGE: UsageReport = Object.freeze({
  *   X<json>  an error: a WireError
  *   H<json>  a heartbeat: `{usage?}`, sent about every second while work is in flight, so the gateway
  *            tells a busy replica from a dead one (with the usage so far where the handler reports it)
+ *   M<json>  meta: a StreamMeta, sent before the first data frame when the stream's headers need it
+ *            (a fallback model answers)
  */
-export const FrameKind = { data: 0x44, end: 0x45, error: 0x58, heartbeat: 0x48 } as const;
+export const FrameKind = { data: 0x44, end: 0x45, error: 0x58, heartbeat: 0x48, meta: 0x4d } as const;
+
+/** What a stream's meta frame says: a fallback model (`model`) answers instead of `fallback_from`. */
+export const StreamMetaSchema = z.object({ model: z.string(), fallback_from: z.string() });
+export type StreamMeta = z.infer<typeof StreamMetaSchema>;
 
 /** How often a service sends heartbeat frames for the work in flight (ms). */
 export const HEARTBEAT_MS = 1_000;
@@ -81,9 +87,8 @@ export const EndFrameSchema = z.object({
   /** A binary result too large for one NATS message: the gateway reads it from Redis and deletes it. */
   binaryBlob: BlobRefSchema.optional(),
   /**
-   * Set when a fallback model answered (ServiceRequest.fallbacks): its id. Usage and limits are that
-   * model's; the gateway says so in `x-infer-fallback` (unary answers; streams learn it from the
-   * first data frame's meta frame, see FrameKind.meta).
+   * Set when a fallback model answered (ServiceRequest.fallbacks): its id. Usage is that model's; the
+   * gateway says so in `x-infer-fallback` (streams learn it earlier, from their meta frame).
    */
   model: z.string().optional(),
 });

@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { EnginePoolFields } from '@infer/contracts';
-import { z } from 'zod';
+import { EnginePoolSchema } from '@infer/contracts';
 import { waitFor } from '../../../test/support/wait-for.js';
 import { chatAffinityKey } from './affinity.js';
 import { addressUrl } from './discovery.js';
@@ -9,9 +8,8 @@ import { AffinityKey } from './hash.js';
 import { type Endpoint, EndpointFailure, EnginePool, type Lease, type PoolSettings } from './pool.js';
 import { FairQueue, type Queued } from './queue.js';
 
-const Settings = z.object(EnginePoolFields);
 const settings = (s: Record<string, unknown>): PoolSettings =>
-  Settings.parse({ probe_interval_ms: 0, ...s }) as PoolSettings;
+  EnginePoolSchema.parse({ probe_interval_ms: 0, ...s });
 const four = [0, 1, 2, 3].map((i) => ({ url: `http://10.0.0.${i}:8000/v1` }));
 
 let seq = 0;
@@ -171,7 +169,7 @@ describe('health', () => {
 
   it('all endpoints down: 503 service_unavailable at once', async () => {
     const p = pool({ endpoints: four.slice(0, 1) }, { cooldownMs: 60_000 });
-    (await p.acquire({})).release('status_5xx');
+    (await p.acquire({})).release('connect');
     await assert.rejects(
       p.acquire({}),
       (e: { status: number; code: string; headers: Record<string, string> }) => {

@@ -1,14 +1,12 @@
-import { ApiError, type EnginePoolFields, type PriorityClass } from '@infer/contracts';
-import type { Logger } from '@infer/service-kit';
-import type { z } from 'zod';
+import { ApiError, type EnginePoolSettings, type PriorityClass } from '@infer/contracts';
+import { currentCaller, type Logger } from '@infer/service-kit';
 import { addressUrl, type Resolver, resolveAddresses } from './discovery.js';
 import { poolMetrics } from './metrics.js';
 import { CLASS_RANK, FairQueue, type Queued } from './queue.js';
 import { HashRing } from './ring.js';
 
-type Fields = typeof EnginePoolFields;
 /** The pool settings of a catalog `engine` (parsed: defaults applied). */
-export type PoolSettings = { [K in keyof Fields]: z.output<Fields[K]> };
+export type PoolSettings = EnginePoolSettings;
 export type RoutingPolicy = PoolSettings['routing'];
 
 /**
@@ -377,11 +375,12 @@ export class EnginePool {
         }
         lease.release(e.outcome, errorText(e.error));
         last = e;
+        exhausted(e.error);
         const canRetry =
           RETRYABLE[e.outcome] &&
           attempt < this.retries &&
           !req.signal?.aborted &&
-          (req.deadline === undefined || Date.now() < req.deadline);
+          Date.now() < (req.deadline ?? currentCaller()?.deadline ?? Infinity);
         if (!canRetry) throw e.error;
         this.m.retryBefore.inc();
         tried ??= new Set();
@@ -506,12 +505,16 @@ export class EnginePool {
 
   private wait(req: RouteRequest): Promise<Lease> {
     const now = Date.now();
-    const left = Math.min(this.queueTimeoutMs, req.deadline === undefined ? Infinity : req.deadline - now);
+    // Engines that do not pass the caller (embeddings, audio, images) get it from the RPC handler's
+    // context (service-kit withCaller).
+    const caller = req.cls === undefined || req.member === undefined ? currentCaller() : undefined;
+    const deadline = req.deadline ?? caller?.deadline;
+    const left = Math.min(this.queueTimeoutMs, deadline === undefined ? Infinity : deadline - now);
     if (left <= 0) return Promise.reject(this.overloaded());
     return new Promise<Lease>((resolve, reject) => {
       const w: Waiter = {
-        cls: req.cls ?? 'community',
-        member: req.member ?? '',
+        cls: req.cls ?? caller?.cls ?? 'community',
+        member: req.member ?? caller?.member ?? '',
         gone: false,
         req,
         enqueued: performance.now(),
@@ -577,7 +580,10 @@ export class EnginePool {
     e.m.inflight.dec();
     e.requests++;
     e.outcome(outcome);
-    if (COOLS[outcome]) this.fail(e, outcome, detail);
+    // A 5xx is an answer from a live server: it cools an endpoint only where another one can take its
+    // share (a pool of one keeps sending; its connect errors and timeouts still cool it).
+    if (COOLS[outcome] && (outcome !== 'status_5xx' || this.endpoints.length > 1)) this.fail(e, outcome, detail);
+    else if (COOLS[outcome]) e.errors++;
     else if (outcome === 'ok' || outcome === 'client_error') e.fails = 0;
     this.drain();
   }
@@ -744,7 +750,27 @@ export function vllmPriority(cls: PriorityClass | undefined): number {
   return CLASS_RANK[cls ?? 'community'];
 }
 
-function errorText(e: unknown): string {
+const EXHAUSTED = new WeakSet<object>();
+
+/** Marks the error of a request that every endpoint it could try has failed (a reason to fall back). */
+export function exhausted<E>(e: E): E {
+  if (e && typeof e === 'object') EXHAUSTED.add(e);
+  return e;
+}
+
+/**
+ * Whether a model's failure lets the request go to a fallback model: no endpoint could take it (503
+ * `overloaded` or `service_unavailable`, or every endpoint tried failed). Errors of the request itself
+ * (4xx) never do.
+ */
+export function wantsFallback(e: unknown): boolean {
+  if (e instanceof ApiError && e.status === 503)
+    return e.code === 'overloaded' || e.code === 'service_unavailable';
+  return typeof e === 'object' && e !== null && EXHAUSTED.has(e);
+}
+
+/** A short text of an error for the endpoint status (`last_error`). */
+export function errorText(e: unknown): string {
   return e instanceof Error ? e.message.slice(0, 200) : String(e).slice(0, 200);
 }
 
