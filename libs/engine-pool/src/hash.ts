@@ -33,24 +33,32 @@ export function fmix32(h: number): number {
  */
 export const BLOCK_CHARS = 64;
 /**
- * Leading blocks of each part that enter the key. Two prompts that agree on this many blocks of each
- * part share at least that much prefix cache, so sending them to one replica is what we want anyway;
- * the cap keeps the key's cost flat for long documents (ADR 0060).
+ * How much of each part enters the key: the first KEY_HEAD characters in full, then every KEY_STRIDE-th
+ * character up to KEY_BLOCKS blocks (2 samples per block), then the part's length. Two prompts that agree
+ * on all of that almost surely share those leading blocks (and send them to one replica, which is what we
+ * want anyway); the sampling keeps the key's cost flat and small for long documents (ADR 0060).
  */
-export const KEY_BLOCKS = 32;
+export const KEY_BLOCKS = 64;
+const KEY_HEAD = 128;
+const KEY_STRIDE = BLOCK_CHARS / 2;
 const KEY_CHARS = BLOCK_CHARS * KEY_BLOCKS;
 
 /**
  * The affinity key of a prompt from its leading parts, in the order the engine's template renders them
- * (system prompt, tool names, the first user turn): FNV-1a over at most KEY_BLOCKS blocks of each part,
+ * (system prompt, tool names, the first user turn): FNV-1a over each part's sampled leading blocks,
  * with each part's length mixed in (so the split between parts counts).
  */
 export class AffinityKey {
   private h = FNV_OFFSET;
 
   add(part: string): this {
-    this.h = fnv1a(part, this.h, KEY_CHARS);
-    this.h = Math.imul(this.h ^ (part.length & 0xffff), FNV_PRIME) >>> 0;
+    let h = fnv1a(part, this.h, KEY_HEAD);
+    const n = Math.min(part.length, KEY_CHARS);
+    for (let i = KEY_HEAD; i < n; i += KEY_STRIDE) {
+      h ^= part.charCodeAt(i);
+      h = Math.imul(h, FNV_PRIME);
+    }
+    this.h = Math.imul(h ^ (part.length & 0xffffff), FNV_PRIME) >>> 0;
     return this;
   }
 

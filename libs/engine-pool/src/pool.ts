@@ -582,7 +582,8 @@ export class EnginePool {
     e.outcome(outcome);
     // A 5xx is an answer from a live server: it cools an endpoint only where another one can take its
     // share (a pool of one keeps sending; its connect errors and timeouts still cool it).
-    if (COOLS[outcome] && (outcome !== 'status_5xx' || this.endpoints.length > 1)) this.fail(e, outcome, detail);
+    if (COOLS[outcome] && (outcome !== 'status_5xx' || this.endpoints.length > 1))
+      this.fail(e, outcome, detail);
     else if (COOLS[outcome]) e.errors++;
     else if (outcome === 'ok' || outcome === 'client_error') e.fails = 0;
     this.drain();

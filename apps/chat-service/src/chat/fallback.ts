@@ -39,12 +39,11 @@ export class FallbackEngine implements ChatEngine {
     this.type = primary.type;
     this.media = primary.media;
     this.chain = [model, ...fallbacks];
+    if (primary.measure) this.measure = primary.measure.bind(primary);
   }
 
-  measure(input: EngineInput, signal: AbortSignal): Promise<EngineMeasure> {
-    if (!this.primary.measure) throw new Error('measure() of an engine without one');
-    return this.primary.measure(input, signal);
-  }
+  /** The primary engine's own count, when it has one (fitContext checks the request against it). */
+  readonly measure?: (input: EngineInput, signal: AbortSignal) => Promise<EngineMeasure>;
 
   async *generate(input: EngineInput, signal: AbortSignal): AsyncGenerator<EngineDelta> {
     for (let i = this.from; i < this.chain.length; i++) {
@@ -84,7 +83,5 @@ export function engineWithFallbacks(
 ): ChatEngine {
   const engine = engines.get(req.model);
   if (!req.fallbacks?.length) return engine;
-  const fb = new FallbackEngine(engines, engine, req.model, req.fallbacks, log, onAnswer);
-  if (!engine.measure) delete (fb as { measure?: unknown }).measure;
-  return fb;
+  return new FallbackEngine(engines, engine, req.model, req.fallbacks, log, onAnswer);
 }

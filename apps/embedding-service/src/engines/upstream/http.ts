@@ -62,7 +62,12 @@ const MAX_ERROR_BODY = 64 * 1024;
  * - anything else (other 5xx, 401/403/404 = our configuration, refused connection, timeout, a body that
  *   is not JSON): a clean 500 whose message has no internals; the details go to the log.
  */
-export function postJson(t: UpstreamTarget, path: string, body: unknown, signal: AbortSignal): Promise<unknown> {
+export function postJson(
+  t: UpstreamTarget,
+  path: string,
+  body: unknown,
+  signal: AbortSignal,
+): Promise<unknown> {
   const json = JSON.stringify(body);
   return t.pool.call({ signal }, (ep) => postOnce(t, `${ep.url}${path}`, json, signal));
 }
