@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { EnginePoolSchema } from '@infer/contracts';
+import { pino } from 'pino';
 import { waitFor } from '../../../test/support/wait-for.js';
 import { chatAffinityKey } from './affinity.js';
 import { addressUrl } from './discovery.js';
@@ -13,6 +14,7 @@ const settings = (s: Record<string, unknown>): PoolSettings =>
 const four = [0, 1, 2, 3].map((i) => ({ url: `http://10.0.0.${i}:8000/v1` }));
 
 let seq = 0;
+const silentLog = pino({ level: 'silent' });
 const pool = (s: Record<string, unknown>, o: Partial<ConstructorParameters<typeof EnginePool>[1]> = {}) =>
   new EnginePool(settings(s), { model: `m${seq++}`, ...o });
 
@@ -322,5 +324,27 @@ describe('discovery', () => {
   it('builds URLs for both address families', () => {
     assert.equal(addressUrl('http', '10.0.0.1', 80, 'v1/'), 'http://10.0.0.1:80/v1');
     assert.equal(addressUrl('https', '::1', 8443, ''), 'https://[::1]:8443');
+  });
+});
+
+describe('operators', () => {
+  it('every service ops server answers GET /status/engine-pools with the live pools', async () => {
+    const { OpsServer } = await import('@infer/service-kit');
+    const p = pool({ endpoints: four.slice(0, 2) }, { cooldownMs: 60_000 });
+    (await p.acquire({})).release('connect');
+    const ops = new OpsServer({ service: 't', port: 0, host: '127.0.0.1', log: silentLog });
+    const base = await ops.start();
+    try {
+      const body = (await (await fetch(`${base}/status/engine-pools`)).json()) as {
+        pools: Array<{ model: string; endpoints: Array<{ state: string; last_error: string | null }> }>;
+      };
+      const mine = body.pools.find((x) => x.model === p.model);
+      assert.ok(mine);
+      assert.deepEqual(mine.endpoints.map((e) => e.state).sort(), ['cooling', 'up']);
+      assert.equal(mine.endpoints.find((e) => e.state === 'cooling')?.last_error, 'connect');
+    } finally {
+      await ops.close();
+      await p.close();
+    }
   });
 });

@@ -1,5 +1,5 @@
 import { ApiError, type EnginePoolSettings, type PriorityClass } from '@infer/contracts';
-import { currentCaller, type Logger } from '@infer/service-kit';
+import { currentCaller, type Logger, registerOpsStatus } from '@infer/service-kit';
 import { addressUrl, type Resolver, resolveAddresses } from './discovery.js';
 import { poolMetrics } from './metrics.js';
 import { CLASS_RANK, FairQueue, type Queued } from './queue.js';
@@ -745,6 +745,9 @@ export interface PoolStatus {
 export function enginePoolStatus(): PoolStatus[] {
   return [...pools].map((p) => p.status());
 }
+
+// Served by every service's ops server as GET /status/engine-pools (the console's Models page).
+registerOpsStatus('engine-pools', () => ({ pools: enginePoolStatus() }));
 
 /** vLLM's request `priority` (lower runs first) of a caller class. */
 export function vllmPriority(cls: PriorityClass | undefined): number {
