@@ -1,4 +1,5 @@
-import { ApiError, type CatalogEntry } from '@infer/contracts';
+import { ApiError, type CatalogEntry, type EnginePoolSettings } from '@infer/contracts';
+import { EndpointFailure, EnginePool, networkOutcome, statusOutcome } from '@infer/engine-pool';
 import { type EngineFactory, EngineRegistry as EngineRegistryBase, type Logger } from '@infer/service-kit';
 
 export type { EngineFactory } from '@infer/service-kit';
@@ -87,6 +88,32 @@ export async function upstreamError(
 /** Joins an OpenAI-style base URL (ending in /v1 or not) and a path. */
 export function upstreamUrl(base: string, path: string): string {
   return `${base.replace(/\/+$/, '')}/${path.replace(/^\/+/, '')}`;
+}
+
+/**
+ * fetchFailure for a call through an engine pool: an EndpointFailure (timeout, connect) so the pool
+ * tries another endpoint, or the abort reason.
+ */
+export function poolFetchFailure(e: unknown, signal: AbortSignal, what: string, timeoutMs: number): unknown {
+  if (signal.aborted) return signal.reason;
+  const timedOut = (e as { name?: string })?.name === 'TimeoutError';
+  return new EndpointFailure(networkOutcome(e, timedOut), fetchFailure(e, signal, what, timeoutMs));
+}
+
+/** upstreamError for a call through an engine pool: 408/429/5xx are the endpoint's (EndpointFailure). */
+export async function poolStatusFailure(
+  res: Response,
+  what: string,
+  params: readonly string[],
+): Promise<unknown> {
+  const err = await upstreamError(res, what, params);
+  const outcome = statusOutcome(res.status);
+  return outcome === 'client_error' ? err : new EndpointFailure(outcome, err);
+}
+
+/** The engine pool of an upstream audio model (libs/engine-pool). */
+export function audioPool(s: EnginePoolSettings, model: CatalogEntry): EnginePool {
+  return new EnginePool(s, { model: model.id });
 }
 
 /** Rejects with a clean 500 (or the abort reason) when fetch fails below HTTP. */

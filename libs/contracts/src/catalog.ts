@@ -44,33 +44,109 @@ export const SimulatorEngineSchema = z.object({
   reasoning_tokens: z.number().int().min(0).default(8),
 });
 
+/** Request classes of the engine pools' wait queue and of vLLM's `priority`, first served first. */
+export const PRIORITY_CLASSES = ['premium', 'inference', 'community', 'batch'] as const;
+export const PriorityClassSchema = z.enum(PRIORITY_CLASSES);
+export type PriorityClass = z.infer<typeof PriorityClassSchema>;
+
+/**
+ * Where an HTTP engine's endpoints are and how requests are spread over them (libs/engine-pool). A
+ * model names its server(s) with exactly one of `base_url` (a pool of one), `endpoints` (a static list)
+ * or `discovery` (the A/AAAA records of a headless Service, re-read every `refresh_s`).
+ */
+export const EnginePoolFields = {
+  base_url: z.url({ protocol: /^https?$/ }).optional(),
+  endpoints: z
+    .array(
+      z.object({
+        url: z.url({ protocol: /^https?$/ }),
+        /** Share of the traffic relative to the other endpoints. */
+        weight: z.number().int().min(1).max(100).default(1),
+      }),
+    )
+    .min(1)
+    .optional(),
+  discovery: z
+    .object({
+      /** A DNS name whose A/AAAA records are the endpoints (a Kubernetes headless Service). */
+      dns: z.string().min(1),
+      port: z.number().int().min(1).max(65_535),
+      /** Path every endpoint's URL ends with, e.g. `/v1`. */
+      path: z.string().default(''),
+      scheme: z.enum(['http', 'https']).default('http'),
+      refresh_s: z.number().min(1).max(3600).default(10),
+    })
+    .optional(),
+  /** round_robin (weighted), least_loaded (power of two choices), prefix_affinity (ADR 0060). */
+  routing: z.enum(['round_robin', 'least_loaded', 'prefix_affinity']).default('prefix_affinity'),
+  /** Requests one endpoint takes at once; beyond it the endpoint is saturated. */
+  max_inflight_per_endpoint: z.number().int().min(1).max(100_000).default(64),
+  /** Other endpoints tried when one fails before the first byte of the answer. */
+  retries: z.number().int().min(0).max(10).default(2),
+  /** Longest wait in the pool's queue when every endpoint is saturated; then 503 `overloaded`. */
+  queue_timeout_ms: z.number().int().min(0).max(600_000).default(10_000),
+  /** Chat: a stream broken mid-way continues on another endpoint from the text so far. */
+  resume: z.boolean().default(false),
+  /** Sends the caller's class as vLLM's request `priority` (needs `--scheduling-policy priority`). */
+  tier_priority: z.boolean().default(false),
+  /** Path of the active health probe on each endpoint's origin; empty turns probes off. */
+  health_path: z.string().default('/health'),
+  /** How often each endpoint is probed (ms); 0 turns probes off. */
+  probe_interval_ms: z.number().int().min(0).max(600_000).default(5_000),
+};
+
+/** The pool fields alone (what libs/engine-pool reads of an engine's settings). */
+export const EnginePoolSchema = z.object(EnginePoolFields);
+export type EnginePoolSettings = z.output<typeof EnginePoolSchema>;
+
+/** Exactly one of base_url, endpoints or discovery (a zod check for schemas built on EnginePoolFields). */
+export function checkPoolSource(
+  s: { base_url?: unknown; endpoints?: unknown; discovery?: unknown },
+  ctx: { addIssue(issue: { code: 'custom'; message: string; path: string[]; input: unknown }): void },
+): void {
+  const given = [s.base_url, s.endpoints, s.discovery].filter((x) => x !== undefined).length;
+  if (given !== 1) {
+    ctx.addIssue({
+      code: 'custom',
+      message:
+        given === 0
+          ? 'needs one of base_url, endpoints or discovery'
+          : 'give only one of base_url, endpoints or discovery',
+      path: ['base_url'],
+      input: s,
+    });
+  }
+}
+
 /**
  * Any OpenAI-compatible server (vLLM, SGLang, llama.cpp server, TGI, Ollama, TEI, LocalAI ...). Loose:
  * a service may read settings of its own here (e.g. `voices` of a speech upstream), which it validates.
  */
-export const OpenAIUpstreamEngineSchema = z.looseObject({
-  type: z.literal('openai'),
-  base_url: z.string().url(),
-  /** Model name on the upstream; defaults to the catalog id. */
-  model: z.string().optional(),
-  /** Name of an environment variable that holds the upstream's key (never the key itself). */
-  api_key_env: z.string().optional(),
-  /** Longest wait for the upstream's response headers, and then between two streamed chunks. */
-  timeout_ms: z.number().int().min(1).default(600_000),
-  /**
-   * How a reasoning trace that the upstream leaves inline in `content` is split out (when the
-   * upstream sends `reasoning_content` itself, that wins): `think_tags` = a `<think>...</think>` block
-   * at the start of the answer; `think_tags_open` = the chat template opens `<think>` itself, so the
-   * answer starts inside the trace (DeepSeek-R1 style) when the request reasons; `none` = leave it.
-   */
-  reasoning_parser: z.enum(['think_tags', 'think_tags_open', 'none']).default('think_tags'),
-  /**
-   * How tool calls that the upstream leaves inline in `content` are parsed (when it sends
-   * `tool_calls` itself, those win): `hermes` = `<tool_call>{"name", "arguments"}</tool_call>`
-   * (Qwen, Hermes ...), `mistral` = `[TOOL_CALLS][{...}]`, `none` = leave the text alone.
-   */
-  tool_call_parser: z.enum(['hermes', 'mistral', 'none']).default('hermes'),
-});
+export const OpenAIUpstreamEngineSchema = z
+  .looseObject({
+    type: z.literal('openai'),
+    ...EnginePoolFields,
+    /** Model name on the upstream; defaults to the catalog id. */
+    model: z.string().optional(),
+    /** Name of an environment variable that holds the upstream's key (never the key itself). */
+    api_key_env: z.string().optional(),
+    /** Longest wait for the upstream's response headers, and then between two streamed chunks. */
+    timeout_ms: z.number().int().min(1).default(600_000),
+    /**
+     * How a reasoning trace that the upstream leaves inline in `content` is split out (when the
+     * upstream sends `reasoning_content` itself, that wins): `think_tags` = a `<think>...</think>` block
+     * at the start of the answer; `think_tags_open` = the chat template opens `<think>` itself, so the
+     * answer starts inside the trace (DeepSeek-R1 style) when the request reasons; `none` = leave it.
+     */
+    reasoning_parser: z.enum(['think_tags', 'think_tags_open', 'none']).default('think_tags'),
+    /**
+     * How tool calls that the upstream leaves inline in `content` are parsed (when it sends
+     * `tool_calls` itself, those win): `hermes` = `<tool_call>{"name", "arguments"}</tool_call>`
+     * (Qwen, Hermes ...), `mistral` = `[TOOL_CALLS][{...}]`, `none` = leave the text alone.
+     */
+    tool_call_parser: z.enum(['hermes', 'mistral', 'none']).default('hermes'),
+  })
+  .superRefine(checkPoolSource);
 
 /** Embedded llama.cpp via node-llama-cpp on CPU. */
 export const LlamaCppEngineSchema = z.object({
@@ -142,6 +218,11 @@ export const CatalogEntrySchema = z.object({
   default_max_output_tokens: z.number().int().positive().optional(),
   /** Price of a batch line's tokens relative to interactive ones (usage reports apply it). */
   batch_price_factor: z.number().min(0).max(1).default(0.5),
+  /**
+   * Models tried, in order, when no endpoint of this one can take a request (all down, or saturated
+   * past the queue); the gateway keeps those the caller's tier may use (ServiceRequest.fallbacks).
+   */
+  fallbacks: z.array(z.string().min(1)).max(8).default([]),
   engine: EngineConfigSchema,
 });
 export type CatalogEntry = z.infer<typeof CatalogEntrySchema>;

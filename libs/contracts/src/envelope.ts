@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { CatalogEntrySchema } from './catalog.js';
+import { CatalogEntrySchema, PriorityClassSchema } from './catalog.js';
 import { WireErrorSchema } from './errors.js';
 
 /**
@@ -24,6 +24,16 @@ export const ServiceRequestSchema = z.object({
    * records the request itself. Absent: the service records nothing.
    */
   usageRoot: z.string().optional(),
+  /**
+   * The caller's class: its tier, or `batch` for a batch line. Orders the engine pools' wait queue and
+   * becomes vLLM's `priority` where the model opts in; absent = `community`.
+   */
+  tier: PriorityClassSchema.optional(),
+  /**
+   * The model's `fallbacks` that the caller's tier may use, resolved, in order: tried by the service when
+   * no endpoint of `model` can take the request. The answer then names the model that answered.
+   */
+  fallbacks: z.array(CatalogEntrySchema).optional(),
 });
 export interface ServiceRequest<B = unknown> extends Omit<z.infer<typeof ServiceRequestSchema>, 'body'> {
   body: B;
@@ -51,8 +61,14 @@ export const ZERO_USAGE: UsageReport = Object.freeze({
  *   X<json>  an error: a WireError
  *   H<json>  a heartbeat: `{usage?}`, sent about every second while work is in flight, so the gateway
  *            tells a busy replica from a dead one (with the usage so far where the handler reports it)
+ *   M<json>  meta: a StreamMeta, sent before the first data frame when the stream's headers need it
+ *            (a fallback model answers)
  */
-export const FrameKind = { data: 0x44, end: 0x45, error: 0x58, heartbeat: 0x48 } as const;
+export const FrameKind = { data: 0x44, end: 0x45, error: 0x58, heartbeat: 0x48, meta: 0x4d } as const;
+
+/** What a stream's meta frame says: a fallback model (`model`) answers instead of `fallback_from`. */
+export const StreamMetaSchema = z.object({ model: z.string(), fallback_from: z.string() });
+export type StreamMeta = z.infer<typeof StreamMetaSchema>;
 
 /** How often a service sends heartbeat frames for the work in flight (ms). */
 export const HEARTBEAT_MS = 1_000;
@@ -78,6 +94,11 @@ export const EndFrameSchema = z.object({
   binary: z.object({ base64: z.string(), contentType: z.string() }).optional(),
   /** A binary result too large for one NATS message: the gateway reads it from Redis and deletes it. */
   binaryBlob: BlobRefSchema.optional(),
+  /**
+   * Set when a fallback model answered (ServiceRequest.fallbacks): its id. Usage is that model's; the
+   * gateway says so in `x-infer-fallback` (streams learn it earlier, from their meta frame).
+   */
+  model: z.string().optional(),
 });
 export type EndFrame = z.infer<typeof EndFrameSchema>;
 /**

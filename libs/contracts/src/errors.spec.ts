@@ -68,6 +68,9 @@ describe('ApiError stacks: answers carry none, faults keep theirs', () => {
         code: 'rate_limit_exceeded',
       },
     });
-    assert.deepEqual(e.toWire(), { status: 429, ...e.toBody().error });
+    // Its headers travel with it over NATS (a service's 503 overloaded keeps its Retry-After).
+    assert.deepEqual(e.toWire(), { status: 429, ...e.toBody().error, headers: { 'retry-after': '7' } });
+    assert.deepEqual(ApiError.fromWire(e.toWire()).headers, { 'retry-after': '7' });
+    assert.equal('headers' in ApiError.internal().toWire(), false, 'no headers: none on the wire');
   });
 });

@@ -25,6 +25,10 @@ export const ErrorCode = {
   insufficientQuota: 'insufficient_quota',
   quotaExceeded: 'quota_exceeded',
   searchUnavailable: 'search_unavailable',
+  /** Every endpoint of the model is saturated (503 with Retry-After). */
+  overloaded: 'overloaded',
+  /** No endpoint of the model can be reached (503). */
+  serviceUnavailable: 'service_unavailable',
 } as const;
 
 /** `type` values. Where the spec is silent these follow the OpenAI API (see docs/api-decisions.md). */
@@ -85,11 +89,28 @@ export class ApiError extends Error {
   }
 
   toWire(): WireError {
-    return { status: this.status, ...this.toBody().error };
+    const w: WireError = { status: this.status, ...this.toBody().error };
+    // Headers a service sets (Retry-After of a 503 `overloaded`) travel with the error.
+    for (const _ in this.headers) {
+      w.headers = this.headers;
+      break;
+    }
+    return w;
   }
 
   static fromWire(w: WireError): ApiError {
-    return new ApiError(w.status, w.message, { type: w.type, code: w.code, param: w.param });
+    const init: ApiErrorInit = { type: w.type, code: w.code, param: w.param };
+    if (w.headers) init.headers = w.headers;
+    return new ApiError(w.status, w.message, init);
+  }
+
+  /** Every endpoint of a model is saturated and the request waited its longest: retry after `seconds`. */
+  static overloaded(seconds: number, message = 'The model is overloaded; retry later.'): ApiError {
+    return new ApiError(503, message, {
+      type: ErrorType.server,
+      code: ErrorCode.overloaded,
+      headers: { 'retry-after': String(Math.max(1, Math.ceil(seconds))) },
+    });
   }
 
   static invalid(message: string, param: string | null = null): ApiError {
@@ -150,6 +171,8 @@ export const WireErrorSchema = z.object({
   type: z.string().nullable(),
   param: z.string().nullable(),
   code: z.string().nullable(),
+  /** Response headers that belong to the error (Retry-After). */
+  headers: z.record(z.string(), z.string()).optional(),
 });
 export type WireError = z.infer<typeof WireErrorSchema>;
 

@@ -61,6 +61,7 @@ export function entryToRow(entry: CatalogEntry): ModelData {
     dimensions: entry.dimensions ?? null,
     defaultMaxOutputTokens: entry.default_max_output_tokens ?? null,
     batchPriceFactor: entry.batch_price_factor,
+    fallbacks: entry.fallbacks,
     enabled: true,
   };
 }
@@ -86,6 +87,8 @@ export interface CatalogRow {
   dimensions: number | null;
   defaultMaxOutputTokens: number | null;
   batchPriceFactor: number;
+  /** Absent in rows read before the column existed. */
+  fallbacks?: string[] | null;
 }
 
 /** Table row -> catalog entry, validated again with CatalogEntrySchema. */
@@ -107,6 +110,7 @@ export function rowToEntry(row: CatalogRow): CatalogEntry {
     ...(row.dimensions !== null ? { dimensions: row.dimensions } : {}),
     ...(row.defaultMaxOutputTokens !== null ? { default_max_output_tokens: row.defaultMaxOutputTokens } : {}),
     batch_price_factor: row.batchPriceFactor,
+    fallbacks: row.fallbacks ?? [],
     engine: row.engine,
   };
   const parsed = CatalogEntrySchema.safeParse(input);
@@ -119,7 +123,8 @@ export function rowToEntry(row: CatalogRow): CatalogEntry {
 // for the enum's type): cast to text and text[], which both drivers return as string / string[].
 const ENABLED_MODELS_SQL = `SELECT "id", "kind", "rank", "ownedBy", "created", "description", "tiers"::text[] AS "tiers",
        "contextWindow", "allowanceTokens", "allowancePeriod"::text AS "allowancePeriod", "capabilities",
-       "engine", "dimensions", "defaultMaxOutputTokens", "batchPriceFactor"
+       "engine", "dimensions", "defaultMaxOutputTokens", "batchPriceFactor",
+       "fallbacks"
   FROM "Model"
  WHERE "enabled"
  ORDER BY "rank" ASC, "id" ASC`;

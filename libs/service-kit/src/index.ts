@@ -1,4 +1,5 @@
 export * from './abort.js';
+export * from './caller.js';
 export * from './config.js';
 export * from './default-models.js';
 export * from './engine-registry.js';

@@ -7,6 +7,7 @@ import {
   HEARTBEAT_MS,
   LIVENESS_MS,
   type ServiceRequest,
+  type StreamMeta,
   Subjects,
   type UsageReport,
   UsageStream,
@@ -20,6 +21,7 @@ import {
   type PublishOptions,
   type Subscription,
 } from '@nats-io/transport-node';
+import { withCaller } from './caller.js';
 import { InflightTable, NumberedTable } from './inflight-table.js';
 import type { Logger } from './logger.js';
 import { activeTracer, rpcPublishOptions, traceRpcHandler } from './telemetry/index.js';
@@ -50,6 +52,8 @@ export interface HandlerContext {
    * from a replica that then died.
    */
   progress?: () => UsageReport;
+  /** Sends a meta frame (before the first data frame): a fallback model answers the stream. */
+  meta?(m: StreamMeta): void;
 }
 
 interface Work {
@@ -254,13 +258,19 @@ export class RpcServer {
       emit: (chunk) => {
         if (!ac.signal.aborted) this.send(reply, encodeFrame(FrameKind.data, JSON.stringify(chunk)));
       },
+      meta: (m) => {
+        if (!ac.signal.aborted) this.send(reply, encodeFrame(FrameKind.meta, JSON.stringify(m)));
+      },
     };
     this.inflight.set(req.requestId, { ac, reply, ctx });
     const started = Date.now();
     try {
-      const end = await (activeTracer
-        ? traceRpcHandler(msg.subject, msg.headers, req, ctx, () => handler(req, ctx))
-        : handler(req, ctx));
+      const caller = { cls: req.tier, member: req.memberId, deadline: req.deadline };
+      const end = await withCaller(caller, () =>
+        activeTracer
+          ? traceRpcHandler(msg.subject, msg.headers, req, ctx, () => handler(req, ctx))
+          : handler(req, ctx),
+      );
       if (ac.signal.reason === SHUTDOWN) {
         // Cut short by a shutdown: the client gets a retryable error, the gateway the usage so far.
         const frame: ErrorFrame = { ...shutdownError().toWire(), usage: end.usage };
@@ -354,6 +364,8 @@ export interface RpcStream extends AsyncIterable<Uint8Array> {
    * `end` has rejected; null otherwise.
    */
   readonly partialUsage: UsageReport | null;
+  /** The stream's meta frame (a fallback model answers), once it arrived; null otherwise. */
+  readonly meta: StreamMeta | null;
 }
 
 export interface CallOptions {
@@ -523,6 +535,7 @@ class InboxCall implements RpcStream {
   /** After cancel(): when to give up waiting for the final usage. */
   private graceUntil = Number.POSITIVE_INFINITY;
   partialUsage: UsageReport | null = null;
+  meta: StreamMeta | null = null;
 
   constructor(
     private readonly nc: NatsConnection,
@@ -570,6 +583,14 @@ class InboxCall implements RpcStream {
         } catch {
           // a malformed heartbeat still proves the replica alive
         }
+      }
+      return;
+    }
+    if (kind === FrameKind.meta) {
+      try {
+        this.meta = JSON.parse(dec.decode(data.subarray(1))) as StreamMeta;
+      } catch {
+        // a malformed meta frame changes no header
       }
       return;
     }

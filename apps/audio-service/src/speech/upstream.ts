@@ -1,7 +1,16 @@
 import { ApiError, type CatalogEntry, OpenAIUpstreamEngineSchema } from '@infer/contracts';
+import type { EnginePool } from '@infer/engine-pool';
 import { parseEngineSettings } from '@infer/service-kit';
 import { z } from 'zod';
-import { authorization, type EngineFactory, fetchFailure, upstreamError, upstreamUrl } from '../engines.js';
+import {
+  audioPool,
+  authorization,
+  type EngineFactory,
+  fetchFailure,
+  poolFetchFailure,
+  poolStatusFailure,
+  upstreamUrl,
+} from '../engines.js';
 import type { SpeechEngine, SpeechInput } from './engine.js';
 
 /**
@@ -27,11 +36,19 @@ export type UpstreamSpeechSettings = z.infer<typeof UpstreamSpeechSettingsSchema
 
 export class UpstreamSpeechEngine implements SpeechEngine {
   readonly type = 'openai';
+  /** The model's endpoints (libs/engine-pool): a failing one is retried on another before answering. */
+  private readonly pool: EnginePool;
 
   constructor(
     private readonly s: UpstreamSpeechSettings,
     private readonly model: CatalogEntry,
-  ) {}
+  ) {
+    this.pool = audioPool(s, model);
+  }
+
+  close(): Promise<void> {
+    return this.pool.close();
+  }
 
   /** The upstream's name of a public voice id, or a 400 when `voices` is set and lacks it. */
   upstreamVoice(voice: string): string {
@@ -59,19 +76,23 @@ export class UpstreamSpeechEngine implements SpeechEngine {
       speed: req.speed,
     };
     const headers = { 'content-type': 'application/json', ...authorization(this.s.api_key_env, this.model) };
-    const sig = AbortSignal.any([signal, AbortSignal.timeout(this.s.timeout_ms)]);
-    let res: Response;
-    try {
-      res = await fetch(upstreamUrl(this.s.base_url, 'audio/speech'), {
-        method: 'POST',
-        headers,
-        body: JSON.stringify(body),
-        signal: sig,
-      });
-    } catch (e) {
-      throw fetchFailure(e, signal, 'speech', this.s.timeout_ms);
-    }
-    if (!res.ok) throw await upstreamError(res, 'speech', ['voice', 'input', 'speed', 'response_format']);
+    const json = JSON.stringify(body);
+    const res = await this.pool.call({ signal }, async (ep) => {
+      const sig = AbortSignal.any([signal, AbortSignal.timeout(this.s.timeout_ms)]);
+      let r: Response;
+      try {
+        r = await fetch(upstreamUrl(ep.url, 'audio/speech'), {
+          method: 'POST',
+          headers,
+          body: json,
+          signal: sig,
+        });
+      } catch (e) {
+        throw poolFetchFailure(e, signal, 'speech', this.s.timeout_ms);
+      }
+      if (!r.ok) throw await poolStatusFailure(r, 'speech', ['voice', 'input', 'speed', 'response_format']);
+      return r;
+    });
     const declared = Number(res.headers.get('content-length') ?? '0');
     if (declared > this.s.max_bytes)
       throw ApiError.internal('The speech upstream answered more audio than allowed.');

@@ -1,7 +1,15 @@
 import { ApiError, type CatalogEntry, OpenAIUpstreamEngineSchema } from '@infer/contracts';
+import { EndpointFailure, type EnginePool } from '@infer/engine-pool';
 import { parseEngineSettings } from '@infer/service-kit';
 import { z } from 'zod';
-import { authorization, type EngineFactory, fetchFailure, upstreamError, upstreamUrl } from '../engines.js';
+import {
+  audioPool,
+  authorization,
+  type EngineFactory,
+  poolFetchFailure,
+  poolStatusFailure,
+  upstreamUrl,
+} from '../engines.js';
 import type {
   TranscribeInput,
   Transcript,
@@ -134,6 +142,14 @@ export class UpstreamTranscriptionEngine implements TranscriptionEngine {
   ) {
     this.languages = s.languages ?? null;
     this.jobTimeoutMs = s.job_timeout_ms;
+    this.pool = audioPool(s, model);
+  }
+
+  /** The model's endpoints (libs/engine-pool): a failing one is retried on another before answering. */
+  private readonly pool: EnginePool;
+
+  close(): Promise<void> {
+    return this.pool.close();
   }
 
   async transcribe(input: TranscribeInput, signal: AbortSignal): Promise<Transcript> {
@@ -147,28 +163,29 @@ export class UpstreamTranscriptionEngine implements TranscriptionEngine {
     if (input.temperature !== undefined) form.append('temperature', String(input.temperature));
     if (input.prompt) form.append('prompt', input.prompt);
     const headers = authorization(this.s.api_key_env, this.model);
-    const sig = AbortSignal.any([signal, AbortSignal.timeout(this.s.timeout_ms)]);
-    let res: Response;
-    let body: unknown;
-    try {
-      res = await fetch(upstreamUrl(this.s.base_url, 'audio/transcriptions'), {
-        method: 'POST',
-        headers,
-        body: form,
-        signal: sig,
-      });
-      if (!res.ok)
-        throw await upstreamError(res, 'transcription', ['language', 'prompt', 'temperature', 'file']);
-      const text = await res.text();
+    const body = await this.pool.call({ signal }, async (ep) => {
+      const sig = AbortSignal.any([signal, AbortSignal.timeout(this.s.timeout_ms)]);
+      let text: string;
       try {
-        body = JSON.parse(text);
+        const res = await fetch(upstreamUrl(ep.url, 'audio/transcriptions'), {
+          method: 'POST',
+          headers,
+          body: form,
+          signal: sig,
+        });
+        if (!res.ok)
+          throw await poolStatusFailure(res, 'transcription', ['language', 'prompt', 'temperature', 'file']);
+        text = await res.text();
+      } catch (e) {
+        if (e instanceof ApiError || e instanceof EndpointFailure) throw e;
+        throw poolFetchFailure(e, signal, 'transcription', this.s.timeout_ms);
+      }
+      try {
+        return JSON.parse(text) as unknown;
       } catch {
         throw ApiError.internal('The transcription upstream answered something that is not JSON.');
       }
-    } catch (e) {
-      if (e instanceof ApiError) throw e;
-      throw fetchFailure(e, signal, 'transcription', this.s.timeout_ms);
-    }
+    });
     return normalizeUpstream(body, input);
   }
 }

@@ -10,6 +10,7 @@ import type { RpcHandler } from '@infer/service-kit';
 import type { EngineRegistry } from '../engines/registry.js';
 import { countPromptTokens } from '../tokens.js';
 import { checkChatRequest, toEngineInput } from './engine-input.js';
+import { engineWithFallbacks, routeOf } from './fallback.js';
 import { abortedEnd, type ChoiceSink, fitContext, randomId, runChoices, sumUsage } from './generation.js';
 import { DEFAULT_MEDIA_OPTIONS, type MediaOptions, resolveMedia } from './media.js';
 
@@ -45,9 +46,15 @@ export function chatCompletionsHandler(
   return async (req, ctx) => {
     const body = req.body;
     checkChatRequest(body, req.model);
-    const engine = engines.get(req.model);
     const stream = req.stream;
+    // The model that answers: req.model, or a fallback when no endpoint of it could take the request.
+    let model = req.model.id;
+    const engine = engineWithFallbacks(engines, req, ctx.log, (m) => {
+      model = m.id;
+      if (stream) ctx.meta?.({ model: m.id, fallback_from: req.model.id });
+    });
     let base = toEngineInput(body, req.model);
+    base.route = routeOf(req);
     try {
       base.messages = await resolveMedia(base.messages, req.model, engine, media, ctx.signal);
       base = await fitContext(engine, base, req.model, ctx.signal, {
@@ -63,7 +70,6 @@ export function chatCompletionsHandler(
     const includeUsage = stream && body.stream_options?.include_usage === true;
     const id = `chatcmpl-${randomId()}`;
     const created = Math.floor(Date.now() / 1000);
-    const model = req.model.id;
 
     const emit = (choices: ChunkChoice[], usage?: UsageReport) => {
       if (ctx.signal.aborted) return;
@@ -115,7 +121,7 @@ export function chatCompletionsHandler(
     ctx.log.debug({ usage, n, stream, engine: engine.type }, 'chat completion done');
     if (stream) {
       if (includeUsage) emit([], usage);
-      return { usage };
+      return model === req.model.id ? { usage } : { usage, model };
     }
     const completion: ChatCompletion = {
       id,
@@ -136,6 +142,6 @@ export function chatCompletionsHandler(
       })),
       usage,
     };
-    return { data: completion, usage };
+    return model === req.model.id ? { data: completion, usage } : { data: completion, usage, model };
   };
 }

@@ -9,6 +9,7 @@ import {
   ZERO_USAGE,
 } from '@infer/contracts';
 import type { RpcHandler } from '@infer/service-kit';
+import { routeOf } from '../chat/fallback.js';
 import { abortedEnd, fitContext, randomId, runChoices, sumUsage } from '../chat/generation.js';
 import type { EngineInput } from '../engines/engine.js';
 import type { EngineRegistry } from '../engines/registry.js';
@@ -56,6 +57,7 @@ export function completionsHandler(engines: EngineRegistry): RpcHandler<Completi
       response_format: null,
       reasoning: null,
       choice: 0,
+      route: routeOf(req),
     };
     const stream = req.stream;
     try {

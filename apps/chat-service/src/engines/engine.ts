@@ -1,4 +1,12 @@
-import type { ContentPart, FinishReason, ResponseFormat, Tool, ToolCall, ToolChoice } from '@infer/contracts';
+import type {
+  ContentPart,
+  FinishReason,
+  PriorityClass,
+  ResponseFormat,
+  Tool,
+  ToolCall,
+  ToolChoice,
+} from '@infer/contracts';
 
 /**
  * The ONE chat engine interface (docs/architecture.md, rule 3: engines are adapters).
@@ -114,6 +122,12 @@ export interface EngineInput {
    * is then empty, and there are no tools, response format or reasoning.
    */
   prompt?: string;
+  /**
+   * Who asks and until when (from the service envelope), for engines that route and queue requests
+   * (the upstream engine's pool): the caller's class orders the pool's wait queue and may become vLLM's
+   * `priority`; members of one class take turns; nothing waits past the deadline (epoch ms).
+   */
+  route?: { cls?: PriorityClass | undefined; member?: string | undefined; deadline?: number | undefined };
 }
 
 export interface EngineUsage {

@@ -1,4 +1,20 @@
 import { ApiError, type ContentPart, OpenAIUpstreamEngineSchema, type ReasoningMode } from '@infer/contracts';
+import {
+  chatAffinityKey,
+  type Endpoint,
+  EndpointFailure,
+  EnginePool,
+  errorText,
+  exhausted,
+  type Lease,
+  type Outcome,
+  type PoolOptions,
+  RETRYABLE,
+  type RouteRequest,
+  statusOutcome,
+  textAffinityKey,
+  vllmPriority,
+} from '@infer/engine-pool';
 import { type Logger, parseEngineSettings } from '@infer/service-kit';
 import { Agent, type Dispatcher } from 'undici';
 import type { z } from 'zod';
@@ -47,10 +63,10 @@ const MAX_UPSTREAM_MESSAGE = 1000;
 export class OpenAIUpstreamEngine implements ChatEngine {
   readonly type = 'openai';
   readonly media = { images: true, audio: true };
+  /** One undici Agent for every endpoint of the pool (it keeps a connection pool per origin). */
   private readonly agent: Agent;
-  /** `base_url` split for undici's request(): scheme://host:port, and the path without a trailing slash. */
-  private readonly origin: string;
-  private readonly path: string;
+  /** The model's endpoints, routing, health and wait queue (libs/engine-pool). */
+  readonly pool: EnginePool;
 
   constructor(
     readonly settings: OpenAIUpstreamSettings,
@@ -58,10 +74,9 @@ export class OpenAIUpstreamEngine implements ChatEngine {
     private readonly reasoningMode: ReasoningMode,
     private readonly apiKey: string | undefined,
     private readonly log: Logger,
+    poolOptions: Partial<PoolOptions> = {},
   ) {
-    const base = new URL(settings.base_url);
-    this.origin = base.origin;
-    this.path = base.pathname.replace(/\/+$/, '');
+    this.pool = new EnginePool(settings, { model: modelId, log, ...poolOptions });
     this.agent = new Agent({
       connect: { timeout: Math.min(settings.timeout_ms, 10_000) },
       headersTimeout: 0,
@@ -71,9 +86,17 @@ export class OpenAIUpstreamEngine implements ChatEngine {
   }
 
   async close(): Promise<void> {
+    await this.pool.close();
     await this.agent.close();
   }
 
+  /**
+   * One choice through the pool. Before the first delta reaches the caller, an endpoint that fails
+   * (connect error, 5xx, 408/429, timeout, a stream that breaks) is left for another, up to `retries`
+   * times within the request's deadline. After it, a break ends the choice with the error, unless the
+   * model has `resume: true`: then the answer continues on another endpoint from the text so far (sent
+   * as an assistant prefix with vLLM's `continue_final_message`), and the caller sees one stream.
+   */
   async *generate(input: EngineInput, signal: AbortSignal): AsyncGenerator<EngineDelta> {
     const raw = input.prompt !== undefined;
     const body = raw ? this.completionBody(input) : this.chatBody(input);
@@ -82,11 +105,95 @@ export class OpenAIUpstreamEngine implements ChatEngine {
       yield run.finish('cancelled');
       return;
     }
+    const pool = this.pool;
+    const route: RouteRequest = {
+      key:
+        pool.routing === 'prefix_affinity'
+          ? raw
+            ? textAffinityKey(input.prompt ?? '')
+            : chatAffinityKey(input.messages, input.tools)
+          : undefined,
+      cls: input.route?.cls,
+      member: input.route?.member,
+      deadline: input.route?.deadline,
+      signal,
+      exclude: null,
+    };
+    if (pool.tierPriority) body.priority = vllmPriority(input.route?.cls);
+    let tried: Set<Endpoint> | null = null;
+    let retriesLeft = pool.retries;
+    let resumed = 0;
+    for (;;) {
+      let lease: Lease;
+      try {
+        lease = await pool.acquire(route);
+      } catch (e) {
+        if (signal.aborted) {
+          yield* run.flush();
+          yield run.finish('cancelled');
+          return;
+        }
+        throw run.lastFailure ? exhausted(run.lastFailure) : e;
+      }
+      const before = run.sent;
+      let outcome: Outcome = 'ok';
+      try {
+        yield* this.attempt(lease.endpoint, raw, body, run, signal);
+        return;
+      } catch (e) {
+        if (signal.aborted) {
+          outcome = 'aborted';
+          yield* run.flush();
+          yield run.finish('cancelled');
+          return;
+        }
+        if (!(e instanceof EndpointFailure)) {
+          outcome = 'client_error';
+          throw e;
+        }
+        outcome = e.outcome;
+        run.lastFailure = e.error;
+        const inTime = input.route?.deadline === undefined || Date.now() < input.route.deadline;
+        if (run.sent === 0 && before === 0) {
+          // Nothing reached the caller yet: another endpoint may answer the whole request.
+          if (!RETRYABLE[e.outcome] || retriesLeft-- <= 0 || !inTime) throw exhausted(e.error);
+          pool.countRetry('before_first_byte');
+        } else {
+          if (!pool.resume || !run.resumable() || resumed >= pool.retries || !inTime) throw e.error;
+          resumed++;
+          pool.countRetry('resume');
+          this.log.warn(
+            { endpoint: lease.endpoint.url, sent: run.sent },
+            'upstream stream broke; resuming elsewhere',
+          );
+          run.resumeBody(body, raw);
+        }
+        tried ??= new Set();
+        tried.add(lease.endpoint);
+        route.exclude = tried;
+      } finally {
+        lease.release(outcome, outcome === 'ok' ? undefined : errorText(run.lastFailure));
+      }
+    }
+  }
+
+  /**
+   * One request to one endpoint, its deltas yielded as they come. Endpoint faults are thrown as
+   * EndpointFailure (with the error the client gets if nothing else answers); faults of the request
+   * (an upstream 4xx about it) as ApiError.
+   */
+  private async *attempt(
+    ep: Endpoint,
+    raw: boolean,
+    body: Record<string, unknown>,
+    run: Run,
+    signal: AbortSignal,
+  ): AsyncGenerator<EngineDelta> {
     const ac = new AbortController();
     const onAbort = () => ac.abort(signal.reason);
     signal.addEventListener('abort', onAbort, { once: true });
     let timedOut = false;
-    // One timer per generation, re-armed (refresh) at each chunk: `timeout_ms` of silence ends it.
+    // One timer per attempt, re-armed (refresh) at each chunk: `timeout_ms` of silence ends it.
     const timer = setTimeout(() => {
       timedOut = true;
       ac.abort(new Error('upstream timeout'));
@@ -107,18 +214,22 @@ export class OpenAIUpstreamEngine implements ChatEngine {
         // objects, a web stream per body) per call; redirects are not followed (an upstream that
         // redirects a POST is misconfigured: its 3xx is answered like any other refusal).
         res = await this.agent.request({
-          origin: this.origin,
-          path: `${this.path}/${raw ? 'completions' : 'chat/completions'}`,
+          origin: ep.origin,
+          path: `${ep.path}/${raw ? 'completions' : 'chat/completions'}`,
           method: 'POST',
           headers,
           body: JSON.stringify(body),
           signal: ac.signal,
         });
       } catch (e) {
-        throw this.networkError(e, timedOut, signal);
+        throw this.networkError(e, timedOut, signal, 'connect');
       }
       open = res.body;
-      if (res.statusCode < 200 || res.statusCode > 299) throw await this.httpError(res.statusCode, res.body);
+      if (res.statusCode < 200 || res.statusCode > 299) {
+        const err = await this.httpError(res.statusCode, res.body);
+        const outcome = statusOutcome(res.statusCode);
+        throw outcome === 'client_error' ? err : new EndpointFailure(outcome, err);
+      }
       const ct = res.headers['content-type'];
       const type = (Array.isArray(ct) ? ct[0] : ct) ?? '';
       try {
@@ -137,7 +248,7 @@ export class OpenAIUpstreamEngine implements ChatEngine {
             }
             const chunk = parseJson(data);
             if (!chunk) continue;
-            if (chunk.error) throw this.streamError(chunk.error);
+            if (chunk.error) throw new EndpointFailure('broken', this.streamError(chunk.error));
             yield* run.chunk(chunk);
           }
         } else {
@@ -151,20 +262,16 @@ export class OpenAIUpstreamEngine implements ChatEngine {
         if (run.done && rest && !res.body.readableEnded) await drainRest(rest, res.body, 200);
         if (res.body.readableEnded) open = null;
       } catch (e) {
-        throw this.networkError(e, timedOut, signal);
+        throw this.networkError(e, timedOut, signal, 'broken');
       }
       if (!run.done && !run.finishReason) {
-        throw ApiError.internal("The model's upstream server ended the answer before it was finished.");
+        throw new EndpointFailure(
+          'broken',
+          ApiError.internal("The model's upstream server ended the answer before it was finished."),
+        );
       }
       yield* run.flush();
       yield run.finish(run.reason());
-    } catch (e) {
-      if (signal.aborted) {
-        yield* run.flush();
-        yield run.finish('cancelled');
-        return;
-      }
-      throw e;
     } finally {
       clearTimeout(timer);
       signal.removeEventListener('abort', onAbort);
@@ -212,20 +319,34 @@ export class OpenAIUpstreamEngine implements ChatEngine {
     return b;
   }
 
-  private networkError(e: unknown, timedOut: boolean, signal: AbortSignal): unknown {
-    if (e instanceof ApiError || signal.aborted) return e;
+  private networkError(
+    e: unknown,
+    timedOut: boolean,
+    signal: AbortSignal,
+    during: 'connect' | 'broken',
+  ): unknown {
+    if (e instanceof ApiError || e instanceof EndpointFailure || signal.aborted) return e;
     if (timedOut) {
       this.log.warn({ timeout_ms: this.settings.timeout_ms }, 'upstream timed out');
-      return ApiError.internal("The model's upstream server did not answer in time.");
+      return new EndpointFailure(
+        'timeout',
+        ApiError.internal("The model's upstream server did not answer in time."),
+      );
     }
     // undici's request() puts the system error's code on the error itself (fetch: on its cause).
     const err = e as { code?: string; cause?: { code?: string } };
     const code = err?.code ?? err?.cause?.code;
     this.log.warn({ err: e, code }, 'upstream unreachable');
     if (code === 'ECONNREFUSED' || code === 'ENOTFOUND' || code === 'EAI_AGAIN') {
-      return ApiError.internal("The model's upstream server could not be reached.");
+      return new EndpointFailure(
+        'connect',
+        ApiError.internal("The model's upstream server could not be reached."),
+      );
     }
-    return ApiError.internal("The connection to the model's upstream server failed.");
+    return new EndpointFailure(
+      during,
+      ApiError.internal("The connection to the model's upstream server failed."),
+    );
   }
 
   private async httpError(status: number, body: Dispatcher.ResponseData['body']): Promise<ApiError> {
@@ -286,6 +407,14 @@ class Run {
   private parser: OutputParser | null = null;
   private upstreamReasoning = false;
   private readonly callIndex = new Map<number, number>();
+  /** Deltas handed to the caller (0: the request can still go elsewhere as a whole). */
+  sent = 0;
+  /** The error of the last endpoint that failed (thrown when no other one is left). */
+  lastFailure: unknown = null;
+  /** Upstream text of the answer so far, as the model wrote it (the prefix a resumed stream continues). */
+  private rawContent = '';
+  /** Completion tokens of the attempts before a resume (their upstream usage never arrived). */
+  private priorCompletion = 0;
   private nextCall = 0;
   private text = '';
   private reasoning = '';
@@ -315,16 +444,23 @@ class Run {
     const choice = c.choices?.[0];
     if (!choice) return;
     if (this.raw) {
-      if (typeof choice.text === 'string' && choice.text) yield* this.content(choice.text);
+      if (typeof choice.text === 'string' && choice.text) {
+        this.rawContent += choice.text;
+        yield* this.content(choice.text);
+      }
     } else {
       const d = choice.delta ?? choice.message ?? {};
       const rc = d.reasoning_content ?? d.reasoning;
       if (typeof rc === 'string' && rc) {
         this.upstreamReasoning = true;
         this.reasoning += rc;
+        this.sent++;
         yield { type: 'reasoning', text: rc };
       }
-      if (typeof d.content === 'string' && d.content) yield* this.content(d.content);
+      if (typeof d.content === 'string' && d.content) {
+        this.rawContent += d.content;
+        yield* this.content(d.content);
+      }
       if (Array.isArray(d.tool_calls)) {
         for (const [pos, tc] of d.tool_calls.entries()) yield* this.nativeCall(tc, pos);
       }
@@ -339,7 +475,40 @@ class Run {
   }
 
   private *content(text: string): Generator<EngineDelta> {
-    for (const p of this.getParser().push(text)) yield this.piece(p);
+    for (const p of this.getParser().push(text)) {
+      this.sent++;
+      yield this.piece(p);
+    }
+  }
+
+  /**
+   * Whether a broken stream can continue elsewhere: only plain text so far (a reasoning trace sent in
+   * its own field or a tool call cannot be handed to the next endpoint as an assistant prefix).
+   */
+  resumable(): boolean {
+    return this.nextCall === 0 && !this.upstreamReasoning && !this.done;
+  }
+
+  /**
+   * Turns `body` into the continuation of the answer so far: chat gets the text as a final assistant
+   * message that vLLM continues (`continue_final_message`, no new generation prompt), a raw prompt gets
+   * it appended; the output cap shrinks by what was produced.
+   */
+  resumeBody(body: Record<string, unknown>, raw: boolean): void {
+    const sofar = this.rawContent;
+    const produced = countTokens(sofar);
+    this.priorCompletion = produced;
+    this.usage = null;
+    this.finishReason = null;
+    if (raw) {
+      body.prompt = (this.input.prompt ?? '') + sofar;
+    } else {
+      const base = this.input.messages.map(toUpstreamMessage);
+      body.messages = [...base, { role: 'assistant', content: sofar }];
+      body.continue_final_message = true;
+      body.add_generation_prompt = false;
+    }
+    if (this.input.max_tokens != null) body.max_tokens = Math.max(1, this.input.max_tokens - produced);
   }
 
   *flush(): Generator<EngineDelta> {
@@ -378,7 +547,10 @@ class Run {
     if (name !== undefined) d.name = name;
     if (typeof args === 'string') d.arguments = args;
     else if (args && typeof args === 'object') d.arguments = JSON.stringify(args); // Ollama sends objects
-    if (first || d.arguments) yield d;
+    if (first || d.arguments) {
+      this.sent++;
+      yield d;
+    }
   }
 
   private takeUsage(u: UpstreamUsage): void {
@@ -403,11 +575,13 @@ class Run {
     const estimateCompletion = () =>
       countTokens(this.reasoning) + countTokens(this.text) + countTokens(this.callText);
     const prompt =
-      u?.prompt_tokens ??
+      (u?.prompt_tokens !== undefined ? Math.max(0, u.prompt_tokens - this.priorCompletion) : undefined) ??
       (this.raw
         ? countTokens(this.input.prompt ?? '')
         : countPromptTokens(this.input.messages, this.input.tools));
-    const completion = u?.completion_tokens ?? estimateCompletion();
+    // After a resume the upstream counted the earlier text as prompt: it is completion, ours.
+    const completion =
+      u?.completion_tokens !== undefined ? u.completion_tokens + this.priorCompletion : estimateCompletion();
     const usage: EngineUsage = {
       prompt_tokens: prompt,
       completion_tokens: completion,
@@ -529,7 +703,12 @@ export const openaiUpstreamEngineFactory: EngineFactory = {
       }
     }
     log.info(
-      { base_url: s.base_url, upstream_model: s.model ?? model.id, timeout_ms: s.timeout_ms },
+      {
+        endpoints: s.discovery ? `dns:${s.discovery.dns}` : (s.endpoints?.map((e) => e.url) ?? [s.base_url]),
+        routing: s.routing,
+        upstream_model: s.model ?? model.id,
+        timeout_ms: s.timeout_ms,
+      },
       'openai upstream engine ready',
     );
     return new OpenAIUpstreamEngine(s, model.id, model.capabilities.reasoning, key, log);

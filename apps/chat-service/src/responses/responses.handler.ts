@@ -1,6 +1,7 @@
 import { ApiError, type ResponseRequest, SAMPLING_DEFAULTS, ZERO_USAGE } from '@infer/contracts';
 import type { RpcHandler } from '@infer/service-kit';
 import { decideReasoning } from '../chat/engine-input.js';
+import { routeOf } from '../chat/fallback.js';
 import { abortedEnd, fitContext, randomId, runChoices, sumReasoning, sumUsage } from '../chat/generation.js';
 import { DEFAULT_MEDIA_OPTIONS, type MediaOptions, resolveMedia } from '../chat/media.js';
 import type { EngineInput } from '../engines/engine.js';
@@ -66,6 +67,7 @@ export function responsesHandler(
       response_format: fields.response_format,
       reasoning,
       choice: 0,
+      route: routeOf(req),
     };
     try {
       base.messages = await resolveMedia(

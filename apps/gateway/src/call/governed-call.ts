@@ -1,4 +1,10 @@
-import { ApiError, type EndFrame, type ServiceRequest, type UsageReport } from '@infer/contracts';
+import {
+  ApiError,
+  type EndFrame,
+  type PriorityClass,
+  type ServiceRequest,
+  type UsageReport,
+} from '@infer/contracts';
 import { NatsRpcClientProxy } from '@infer/service-kit';
 import { Inject, Injectable } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
@@ -164,7 +170,17 @@ export class GovernedCall {
       // The service records the request's usage too, on this gateway's usage stream: the ledger's
       // fallback when this gateway dies before settling (batch lines have their runner's own recovery).
       ...(s.batch ? {} : { endpoint: s.endpoint, usageRoot: this.config.USAGE_SUBJECT_ROOT }),
+      // The engine pools' queue class and vLLM priority; the tier's fallbacks (docs/engine-pools.md).
+      tier: s.batch ? 'batch' : (s.caller.tier as PriorityClass),
+      fallbacks: s.fallbacks,
     };
+  }
+
+  /** A fallback model answered (the end frame or a stream's meta frame says which). */
+  private fellBack(call: Call, model: string | undefined): void {
+    if (!model || model === call.spec.model.id) return;
+    call.fallbackFrom = call.spec.model.id;
+    call.model = model;
   }
 
   /** Unary dispatch: the service's end frame. `onClientGone` hands over the cancel of the call. */
@@ -193,6 +209,7 @@ export class GovernedCall {
    */
   settle(call: Call, status: number, end: EndFrame | null, err?: unknown): Promise<void> | null {
     const u = end?.usage ?? null;
+    if (end?.model) this.fellBack(call, end.model);
     call.status = status;
     call.usage = u;
     call.latencyMs = performance.now() - call.started;
@@ -309,6 +326,7 @@ export class GovernedCall {
       this.settle(call, e instanceof ApiError ? e.status : 500, null, e);
       throw e;
     }
+    if (st.meta) this.fellBack(call, st.meta.model);
     const raw = hijackEventStream(reply, {
       'x-request-id': req.id,
       ...wire.headers?.(call),

@@ -16,8 +16,11 @@ export interface CallOutcome {
   readonly keyId: string;
   /** The caller's tier (metrics by tier; never member ids in metrics). */
   readonly tier: string;
-  /** The model's id; undefined when the request was refused before a model was resolved. */
-  readonly model: string | undefined;
+  /**
+   * The model's id; undefined when the request was refused before a model was resolved. After a
+   * fallback (Call.fallbackFrom), the model that answered.
+   */
+  model: string | undefined;
   /** Public path (`/v1/chat/completions`, `/v1/messages`, `/mcp` ...): the usage `endpoint`. */
   readonly endpoint: string;
   /** Whether the answer is (or was asked to be) a stream. */
@@ -85,10 +88,14 @@ export interface CallSpec {
   deadlineMs: number;
   batch?: boolean;
   traceId?: string;
+  /** The model's fallbacks the caller's tier may use (CatalogSnapshot.fallbacksFor), for the envelope. */
+  fallbacks?: CatalogEntry[] | undefined;
 }
 
 /** An admitted call: its outcome record plus what dispatch and settlement need. */
 export interface Call extends CallOutcome {
   readonly spec: CallSpec;
   readonly admission: Admission;
+  /** Set when a fallback model answered: the model asked for (`model` is then the answering one). */
+  fallbackFrom?: string;
 }

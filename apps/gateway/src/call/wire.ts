@@ -50,7 +50,10 @@ function openAiStreamError(err: ApiError, out: SseSink): void {
   out.write(`data: ${JSON.stringify(err.toBody())}\n\n`);
 }
 
-const openAiHeaders = (call: Call) => ({ 'openai-model': call.model as string });
+const openAiHeaders = (call: Call): Record<string, string> =>
+  call.fallbackFrom
+    ? { 'openai-model': call.model as string, 'x-infer-fallback': call.fallbackFrom }
+    : { 'openai-model': call.model as string };
 
 /** Chat and completions: `data: <chunk>` per chunk, `data: [DONE]` at the end. */
 export const OPENAI_DATA_WIRE: WireFormat = {

@@ -71,6 +71,20 @@ export class CatalogSnapshot {
     if (!tierReaches(tier, entry)) throw ApiError.noModelAccess(id);
     return entry;
   }
+
+  /**
+   * The fallback models of `entry` that `tier` may use (same kind, in the catalog's order), for the
+   * service envelope; undefined when there are none (nothing is added to the envelope).
+   */
+  fallbacksFor(entry: CatalogEntry, tier: Tier): CatalogEntry[] | undefined {
+    if (!entry.fallbacks.length) return undefined;
+    const out: CatalogEntry[] = [];
+    for (const id of entry.fallbacks) {
+      const fb = this.byId.get(id);
+      if (fb && fb.kind === entry.kind && tierReaches(tier, fb)) out.push(fb);
+    }
+    return out.length ? out : undefined;
+  }
 }
 
 function deepFreeze<T>(v: T): T {

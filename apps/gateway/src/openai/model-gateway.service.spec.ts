@@ -82,7 +82,10 @@ async function gatewayWith(rpc: ReturnType<typeof fakeRpc>) {
       { provide: NatsRpcClientProxy, useValue: rpc },
       { provide: LimitsService, useValue: admitAll },
       { provide: ParkedResults, useValue: { take: async () => null } },
-      { provide: CatalogService, useValue: { current: { resolve: (id: string) => ({ id }) } } },
+      {
+        provide: CatalogService,
+        useValue: { current: { resolve: (id: string) => ({ id }), fallbacksFor: () => undefined } },
+      },
       { provide: GATEWAY_CONFIG, useValue: { MODEL_SUBJECT_PREFIX: '', REQUEST_TIMEOUT_MS: 30_000 } },
       { provide: LOGGER, useValue: quietLog },
     ],

@@ -65,6 +65,7 @@ export class ModelGateway {
       stream,
       deadlineMs: this.config.REQUEST_TIMEOUT_MS,
       traceId: reply.getHeader(TRACE_ID_HEADER) as string | undefined,
+      fallbacks: this.catalog.current.fallbacksFor(model, auth.tier),
     });
     void reply.headers(call.admission.headers);
     // A body larger than one NATS message (chat with big data: URIs ...) is a 413, not a failed publish:

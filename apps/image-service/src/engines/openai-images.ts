@@ -1,4 +1,5 @@
-import { ApiError } from '@infer/contracts';
+import { ApiError, EnginePoolFields } from '@infer/contracts';
+import { EndpointFailure, EnginePool, networkOutcome, statusOutcome } from '@infer/engine-pool';
 import { extensionOf } from '@infer/image-store';
 import { type Logger, parseEngineSettings } from '@infer/service-kit';
 import { z } from 'zod';
@@ -29,7 +30,8 @@ import type { ImageEngineFactory } from './registry.js';
  */
 export const OpenAIImagesSettingsSchema = z.looseObject({
   type: z.literal('openai'),
-  base_url: z.string().url(),
+  /** base_url, or endpoints / discovery: the engine pool (libs/engine-pool). */
+  ...EnginePoolFields,
   model: z.string().min(1).optional(),
   api_key_env: z.string().min(1).optional(),
   timeout_ms: z.number().int().min(1).default(600_000),
@@ -58,7 +60,8 @@ export const openaiImagesEngineFactory: ImageEngineFactory = {
 
 export class OpenAIImagesEngine implements ImageEngine {
   readonly type = 'openai';
-  private readonly base: string;
+  /** The model's endpoints (libs/engine-pool): a failing one is retried on another before answering. */
+  private readonly pool: EnginePool;
 
   constructor(
     private readonly s: OpenAIImagesSettings,
@@ -66,7 +69,11 @@ export class OpenAIImagesEngine implements ImageEngine {
     private readonly apiKey: string | undefined,
     private readonly log: Logger,
   ) {
-    this.base = s.base_url.replace(/\/+$/, '');
+    this.pool = new EnginePool(s, { model: upstreamModel, log });
+  }
+
+  close(): Promise<void> {
+    return this.pool.close();
   }
 
   async generate(input: ImageEngineInput, signal: AbortSignal): Promise<ImageEngineOutput> {
@@ -79,6 +86,16 @@ export class OpenAIImagesEngine implements ImageEngine {
     };
     if (input.seedRequested) fields.seed = input.seed;
     if (input.guidance !== null) fields[this.s.guidance_field] = input.guidance;
+    return this.pool.call({ signal }, (ep) => this.once(ep.url, input, fields, signal));
+  }
+
+  /** One generation on one endpoint; the endpoint's faults are EndpointFailures (tried elsewhere). */
+  private async once(
+    base: string,
+    input: ImageEngineInput,
+    fields: Record<string, string | number>,
+    signal: AbortSignal,
+  ): Promise<ImageEngineOutput> {
     const timeout = AbortSignal.timeout(this.s.timeout_ms);
     const both = AbortSignal.any([signal, timeout]);
     const headers: Record<string, string> = { accept: 'application/json' };
@@ -96,9 +113,9 @@ export class OpenAIImagesEngine implements ImageEngine {
             `image-${i}.${extensionOf(img.contentType)}`,
           );
         });
-        res = await fetch(`${this.base}/images/edits`, { method: 'POST', headers, body: form, signal: both });
+        res = await fetch(`${base}/images/edits`, { method: 'POST', headers, body: form, signal: both });
       } else {
-        res = await fetch(`${this.base}/images/generations`, {
+        res = await fetch(`${base}/images/generations`, {
           method: 'POST',
           headers: { ...headers, 'content-type': 'application/json' },
           body: JSON.stringify(fields),
@@ -106,7 +123,8 @@ export class OpenAIImagesEngine implements ImageEngine {
         });
       }
     } catch (e) {
-      throw this.failure(e, signal, timeout, 'request failed');
+      const err = this.failure(e, signal, timeout, 'request failed');
+      throw signal.aborted ? err : new EndpointFailure(networkOutcome(e, timeout.aborted), err);
     }
     let body: unknown;
     try {
@@ -116,15 +134,21 @@ export class OpenAIImagesEngine implements ImageEngine {
       if (res.ok) throw this.failure(e, signal, timeout, 'answer is not JSON');
       body = null;
     }
-    if (!res.ok) throw this.upstreamError(res.status, body);
+    if (!res.ok) {
+      const err = this.upstreamError(res.status, body);
+      const outcome = statusOutcome(res.status);
+      throw outcome === 'client_error' ? err : new EndpointFailure(outcome, err);
+    }
     const item = (body as { data?: Array<{ b64_json?: unknown; url?: unknown }> } | null)?.data?.[0];
     if (typeof item?.b64_json === 'string') return { bytes: Buffer.from(item.b64_json, 'base64') };
-    if (typeof item?.url === 'string') return { bytes: await this.download(item.url, both, signal, timeout) };
+    if (typeof item?.url === 'string')
+      return { bytes: await this.download(base, item.url, both, signal, timeout) };
     this.log.error({ status: res.status }, 'upstream images answer has no data[0].b64_json or url');
     throw ApiError.internal('The image model returned no image.');
   }
 
   private async download(
+    base: string,
     url: string,
     both: AbortSignal,
     signal: AbortSignal,
@@ -132,7 +156,7 @@ export class OpenAIImagesEngine implements ImageEngine {
   ): Promise<Buffer> {
     let u: URL;
     try {
-      u = new URL(url, `${this.base}/`);
+      u = new URL(url, `${base}/`);
     } catch {
       throw ApiError.internal('The image model returned an unusable image URL.');
     }

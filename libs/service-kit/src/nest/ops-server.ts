@@ -5,6 +5,17 @@ import type { Logger } from '../logger.js';
 import type { RpcServer } from '../rpc.js';
 import { telemetryRegistry } from '../telemetry/metrics.js';
 
+const opsStatuses = new Map<string, () => unknown>();
+
+/**
+ * Adds a status document to every ops server of this process: `GET /status/<name>` answers `fn()` as
+ * JSON, read on demand (e.g. libs/engine-pool registers `engine-pools`: each pool's endpoints, health,
+ * in flight, cooldowns, recent errors, queue).
+ */
+export function registerOpsStatus(name: string, fn: () => unknown): void {
+  opsStatuses.set(name, fn);
+}
+
 export interface ReadinessCheck {
   name: string;
   /** true when ready; false or a thrown error when not. */
@@ -28,7 +39,7 @@ export interface OpsServerOptions {
  * `GET /healthz` (200 while the process runs and is not shutting down), `GET /readyz` (200 when every
  * readiness check passes: NATS connected, engines loaded ...; 503 with the failing checks otherwise),
  * `GET /metrics` (Prometheus text: `infer_rpc_inflight`, `infer_rpc_requests_total`, the process
- * metrics and the service's own). Everything is read at scrape time: nothing on the request path.
+ * metrics and the service's own), `GET /status/<name>` (registerOpsStatus: e.g. `engine-pools`). Everything is read at scrape time: nothing on the request path.
  */
 export class OpsServer {
   readonly registry = new Registry();
@@ -133,6 +144,8 @@ export class OpsServer {
         const r = await this.readiness();
         return send(res, r.ready ? 200 : 503, { status: r.ready ? 'ready' : 'not ready', checks: r.checks });
       }
+      const status = path?.startsWith('/status/') ? opsStatuses.get(path.slice(8)) : undefined;
+      if (status) return send(res, 200, status());
       if (path === '/metrics') {
         const text = await this.metricsText();
         res.writeHead(200, { 'content-type': this.registry.contentType });

@@ -1,4 +1,5 @@
-import { ApiError } from '@infer/contracts';
+import { ApiError, EnginePoolFields, type EnginePoolSettings } from '@infer/contracts';
+import { EndpointFailure, EnginePool, networkOutcome, statusOutcome } from '@infer/engine-pool';
 import type { Logger } from '@infer/service-kit';
 import { z } from 'zod';
 import type { EngineContext } from '../settings.js';
@@ -6,8 +7,11 @@ import { EngineConfigError } from '../settings.js';
 
 /** Settings every upstream engine shares (catalog `engine`). */
 export const UpstreamCommon = {
-  /** Root of the server: TEI `http://tei:8080`; OpenAI-compatible `http://vllm:8000/v1`. */
-  base_url: z.url({ protocol: /^https?$/ }),
+  /**
+   * Where the server(s) are: `base_url` (root of one server: TEI `http://tei:8080`, OpenAI-compatible
+   * `http://vllm:8000/v1`), `endpoints` or `discovery`, and how requests spread over them (engine pool).
+   */
+  ...EnginePoolFields,
   /** Model name on the upstream; defaults to the catalog id. */
   model: z.string().min(1).optional(),
   /** Name of an environment variable that holds the upstream's key (never the key itself). */
@@ -17,7 +21,8 @@ export const UpstreamCommon = {
 };
 
 export interface UpstreamTarget {
-  baseUrl: string;
+  /** The model's endpoints (libs/engine-pool): each call goes to one, failing ones are retried elsewhere. */
+  pool: EnginePool;
   headers: Record<string, string>;
   timeoutMs: number;
   log: Logger;
@@ -25,10 +30,13 @@ export interface UpstreamTarget {
 
 /** Resolves the base URL and the key (read from the named environment variable, once). */
 export function upstreamTarget(
-  s: { base_url: string; api_key_env?: string | undefined; timeout_ms: number },
+  s: EnginePoolSettings & { api_key_env?: string | undefined; timeout_ms: number },
   ctx: EngineContext,
   env: NodeJS.ProcessEnv = process.env,
 ): UpstreamTarget {
+  const sources = [s.base_url, s.endpoints, s.discovery].filter((x) => x !== undefined).length;
+  if (sources !== 1)
+    throw new EngineConfigError(ctx.model.id, 'give exactly one of base_url, endpoints or discovery');
   const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json' };
   if (s.api_key_env) {
     const key = env[s.api_key_env];
@@ -39,7 +47,8 @@ export function upstreamTarget(
       );
     headers.authorization = `Bearer ${key}`;
   }
-  return { baseUrl: s.base_url.replace(/\/+$/, ''), headers, timeoutMs: s.timeout_ms, log: ctx.log };
+  const pool = new EnginePool(s, { model: ctx.model.id, log: ctx.log });
+  return { pool, headers, timeoutMs: s.timeout_ms, log: ctx.log };
 }
 
 const MAX_ERROR_BODY = 64 * 1024;
@@ -53,30 +62,35 @@ const MAX_ERROR_BODY = 64 * 1024;
  * - anything else (other 5xx, 401/403/404 = our configuration, refused connection, timeout, a body that
  *   is not JSON): a clean 500 whose message has no internals; the details go to the log.
  */
-export async function postJson(
+export function postJson(
   t: UpstreamTarget,
   path: string,
   body: unknown,
   signal: AbortSignal,
 ): Promise<unknown> {
-  const url = `${t.baseUrl}${path}`;
+  const json = JSON.stringify(body);
+  return t.pool.call({ signal }, (ep) => postOnce(t, `${ep.url}${path}`, json, signal));
+}
+
+/** One POST to one endpoint; endpoint faults are EndpointFailures (the pool tries another endpoint). */
+async function postOnce(t: UpstreamTarget, url: string, json: string, signal: AbortSignal): Promise<unknown> {
   const timeout = AbortSignal.timeout(t.timeoutMs);
   let res: Response;
   try {
     res = await fetch(url, {
       method: 'POST',
       headers: t.headers,
-      body: JSON.stringify(body),
+      body: json,
       signal: AbortSignal.any([signal, timeout]),
     });
   } catch (e) {
     if (signal.aborted) throw signal.reason;
     if (timeout.aborted) {
       t.log.error({ url, timeoutMs: t.timeoutMs }, 'upstream timed out');
-      throw upstreamFailed();
+      throw new EndpointFailure('timeout', upstreamFailed());
     }
     t.log.error({ url, err: causeOf(e) }, 'upstream unreachable');
-    throw upstreamFailed();
+    throw new EndpointFailure(networkOutcome(e, false), upstreamFailed());
   }
   let text: string;
   try {
@@ -84,9 +98,14 @@ export async function postJson(
   } catch (e) {
     if (signal.aborted) throw signal.reason;
     t.log.error({ url, status: res.status, err: causeOf(e) }, 'upstream answer cut off');
-    throw upstreamFailed();
+    throw new EndpointFailure('broken', upstreamFailed());
   }
-  if (!res.ok) throw mapStatus(res.status, text.slice(0, MAX_ERROR_BODY), url, t.log);
+  if (!res.ok) {
+    const err = mapStatus(res.status, text.slice(0, MAX_ERROR_BODY), url, t.log);
+    // 503 is TEI's "queue full": busy, like 408/429 (another endpoint, no cooldown).
+    const outcome = res.status === 503 ? 'busy' : statusOutcome(res.status);
+    throw outcome === 'client_error' ? err : new EndpointFailure(outcome, err);
+  }
   try {
     return JSON.parse(text);
   } catch {

@@ -78,6 +78,10 @@ const EmbeddingsAnswer = z.object({
 export class OpenAIEmbeddingEngine implements EmbeddingEngine {
   readonly type = 'openai';
 
+  close(): Promise<void> {
+    return this.t.pool.close();
+  }
+
   constructor(
     private readonly upstreamModel: string,
     private readonly t: UpstreamTarget,
@@ -156,6 +160,10 @@ const RerankAnswer = z.object({
 
 export class OpenAIRerankEngine implements RerankEngine {
   readonly type = 'openai';
+
+  close(): Promise<void> {
+    return this.t.pool.close();
+  }
 
   constructor(
     private readonly s: z.infer<typeof RerankSettings>,

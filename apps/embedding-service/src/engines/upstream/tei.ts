@@ -98,6 +98,10 @@ export function checkVectors(
 
 export class TeiEmbeddingEngine implements EmbeddingEngine {
   readonly type = 'tei';
+
+  close(): Promise<void> {
+    return this.t.pool.close();
+  }
   private readonly info: EmbeddingEngineInfo;
 
   constructor(
@@ -137,6 +141,10 @@ const TeiRankAnswer = z.array(z.object({ index: z.number().int().min(0), score: 
 
 export class TeiRerankEngine implements RerankEngine {
   readonly type = 'tei';
+
+  close(): Promise<void> {
+    return this.t.pool.close();
+  }
 
   constructor(
     private readonly s: z.infer<typeof RerankSettings>,

@@ -1,0 +1,273 @@
+/**
+ * Engine routing bench (issue 35): 4 vLLM SIMULATOR replicas (libs/engine-pool/src/testing, a test
+ * double) behind the chat-service's real upstream engine (OpenAIUpstreamEngine + EnginePool, over
+ * loopback HTTP), under a synthetic multi-turn workload, at 50 %, 80 % and 95 % of the fleet's capacity,
+ * for each routing policy; then one replica killed mid-run.
+ *
+ *   node --conditions=source --import ./tools/ts-register.js bench/routing.ts [--scale 1] [--conversations 120]
+ *        [--loads 50,80,95] [--policies round_robin,least_loaded,prefix_affinity] [--no-kill]
+ *
+ * Times are SIMULATED milliseconds (real ms / --scale). Numbers, not pass/fail.
+ */
+import { parseArgs } from 'node:util';
+import { OpenAIUpstreamEngineSchema } from '@infer/contracts';
+import { chatAffinityKey, EnginePool, type PoolSettings } from '@infer/engine-pool';
+import { VllmSimulator } from '@infer/engine-pool/testing';
+import { pino } from 'pino';
+import type { EngineInput, EngineMessage } from '../apps/chat-service/src/engines/engine.js';
+import { OpenAIUpstreamEngine } from '../apps/chat-service/src/engines/openai-upstream.js';
+import { pct } from './support.js';
+
+const { values: args } = parseArgs({
+  options: {
+    scale: { type: 'string', default: '1' },
+    conversations: { type: 'string', default: '120' },
+    loads: { type: 'string', default: '50,80,95' },
+    policies: { type: 'string', default: 'round_robin,least_loaded,prefix_affinity' },
+    'no-kill': { type: 'boolean', default: false },
+    seed: { type: 'string', default: '7' },
+  },
+});
+const SCALE = Number(args.scale);
+const CONVERSATIONS = Number(args.conversations);
+const LOADS = args.loads.split(',').map(Number);
+const POLICIES = args.policies.split(',') as PoolSettings['routing'][];
+
+// The fleet: 4 replicas of the simulator's default figures (Llama-3.1-8B BF16 on one H100, see
+// docs/engine-pools.md) with a small KV cache (2,000 blocks = 32k tokens), so that the working set of
+// the workload fits the fleet's caches together but not one replica's.
+const REPLICAS = 4;
+const SIM = { cacheBlocks: 2_000, maxRunning: 64, tokensPerEvent: 10, timeScale: SCALE };
+const OUTPUT_TOKENS = 150;
+const MAX_INFLIGHT = 64;
+
+// The workload: 8 system prompts (~600 tokens each) shared by all conversations; conversations of
+// 3-8 turns (user turns of ~100 tokens, answers of 150 tokens); 25 % start with a long document
+// (~4,000 tokens) of their own; a think time of ~1 s (simulated) between turns.
+const SYSTEMS = 8;
+const SYS_CHARS = 2_400;
+const DOC_CHARS = 16_000;
+const DOC_SHARE = 0.25;
+const USER_CHARS = 400;
+const THINK_MS = 1_000;
+
+let rng = Number(args.seed);
+const rand = () => {
+  rng = (Math.imul(rng, 1_103_515_245) + 12_345) >>> 0;
+  return rng / 2 ** 32;
+};
+const exp = (mean: number) => -Math.log(1 - rand()) * mean;
+const filler = (n: number, tag: string) => {
+  let s = `${tag} `;
+  while (s.length < n) s += `${tag}-${Math.floor(rand() * 1e9).toString(36)} lorem ipsum dolor sit amet `;
+  return s.slice(0, n);
+};
+const systems = Array.from({ length: SYSTEMS }, (_, i) => filler(SYS_CHARS, `system${i}`));
+
+interface Conversation {
+  system: string;
+  doc: string | null;
+  turns: number;
+}
+const conversationsOf = (n: number): Conversation[] =>
+  Array.from({ length: n }, () => ({
+    system: systems[Math.floor(rand() * SYSTEMS)] as string,
+    doc: rand() < DOC_SHARE ? filler(DOC_CHARS, `doc${Math.floor(rand() * 1e6)}`) : null,
+    turns: 3 + Math.floor(rand() * 6),
+  }));
+
+// Analytic capacity of one replica with only the system prompts cached (what any policy reaches once
+// warm): uncached prompt tokens per request x prefill cost + its share of batched decode steps.
+const avgTurns = 5.5;
+const avgUncached =
+  DOC_SHARE * (DOC_CHARS / 4) + (avgTurns / 2) * (USER_CHARS / 4 + OUTPUT_TOKENS) + USER_CHARS / 4;
+const perRequestMs = avgUncached * 0.035 + (OUTPUT_TOKENS * (6 + 0.055 * 32)) / 32;
+const FLEET_RPS = (REPLICAS * 1000) / perRequestMs;
+
+const log = pino({ level: 'silent' });
+
+interface RunResult {
+  ttft: number[];
+  done: number;
+  failedBeforeStream: number;
+  failedStreaming: number;
+  tokens: number;
+  seconds: number;
+  hitRate: number;
+}
+
+async function run(
+  routing: PoolSettings['routing'],
+  load: number,
+  opts: { kill?: boolean; resume?: boolean } = {},
+): Promise<RunResult> {
+  const sims = Array.from({ length: REPLICAS }, (_, i) => new VllmSimulator({ name: `sim${i}`, ...SIM }));
+  const urls = await Promise.all(sims.map((s) => s.start()));
+  const settings = OpenAIUpstreamEngineSchema.parse({
+    type: 'openai',
+    endpoints: urls.map((url) => ({ url })),
+    routing,
+    max_inflight_per_endpoint: MAX_INFLIGHT,
+    retries: 3,
+    resume: opts.resume ?? false,
+    probe_interval_ms: 1_000,
+    timeout_ms: 30_000,
+  });
+  const engine = new OpenAIUpstreamEngine(settings, 'bench', 'none', undefined, log);
+  const convs = conversationsOf(CONVERSATIONS);
+  const rate = (load / 100) * FLEET_RPS; // requests per simulated second
+  const convRate = rate / avgTurns;
+  const r: RunResult = {
+    ttft: [],
+    done: 0,
+    failedBeforeStream: 0,
+    failedStreaming: 0,
+    tokens: 0,
+    seconds: 0,
+    hitRate: 0,
+  };
+  const t0 = performance.now();
+  let killAt = Number.POSITIVE_INFINITY;
+  if (opts.kill) killAt = t0 + ((CONVERSATIONS / convRate) * 1000 * SCALE) / 2;
+  let killed = false;
+  const sleep = (simMs: number) => new Promise((res) => setTimeout(res, simMs * SCALE));
+
+  const one = async (messages: EngineMessage[]): Promise<string | null> => {
+    if (!killed && performance.now() >= killAt) {
+      killed = true;
+      void sims[0]?.kill();
+    }
+    const input: EngineInput = {
+      model: 'bench',
+      messages,
+      sampling: { temperature: 0, top_p: 1, seed: null, presence_penalty: null, frequency_penalty: null },
+      max_tokens: OUTPUT_TOKENS,
+      stop: [],
+      tools: [],
+      tool_choice: 'none',
+      parallel_tool_calls: false,
+      response_format: null,
+      reasoning: null,
+      choice: 0,
+      route: { cls: 'inference', member: 'bench', deadline: Date.now() + 120_000 },
+    };
+    const start = performance.now();
+    let first = true;
+    let text = '';
+    try {
+      for await (const d of engine.generate(input, new AbortController().signal)) {
+        if (d.type === 'content') {
+          if (first) {
+            first = false;
+            r.ttft.push((performance.now() - start) / SCALE);
+          }
+          text += d.text;
+        } else if (d.type === 'finish') {
+          r.tokens += d.usage.completion_tokens;
+        }
+      }
+      r.done++;
+      return text;
+    } catch {
+      if (first) r.failedBeforeStream++;
+      else r.failedStreaming++;
+      return null;
+    }
+  };
+
+  const conversation = async (c: Conversation) => {
+    const messages: EngineMessage[] = [{ role: 'system', content: c.system }];
+    for (let t = 0; t < c.turns; t++) {
+      const q = filler(USER_CHARS, 'question');
+      messages.push({ role: 'user', content: t === 0 && c.doc ? `${c.doc}\n\n${q}` : q });
+      const answer = await one(messages);
+      if (answer === null) return;
+      messages.push({ role: 'assistant', content: answer });
+      await sleep(exp(THINK_MS));
+    }
+  };
+
+  const running: Promise<void>[] = [];
+  for (const c of convs) {
+    running.push(conversation(c));
+    await sleep(exp(1000 / convRate));
+  }
+  await Promise.all(running);
+  r.seconds = (performance.now() - t0) / 1000 / SCALE;
+  const prompt = sims.reduce((s, x) => s + x.stats.promptTokens, 0);
+  const hits = sims.reduce((s, x) => s + x.stats.hitTokens, 0);
+  r.hitRate = prompt ? hits / prompt : 0;
+  await engine.close();
+  await Promise.all(sims.map((s) => s.kill()));
+  return r;
+}
+
+/** CPU of one routing decision (affinity key + pick + lease), microseconds, on this workload's prompts. */
+function routingCpu(routing: PoolSettings['routing']): number {
+  const pool = new EnginePool(
+    OpenAIUpstreamEngineSchema.parse({
+      type: 'openai',
+      endpoints: [0, 1, 2, 3].map((i) => ({ url: `http://10.0.0.${i}:8000/v1` })),
+      routing,
+      probe_interval_ms: 0,
+    }),
+    { model: `cpu-${routing}` },
+  );
+  const samples = conversationsOf(64).map((c) => [
+    { role: 'system', content: c.system },
+    { role: 'user', content: c.doc ? `${c.doc}\n\nquestion` : 'question' },
+    { role: 'assistant', content: 'answer' },
+    { role: 'user', content: 'and then?' },
+  ]);
+  const n = 200_000;
+  const decide = (i: number) => {
+    const m = samples[i & 63] as EngineMessage[];
+    const key = routing === 'prefix_affinity' ? chatAffinityKey(m) : undefined;
+    const lease = pool.tryAcquire({ key });
+    lease?.release('ok');
+  };
+  for (let i = 0; i < 20_000; i++) decide(i);
+  const c0 = process.cpuUsage();
+  for (let i = 0; i < n; i++) decide(i);
+  const c = process.cpuUsage(c0);
+  void pool.close();
+  return (c.user + c.system) / n;
+}
+
+const f = (x: number, d = 0) => x.toFixed(d).padStart(8);
+
+async function main() {
+  console.log(
+    `engine routing bench: ${REPLICAS} vLLM simulator replicas (test double), ${CONVERSATIONS} conversations per run, ` +
+      `time scale ${SCALE}; fleet capacity ~${FLEET_RPS.toFixed(1)} req/s (simulated, analytic)`,
+  );
+  console.log('times in simulated ms; throughput in requests and output tokens per simulated second\n');
+  const cpu = new Map(POLICIES.map((p) => [p, routingCpu(p)]));
+  console.log(
+    `${'load'.padEnd(6)}${'policy'.padEnd(17)}${'ttft p50'.padStart(9)}${'ttft p99'.padStart(9)}${'req/s'.padStart(9)}${'tok/s'.padStart(9)}${'hit %'.padStart(9)}${'cpu us'.padStart(9)}${'failed'.padStart(9)}`,
+  );
+  for (const load of LOADS) {
+    for (const p of POLICIES) {
+      const r = await run(p, load);
+      console.log(
+        `${`${load}%`.padEnd(6)}${p.padEnd(17)}${f(pct(r.ttft, 50))} ${f(pct(r.ttft, 99))} ${f(r.done / r.seconds, 1)} ${f(r.tokens / r.seconds)} ${f(r.hitRate * 100, 1)} ${f(cpu.get(p) ?? 0, 2)} ${f(r.failedBeforeStream + r.failedStreaming)}`,
+      );
+    }
+  }
+  if (!args['no-kill']) {
+    console.log('\none of 4 replicas killed mid-run (80 % load):');
+    for (const [p, resume] of [
+      ['prefix_affinity', false],
+      ['prefix_affinity', true],
+      ['least_loaded', false],
+    ] as const) {
+      const r = await run(p, 80, { kill: true, resume });
+      console.log(
+        `  ${p}${resume ? ' + resume' : ''}: ${r.done} done, failed before streaming ${r.failedBeforeStream}, failed mid-stream ${r.failedStreaming}`,
+      );
+    }
+  }
+}
+
+await main();
+process.exit(0);

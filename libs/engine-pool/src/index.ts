@@ -1,0 +1,7 @@
+export * from './affinity.js';
+export * from './discovery.js';
+export * from './hash.js';
+export * from './metrics.js';
+export * from './pool.js';
+export * from './queue.js';
+export * from './ring.js';

@@ -1,0 +1,805 @@
+import { ApiError, type EnginePoolSettings, type PriorityClass } from '@infer/contracts';
+import { currentCaller, type Logger, registerOpsStatus } from '@infer/service-kit';
+import { addressUrl, type Resolver, resolveAddresses } from './discovery.js';
+import { poolMetrics } from './metrics.js';
+import { CLASS_RANK, FairQueue, type Queued } from './queue.js';
+import { HashRing } from './ring.js';
+
+/** The pool settings of a catalog `engine` (parsed: defaults applied). */
+export type PoolSettings = EnginePoolSettings;
+export type RoutingPolicy = PoolSettings['routing'];
+
+/**
+ * How a request to an endpoint ended, as the pool counts it:
+ * - ok, client_error (the endpoint answered; the request was at fault), aborted (the caller left):
+ *   the endpoint is healthy;
+ * - busy (408/429): the endpoint is alive but full: another one is tried, no cooldown;
+ * - connect (refused, reset before the answer, DNS), status_5xx, timeout, broken (the stream stopped
+ *   mid-way): the endpoint goes into a cooldown.
+ */
+export type Outcome =
+  | 'ok'
+  | 'client_error'
+  | 'aborted'
+  | 'busy'
+  | 'connect'
+  | 'status_5xx'
+  | 'timeout'
+  | 'broken';
+
+const COOLS: Readonly<Record<Outcome, boolean>> = {
+  ok: false,
+  client_error: false,
+  aborted: false,
+  busy: false,
+  connect: true,
+  status_5xx: true,
+  timeout: true,
+  broken: true,
+};
+/** Outcomes after which another endpoint is tried (before the first byte reached the client). */
+export const RETRYABLE: Readonly<Record<Outcome, boolean>> = { ...COOLS, busy: true };
+
+/** A failure of one endpoint: `error` is what the client gets if no other endpoint answers. */
+export class EndpointFailure extends Error {
+  constructor(
+    readonly outcome: Outcome,
+    readonly error: unknown,
+  ) {
+    super(`endpoint ${outcome}`);
+    this.name = 'EndpointFailure';
+  }
+}
+
+export type EndpointState = 'up' | 'recovering' | 'cooling';
+
+/** One server of a pool. Leases keep a reference: an endpoint dropped by discovery still settles. */
+export class Endpoint {
+  /** scheme://host:port, and the path without a trailing slash (undici's request() takes them apart). */
+  readonly origin: string;
+  readonly path: string;
+  inflight = 0;
+  state: EndpointState = 'up';
+  /** Consecutive failures (cooldown backoff); reset by a success. */
+  fails = 0;
+  coolUntil = 0;
+  recoverSince = 0;
+  removed = false;
+  probing = false;
+  /** Smooth weighted round robin's running weight. */
+  current = 0;
+  /** Ring-walk visit stamp (no allocation per pick). */
+  stamp = 0;
+  requests = 0;
+  errors = 0;
+  lastError: string | null = null;
+  lastErrorAt = 0;
+  readonly m: {
+    inflight: ReturnType<typeof poolMetrics.inflight.labels>;
+    state: ReturnType<typeof poolMetrics.state.labels>;
+    cooldowns: ReturnType<typeof poolMetrics.cooldowns.labels>;
+    outcomes: Map<Outcome, ReturnType<typeof poolMetrics.requests.labels>>;
+  };
+
+  constructor(
+    readonly url: string,
+    readonly weight: number,
+    readonly model: string,
+  ) {
+    const u = new URL(url);
+    this.origin = u.origin;
+    this.path = u.pathname.replace(/\/+$/, '');
+    this.m = {
+      inflight: poolMetrics.inflight.labels(model, url),
+      state: poolMetrics.state.labels(model, url),
+      cooldowns: poolMetrics.cooldowns.labels(model, url),
+      outcomes: new Map(),
+    };
+    this.m.state.set(1);
+  }
+
+  outcome(o: Outcome): void {
+    let c = this.m.outcomes.get(o);
+    if (!c) {
+      c = poolMetrics.requests.labels(this.model, this.url, o);
+      this.m.outcomes.set(o, c);
+    }
+    c.inc();
+  }
+
+  dropMetrics(): void {
+    const labels = { model: this.model, endpoint: this.url };
+    poolMetrics.inflight.remove(labels);
+    poolMetrics.state.remove(labels);
+    poolMetrics.cooldowns.remove(labels);
+  }
+}
+
+/** What the pool needs to know of a request to place it. */
+export interface RouteRequest {
+  /** Affinity key (AffinityKey / chatAffinityKey); without one prefix_affinity routes by load. */
+  key?: number | undefined;
+  /** Caller class for the wait queue (default community). */
+  cls?: PriorityClass | undefined;
+  /** Member id: members of one class take turns in the queue. */
+  member?: string | undefined;
+  /** Epoch ms past which waiting makes no sense. */
+  deadline?: number | undefined;
+  signal?: AbortSignal | undefined;
+  /** Endpoints already tried by this request (retries go elsewhere). */
+  exclude?: ReadonlySet<Endpoint> | null | undefined;
+}
+
+/** A request's hold on one endpoint slot; released exactly once with how it ended. */
+export class Lease {
+  private done = false;
+  constructor(
+    private readonly pool: EnginePool,
+    readonly endpoint: Endpoint,
+  ) {}
+
+  release(outcome: Outcome, detail?: string): void {
+    if (this.done) return;
+    this.done = true;
+    this.pool.settle(this.endpoint, outcome, detail);
+  }
+}
+
+export interface PoolOptions {
+  /** Catalog model id (metrics and messages). */
+  model: string;
+  log?: Logger | undefined;
+  /** DNS lookup of `discovery.dns` (default: A + AAAA via node:dns). */
+  resolver?: Resolver | undefined;
+  /** Active probe of one endpoint (default: GET origin + health_path, 2 s, any 2xx). */
+  probe?: ((e: Endpoint) => Promise<boolean>) | undefined;
+  /** First cooldown after a failure; doubles per consecutive failure up to cooldownMaxMs. */
+  cooldownMs?: number | undefined;
+  cooldownMaxMs?: number | undefined;
+  /** A recovered endpoint's share grows from 10 % to 100 % of max_inflight over this time. */
+  warmupMs?: number | undefined;
+  /** Bounded-load factor c of consistent hashing: an endpoint takes at most c x its fair share. */
+  loadBound?: number | undefined;
+  random?: (() => number) | undefined;
+}
+
+interface Waiter extends Queued {
+  req: RouteRequest;
+  enqueued: number;
+  resolve(l: Lease): void;
+  reject(e: unknown): void;
+  timer: NodeJS.Timeout | null;
+  onAbort: (() => void) | null;
+}
+
+const DEFAULT_COOLDOWN_MS = 1_000;
+const DEFAULT_COOLDOWN_MAX_MS = 30_000;
+const DEFAULT_WARMUP_MS = 10_000;
+const DEFAULT_LOAD_BOUND = 1.25;
+const PROBE_TIMEOUT_MS = 2_000;
+
+const pools = new Set<EnginePool>();
+
+/**
+ * ONE pool mechanism for every HTTP engine (chat upstreams, TEI, Whisper, image servers): the
+ * endpoints of one model, where a request goes, what happens when an endpoint fails, and who waits when
+ * all of them are full. In-process state only (each service replica has its own pool); the routing key
+ * and the ring are the same in every replica, so they agree without talking (ADR 0060).
+ *
+ * - Endpoints: `base_url` (a pool of one), `endpoints` (static, weighted) or `discovery` (A/AAAA records
+ *   re-read every `refresh_s`; an endpoint that disappears takes no new requests, one that stays keeps
+ *   its health state).
+ * - Routing per request, in microseconds and without allocation: round_robin (smooth weighted),
+ *   least_loaded (power of two choices on in-flight / weight), prefix_affinity (consistent hashing with
+ *   bounded loads on the prompt's affinity key; least_loaded without a key).
+ * - Health: passive (connect errors, 5xx, timeouts, broken streams -> cooldown, 1 s doubling to 30 s)
+ *   and active (a probe every `probe_interval_ms`; a cooled endpoint must pass a probe to come back); a
+ *   recovered endpoint takes a growing share of `max_inflight_per_endpoint` over `warmupMs`.
+ * - Saturation: every endpoint at its cap -> the request waits in a FairQueue (class order, members
+ *   taking turns) for at most `queue_timeout_ms` (and its deadline), then 503 `overloaded` with
+ *   Retry-After. No endpoint up at all -> 503 `service_unavailable` at once.
+ */
+export class EnginePool {
+  readonly routing: RoutingPolicy;
+  readonly maxInflight: number;
+  readonly retries: number;
+  readonly queueTimeoutMs: number;
+  readonly resume: boolean;
+  readonly tierPriority: boolean;
+  private endpoints: Endpoint[] = [];
+  private ring: HashRing = new HashRing([]);
+  private totalInflight = 0;
+  private stamp = 0;
+  private readonly queue = new FairQueue<Waiter>();
+  private readonly o: Required<Omit<PoolOptions, 'log'>> & { log: Logger | undefined };
+  private refreshTimer: NodeJS.Timeout | null = null;
+  private probeTimer: NodeJS.Timeout | null = null;
+  private readonly cooldownTimers = new Set<NodeJS.Timeout>();
+  private firstResolve: Promise<void> | null = null;
+  private closed = false;
+  private readonly queued;
+  private readonly m;
+
+  constructor(
+    readonly settings: PoolSettings,
+    opts: PoolOptions,
+  ) {
+    this.routing = settings.routing;
+    this.maxInflight = settings.max_inflight_per_endpoint;
+    this.retries = settings.retries;
+    this.queueTimeoutMs = settings.queue_timeout_ms;
+    this.resume = settings.resume;
+    this.tierPriority = settings.tier_priority;
+    this.o = {
+      model: opts.model,
+      log: opts.log,
+      resolver: opts.resolver ?? resolveAddresses,
+      probe: opts.probe ?? ((e) => httpProbe(e, settings.health_path)),
+      cooldownMs: opts.cooldownMs ?? DEFAULT_COOLDOWN_MS,
+      cooldownMaxMs: opts.cooldownMaxMs ?? DEFAULT_COOLDOWN_MAX_MS,
+      warmupMs: opts.warmupMs ?? DEFAULT_WARMUP_MS,
+      loadBound: opts.loadBound ?? DEFAULT_LOAD_BOUND,
+      random: opts.random ?? Math.random,
+    };
+    this.queued = poolMetrics.queued.labels(opts.model);
+    this.m = {
+      retryBefore: poolMetrics.retries.labels(opts.model, 'before_first_byte'),
+      resumed: poolMetrics.retries.labels(opts.model, 'resume'),
+      overloaded: poolMetrics.rejected.labels(opts.model, 'overloaded'),
+      unavailable: poolMetrics.rejected.labels(opts.model, 'unavailable'),
+    };
+    if (settings.discovery) {
+      this.firstResolve = this.refresh();
+      this.refreshTimer = setInterval(() => void this.refresh(), settings.discovery.refresh_s * 1000);
+      this.refreshTimer.unref();
+    } else if (settings.endpoints) {
+      this.setEndpoints(settings.endpoints);
+    } else if (settings.base_url) {
+      this.setEndpoints([{ url: settings.base_url, weight: 1 }]);
+    }
+    if (settings.probe_interval_ms > 0 && settings.health_path) {
+      this.probeTimer = setInterval(() => this.probeAll(), settings.probe_interval_ms);
+      this.probeTimer.unref();
+    }
+    pools.add(this);
+  }
+
+  get model(): string {
+    return this.o.model;
+  }
+
+  /** The endpoints now routed to (a copy). */
+  list(): readonly Endpoint[] {
+    return this.endpoints.slice();
+  }
+
+  /** Replaces the endpoint set; endpoints that stay keep their state and counters. */
+  setEndpoints(list: ReadonlyArray<{ url: string; weight: number }>): void {
+    const old = new Map(this.endpoints.map((e) => [e.url, e]));
+    const next: Endpoint[] = [];
+    for (const { url, weight } of list) {
+      const clean = url.replace(/\/+$/, '');
+      if (next.some((e) => e.url === clean)) continue;
+      const kept = old.get(clean);
+      old.delete(clean);
+      next.push(kept && kept.weight === weight ? kept : new Endpoint(clean, weight, this.o.model));
+    }
+    for (const gone of old.values()) {
+      gone.removed = true;
+      gone.dropMetrics();
+    }
+    this.endpoints = next;
+    this.ring = new HashRing(next);
+    for (const e of next) e.current = 0;
+    this.drain();
+  }
+
+  /** Re-reads the discovery name; a failed or empty lookup keeps the endpoints there are. */
+  async refresh(): Promise<void> {
+    const d = this.settings.discovery;
+    if (!d || this.closed) return;
+    try {
+      const addresses = await this.o.resolver(d.dns);
+      if (!addresses.length) {
+        this.o.log?.warn({ dns: d.dns }, 'engine discovery found no address; keeping the endpoints known');
+        return;
+      }
+      const urls = addresses.map((a) => ({ url: addressUrl(d.scheme, a, d.port, d.path), weight: 1 }));
+      const same =
+        urls.length === this.endpoints.length &&
+        urls.every((u) => this.endpoints.some((e) => e.url === u.url));
+      if (!same) {
+        this.setEndpoints(urls);
+        this.o.log?.info({ dns: d.dns, endpoints: urls.length }, 'engine endpoints discovered');
+      }
+    } catch (err) {
+      this.o.log?.warn(
+        { dns: d.dns, err: String(err) },
+        'engine discovery failed; keeping the endpoints known',
+      );
+    }
+  }
+
+  /**
+   * Takes a slot on an endpoint, waiting in the queue while every endpoint is saturated. Throws 503
+   * `overloaded` (Retry-After) after the queue timeout, 503 `service_unavailable` when no endpoint is up
+   * (or none is left that this request has not tried).
+   */
+  acquire(req: RouteRequest): Promise<Lease> {
+    if (this.firstResolve && !this.endpoints.length) {
+      const first = this.firstResolve;
+      this.firstResolve = null;
+      return first.then(() => this.acquire(req));
+    }
+    if (this.queue.size === 0) {
+      const ep = this.pick(req, performance.now());
+      if (ep) return Promise.resolve(this.grant(ep));
+      if (!this.sawUp) return Promise.reject(this.unavailable());
+    } else if (!this.anyUp(req.exclude)) {
+      return Promise.reject(this.unavailable());
+    }
+    return this.wait(req);
+  }
+
+  /** A slot now or null (saturated or down): for callers that do not wait. */
+  tryAcquire(req: RouteRequest): Lease | null {
+    if (this.queue.size) return null;
+    const ep = this.pick(req, performance.now());
+    return ep ? this.grant(ep) : null;
+  }
+
+  /**
+   * Runs `fn` on an endpoint; when it throws an EndpointFailure whose outcome is retryable, runs it on
+   * another endpoint, up to `retries` times, within the request's deadline. For unary calls (the whole
+   * answer arrives before anything reaches the client). Other errors are the request's: thrown as they
+   * are, the endpoint counted healthy.
+   */
+  async call<T>(req: RouteRequest, fn: (e: Endpoint, attempt: number) => Promise<T>): Promise<T> {
+    let tried: Set<Endpoint> | null = null;
+    let last: EndpointFailure | null = null;
+    for (let attempt = 0; ; attempt++) {
+      let lease: Lease;
+      try {
+        lease = await this.acquire(tried ? { ...req, exclude: tried } : req);
+      } catch (e) {
+        throw last ? last.error : e;
+      }
+      try {
+        const v = await fn(lease.endpoint, attempt);
+        lease.release('ok');
+        return v;
+      } catch (e) {
+        if (!(e instanceof EndpointFailure)) {
+          lease.release(req.signal?.aborted ? 'aborted' : 'client_error');
+          throw e;
+        }
+        lease.release(e.outcome, errorText(e.error));
+        last = e;
+        exhausted(e.error);
+        const canRetry =
+          RETRYABLE[e.outcome] &&
+          attempt < this.retries &&
+          !req.signal?.aborted &&
+          Date.now() < (req.deadline ?? currentCaller()?.deadline ?? Infinity);
+        if (!canRetry) throw e.error;
+        this.m.retryBefore.inc();
+        tried ??= new Set();
+        tried.add(lease.endpoint);
+      }
+    }
+  }
+
+  /** Counts a retry before the first byte (engines that run their own loop: streams). */
+  countRetry(kind: 'before_first_byte' | 'resume'): void {
+    (kind === 'resume' ? this.m.resumed : this.m.retryBefore).inc();
+  }
+
+  /** Set by pick(): whether some endpoint was up (not cooling, not excluded) even if none was free. */
+  private sawUp = false;
+
+  /** Chooses an endpoint for `req` by the pool's routing, or null when none is free. */
+  pick(req: RouteRequest, now: number): Endpoint | null {
+    const eps = this.endpoints;
+    this.sawUp = false;
+    if (!eps.length) return null;
+    if (this.routing === 'prefix_affinity' && req.key !== undefined) return this.pickRing(req, now);
+    if (this.routing === 'round_robin') return this.pickRoundRobin(req, now);
+    return this.pickLeastLoaded(req, now);
+  }
+
+  /** Slots an endpoint takes now: its cap, scaled down while it warms up after a cooldown. */
+  private capOf(e: Endpoint, now: number): number {
+    if (e.state === 'up') return this.maxInflight;
+    if (e.state === 'cooling') return 0;
+    const ramp = (now - e.recoverSince) / this.o.warmupMs;
+    if (ramp >= 1) {
+      e.state = 'up';
+      e.m.state.set(1);
+      return this.maxInflight;
+    }
+    return Math.max(1, Math.floor(this.maxInflight * Math.max(0.1, ramp)));
+  }
+
+  /** Free for this request: up (or warming with room), below its cap, not tried already. */
+  private free(e: Endpoint, req: RouteRequest, now: number): boolean {
+    if (e.state === 'cooling' || req.exclude?.has(e)) return false;
+    this.sawUp = true;
+    return e.inflight < this.capOf(e, now);
+  }
+
+  private pickRing(req: RouteRequest, now: number): Endpoint | null {
+    const eps = this.endpoints;
+    const ring = this.ring;
+    let upWeight = 0;
+    for (const e of eps) if (e.state !== 'cooling') upWeight += e.weight;
+    if (upWeight === 0) return null;
+    const stamp = ++this.stamp;
+    const total = this.totalInflight + 1;
+    const bound = this.o.loadBound;
+    let spill: Endpoint | null = null;
+    let seen = 0;
+    const size = ring.size;
+    for (let i = ring.start(req.key as number), steps = 0; steps < size && seen < eps.length; steps++) {
+      const e = eps[ring.owners[i] as number] as Endpoint;
+      i = i + 1 === size ? 0 : i + 1;
+      if (e.stamp === stamp) continue;
+      e.stamp = stamp;
+      seen++;
+      if (!this.free(e, req, now)) continue;
+      // Bounded load: at most c x this endpoint's fair share of the requests in flight (+ this one).
+      if (e.inflight < Math.ceil((bound * total * e.weight) / upWeight)) return e;
+      if (!spill || e.inflight / e.weight < spill.inflight / spill.weight) spill = e;
+    }
+    return spill;
+  }
+
+  private pickLeastLoaded(req: RouteRequest, now: number): Endpoint | null {
+    const eps = this.endpoints;
+    const n = eps.length;
+    if (n > 1) {
+      // Power of two choices: two distinct random endpoints, the less loaded one (per unit of weight).
+      const r = this.o.random;
+      const a = eps[Math.floor(r() * n)] as Endpoint;
+      let b = eps[Math.floor(r() * (n - 1))] as Endpoint;
+      if (b === a) b = eps[n - 1] as Endpoint;
+      const fa = this.free(a, req, now);
+      const fb = this.free(b, req, now);
+      if (fa && fb) return a.inflight / a.weight <= b.inflight / b.weight ? a : b;
+      if (fa) return a;
+      if (fb) return b;
+    }
+    // Neither sampled endpoint is free: the least loaded free one, if any.
+    let best: Endpoint | null = null;
+    for (const e of eps) {
+      if (this.free(e, req, now) && (!best || e.inflight / e.weight < best.inflight / best.weight)) best = e;
+    }
+    return best;
+  }
+
+  private pickRoundRobin(req: RouteRequest, now: number): Endpoint | null {
+    // Smooth weighted round robin (nginx): each free endpoint gains its weight, the largest is chosen
+    // and pays back the total.
+    let best: Endpoint | null = null;
+    let total = 0;
+    for (const e of this.endpoints) {
+      if (!this.free(e, req, now)) continue;
+      e.current += e.weight;
+      total += e.weight;
+      if (!best || e.current > best.current) best = e;
+    }
+    if (best) best.current -= total;
+    return best;
+  }
+
+  private anyUp(exclude: ReadonlySet<Endpoint> | null | undefined): boolean {
+    for (const e of this.endpoints) if (e.state !== 'cooling' && !exclude?.has(e)) return true;
+    return false;
+  }
+
+  private grant(e: Endpoint): Lease {
+    e.inflight++;
+    this.totalInflight++;
+    e.m.inflight.inc();
+    return new Lease(this, e);
+  }
+
+  private wait(req: RouteRequest): Promise<Lease> {
+    const now = Date.now();
+    // Engines that do not pass the caller (embeddings, audio, images) get it from the RPC handler's
+    // context (service-kit withCaller).
+    const caller = req.cls === undefined || req.member === undefined ? currentCaller() : undefined;
+    const deadline = req.deadline ?? caller?.deadline;
+    const left = Math.min(this.queueTimeoutMs, deadline === undefined ? Infinity : deadline - now);
+    if (left <= 0) return Promise.reject(this.overloaded());
+    return new Promise<Lease>((resolve, reject) => {
+      const w: Waiter = {
+        cls: req.cls ?? caller?.cls ?? 'community',
+        member: req.member ?? caller?.member ?? '',
+        gone: false,
+        req,
+        enqueued: performance.now(),
+        resolve,
+        reject,
+        timer: null,
+        onAbort: null,
+      };
+      w.timer = setTimeout(() => {
+        this.queue.remove(w);
+        this.queued.set(this.queue.size);
+        w.onAbort && req.signal?.removeEventListener('abort', w.onAbort);
+        reject(this.overloaded());
+      }, left);
+      if (req.signal) {
+        w.onAbort = () => {
+          this.queue.remove(w);
+          this.queued.set(this.queue.size);
+          if (w.timer) clearTimeout(w.timer);
+          reject(req.signal?.reason);
+        };
+        req.signal.addEventListener('abort', w.onAbort, { once: true });
+      }
+      this.queue.push(w);
+      this.queued.set(this.queue.size);
+    });
+  }
+
+  /** Gives free slots to the waiting requests, in queue order. */
+  private drain(): void {
+    while (this.queue.size) {
+      const w = this.queue.peek();
+      if (!w) break;
+      const ep = this.pick(w.req, performance.now());
+      if (!ep) {
+        if (this.sawUp) break;
+        // Nothing left up for this request: it fails now rather than at its timeout.
+        this.queue.shift();
+        this.finishWait(w);
+        w.reject(this.unavailable());
+        continue;
+      }
+      this.queue.shift();
+      this.finishWait(w);
+      poolMetrics.queueWait.observe(
+        { model: this.o.model, class: w.cls },
+        (performance.now() - w.enqueued) / 1000,
+      );
+      w.resolve(this.grant(ep));
+    }
+    this.queued.set(this.queue.size);
+  }
+
+  private finishWait(w: Waiter): void {
+    if (w.timer) clearTimeout(w.timer);
+    if (w.onAbort) w.req.signal?.removeEventListener('abort', w.onAbort);
+  }
+
+  /** Called by Lease.release(). */
+  settle(e: Endpoint, outcome: Outcome, detail?: string): void {
+    e.inflight--;
+    this.totalInflight--;
+    e.m.inflight.dec();
+    e.requests++;
+    e.outcome(outcome);
+    // A 5xx is an answer from a live server: it cools an endpoint only where another one can take its
+    // share (a pool of one keeps sending; its connect errors and timeouts still cool it).
+    if (COOLS[outcome] && (outcome !== 'status_5xx' || this.endpoints.length > 1))
+      this.fail(e, outcome, detail);
+    else if (COOLS[outcome]) e.errors++;
+    else if (outcome === 'ok' || outcome === 'client_error') e.fails = 0;
+    this.drain();
+  }
+
+  /** Puts an endpoint in a cooldown (1 s, doubling per consecutive failure, at most 30 s). */
+  fail(e: Endpoint, why: string, detail?: string): void {
+    e.errors++;
+    e.lastError = detail ? `${why}: ${detail}` : why;
+    e.lastErrorAt = Date.now();
+    if (e.state === 'cooling' || e.removed || this.closed) return;
+    e.fails++;
+    const ms = Math.min(this.o.cooldownMaxMs, this.o.cooldownMs * 2 ** Math.min(e.fails - 1, 20));
+    e.state = 'cooling';
+    e.coolUntil = Date.now() + ms;
+    e.m.state.set(0);
+    e.m.cooldowns.inc();
+    this.o.log?.warn({ endpoint: e.url, why, cooldown_ms: ms }, 'engine endpoint cooling down');
+    const t = setTimeout(() => {
+      this.cooldownTimers.delete(t);
+      void this.afterCooldown(e);
+    }, ms);
+    t.unref();
+    this.cooldownTimers.add(t);
+  }
+
+  /** End of a cooldown: with probes on, the endpoint must pass one before it takes traffic again. */
+  private async afterCooldown(e: Endpoint): Promise<void> {
+    if (e.removed || this.closed) return;
+    if (this.probesOn()) {
+      const ok = await this.probeOne(e);
+      if (e.removed || this.closed) return;
+      if (!ok) {
+        e.state = 'up'; // so fail() starts the next, longer cooldown
+        this.fail(e, 'probe');
+        return;
+      }
+    }
+    e.state = 'recovering';
+    e.recoverSince = performance.now();
+    e.m.state.set(0.5);
+    this.o.log?.info({ endpoint: e.url }, 'engine endpoint recovering');
+    this.drain();
+  }
+
+  private probesOn(): boolean {
+    return this.settings.probe_interval_ms > 0 && this.settings.health_path !== '';
+  }
+
+  private async probeOne(e: Endpoint): Promise<boolean> {
+    try {
+      return await this.o.probe(e);
+    } catch {
+      return false;
+    }
+  }
+
+  /** Active health: every endpoint that takes traffic is probed; a failed probe cools it down. */
+  private probeAll(): void {
+    for (const e of this.endpoints) {
+      if (e.state === 'cooling' || e.probing) continue;
+      e.probing = true;
+      void this.probeOne(e).then((ok) => {
+        e.probing = false;
+        if (!ok && !e.removed && !this.closed) this.fail(e, 'probe');
+      });
+    }
+  }
+
+  private unavailable(): ApiError {
+    this.m.unavailable.inc();
+    let soonest = Infinity;
+    for (const e of this.endpoints) if (e.state === 'cooling') soonest = Math.min(soonest, e.coolUntil);
+    const s = Number.isFinite(soonest) ? Math.ceil((soonest - Date.now()) / 1000) : 1;
+    return new ApiError(
+      503,
+      `No server of the model '${this.o.model}' is reachable right now; retry later.`,
+      {
+        type: 'server_error',
+        code: 'service_unavailable',
+        headers: { 'retry-after': String(Math.min(30, Math.max(1, s))) },
+      },
+    );
+  }
+
+  private overloaded(): ApiError {
+    this.m.overloaded.inc();
+    return ApiError.overloaded(
+      Math.min(60, Math.max(1, this.queueTimeoutMs / 1000)),
+      `The model '${this.o.model}' is overloaded: every server is busy; retry later.`,
+    );
+  }
+
+  /** State for operators (the console's Models page): read on demand, never on the request path. */
+  status(): PoolStatus {
+    const now = performance.now();
+    return {
+      model: this.o.model,
+      routing: this.routing,
+      source: this.settings.discovery ? 'dns' : this.settings.endpoints ? 'static' : 'base_url',
+      max_inflight_per_endpoint: this.maxInflight,
+      queued: this.queue.depthByClass(),
+      endpoints: this.endpoints.map((e) => ({
+        url: e.url,
+        weight: e.weight,
+        state: e.state,
+        inflight: e.inflight,
+        capacity: this.capOf(e, now),
+        consecutive_failures: e.fails,
+        cooldown_until: e.state === 'cooling' ? new Date(e.coolUntil).toISOString() : null,
+        requests: e.requests,
+        errors: e.errors,
+        last_error: e.lastError,
+        last_error_at: e.lastErrorAt ? new Date(e.lastErrorAt).toISOString() : null,
+      })),
+    };
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    pools.delete(this);
+    if (this.refreshTimer) clearInterval(this.refreshTimer);
+    if (this.probeTimer) clearInterval(this.probeTimer);
+    for (const t of this.cooldownTimers) clearTimeout(t);
+    this.cooldownTimers.clear();
+    for (let w = this.queue.shift(); w; w = this.queue.shift()) {
+      this.finishWait(w);
+      w.reject(this.unavailable());
+    }
+    this.queued.set(0);
+    for (const e of this.endpoints) e.dropMetrics();
+  }
+}
+
+export interface EndpointStatus {
+  url: string;
+  weight: number;
+  state: EndpointState;
+  inflight: number;
+  capacity: number;
+  consecutive_failures: number;
+  cooldown_until: string | null;
+  requests: number;
+  errors: number;
+  last_error: string | null;
+  last_error_at: string | null;
+}
+
+export interface PoolStatus {
+  model: string;
+  routing: RoutingPolicy;
+  source: 'dns' | 'static' | 'base_url';
+  max_inflight_per_endpoint: number;
+  queued: Record<PriorityClass, number>;
+  endpoints: EndpointStatus[];
+}
+
+/** Every live pool of this process (a service's engines), for the ops status endpoint. */
+export function enginePoolStatus(): PoolStatus[] {
+  return [...pools].map((p) => p.status());
+}
+
+// Served by every service's ops server as GET /status/engine-pools (the console's Models page).
+registerOpsStatus('engine-pools', () => ({ pools: enginePoolStatus() }));
+
+/** vLLM's request `priority` (lower runs first) of a caller class. */
+export function vllmPriority(cls: PriorityClass | undefined): number {
+  return CLASS_RANK[cls ?? 'community'];
+}
+
+const EXHAUSTED = new WeakSet<object>();
+
+/** Marks the error of a request that every endpoint it could try has failed (a reason to fall back). */
+export function exhausted<E>(e: E): E {
+  if (e && typeof e === 'object') EXHAUSTED.add(e);
+  return e;
+}
+
+/**
+ * Whether a model's failure lets the request go to a fallback model: no endpoint could take it (503
+ * `overloaded` or `service_unavailable`, or every endpoint tried failed). Errors of the request itself
+ * (4xx) never do.
+ */
+export function wantsFallback(e: unknown): boolean {
+  if (e instanceof ApiError && e.status === 503)
+    return e.code === 'overloaded' || e.code === 'service_unavailable';
+  return typeof e === 'object' && e !== null && EXHAUSTED.has(e);
+}
+
+/** A short text of an error for the endpoint status (`last_error`). */
+export function errorText(e: unknown): string {
+  return e instanceof Error ? e.message.slice(0, 200) : String(e).slice(0, 200);
+}
+
+async function httpProbe(e: Endpoint, path: string): Promise<boolean> {
+  const res = await fetch(`${e.origin}${path}`, { signal: AbortSignal.timeout(PROBE_TIMEOUT_MS) });
+  await res.body?.cancel();
+  return res.ok;
+}
+
+/**
+ * The outcome of a failed HTTP call to an endpoint (undici/fetch errors): a timeout, a connection that
+ * never opened (refused, DNS), or one that broke.
+ */
+export function networkOutcome(e: unknown, timedOut: boolean): Outcome {
+  if (timedOut) return 'timeout';
+  const err = e as { code?: string; cause?: { code?: string } };
+  const code = err?.code ?? err?.cause?.code ?? '';
+  if (code.includes('TIMEOUT')) return 'timeout';
+  return 'connect';
+}
+
+/** The outcome of an HTTP status from an endpoint. */
+export function statusOutcome(status: number): Outcome {
+  if (status >= 200 && status < 300) return 'ok';
+  if (status === 408 || status === 429) return 'busy';
+  if (status >= 500) return 'status_5xx';
+  return 'client_error';
+}

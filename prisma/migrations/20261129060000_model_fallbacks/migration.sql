@@ -1,0 +1,2 @@
+-- AlterTable
+ALTER TABLE "Model" ADD COLUMN "fallbacks" TEXT[] DEFAULT ARRAY[]::TEXT[];
