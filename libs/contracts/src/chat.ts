@@ -136,6 +136,8 @@ export const ChatCompletionRequestSchema = z
     reasoning_effort: ReasoningEffortSchema.optional(),
     chat_template_kwargs: z.object({ enable_thinking: z.boolean().optional() }).optional(),
     presence_penalty: z.number().min(-2).max(2).nullable().optional(),
+    /** Extension (as vLLM's): sample from the k most likely tokens; 0 = off. Engines without it ignore it. */
+    top_k: z.number().int().min(0).nullable().optional(),
     frequency_penalty: z.number().min(-2).max(2).nullable().optional(),
     /** No engine here reports log-probabilities: `true` is a 400 naming it rather than `logprobs: null`. */
     logprobs: z

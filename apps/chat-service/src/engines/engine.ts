@@ -71,6 +71,8 @@ export interface EngineSampling {
   seed: number | null;
   presence_penalty: number | null;
   frequency_penalty: number | null;
+  /** Top-k sampling (0 or null = off): upstream engines and llama.cpp apply it; the simulator has none. */
+  top_k?: number | null;
 }
 
 /** How to reason; `null` on EngineInput means do not reason. */
