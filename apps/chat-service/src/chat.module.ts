@@ -1,5 +1,6 @@
 import {
   type ChatCompletionRequest,
+  type ChatServiceBody,
   type CompletionRequest,
   type EndFrame,
   type ResponseRequest,
@@ -27,7 +28,7 @@ export const MEDIA_OPTIONS = Symbol('MEDIA_OPTIONS');
  */
 @Controller()
 export class ChatController {
-  private readonly chat: RpcHandler<ChatCompletionRequest>;
+  private readonly chat: RpcHandler<ChatServiceBody>;
   private readonly completion: RpcHandler<CompletionRequest>;
   private readonly response: RpcHandler<ResponseRequest>;
   private readonly count: RpcHandler<ChatCompletionRequest>;
@@ -49,7 +50,7 @@ export class ChatController {
 
   @MessagePattern(Subjects.chatCompletions)
   chatCompletions(
-    @Payload() req: ServiceRequest<ChatCompletionRequest>,
+    @Payload() req: ServiceRequest<ChatServiceBody>,
     @Ctx() ctx: HandlerContext,
   ): Promise<EndFrame> {
     return this.chat(req, ctx);

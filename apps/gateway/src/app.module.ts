@@ -27,6 +27,7 @@ import { McpEndpoint } from './mcp/mcp.endpoint.js';
 import { MetricsController } from './metrics/metrics.controller.js';
 import { MetricsService } from './metrics/metrics.service.js';
 import { ApiDocsController } from './openai/api-docs.controller.js';
+import { MessagesController } from './messages/messages.controller.js';
 import { ChatController } from './openai/chat.controller.js';
 import { CompletionsController } from './openai/completions.controller.js';
 import { EmbeddingsController } from './openai/embeddings.controller.js';
@@ -65,6 +66,7 @@ export const GATEWAY_CONTROLLERS = [
   ApiDocsController,
   ModelsController,
   ChatController,
+  MessagesController,
   CompletionsController,
   ResponsesController,
   SearchController,

@@ -157,6 +157,21 @@ export const ChatCompletionRequestSchema = z
   .meta({ id: 'ChatCompletionRequest' });
 export type ChatCompletionRequest = z.infer<typeof ChatCompletionRequestSchema>;
 
+/**
+ * The chat body as a front door hands it to the chat-service: the public request plus fields that no
+ * public route accepts (the /v1/chat/completions route validates with ChatCompletionRequestSchema,
+ * which drops them).
+ */
+export const ChatServiceBodySchema = ChatCompletionRequestSchema.extend({
+  /**
+   * Set by the Anthropic Messages front door: `max_tokens` is an upper bound that is lowered to what
+   * the context window leaves after the prompt (Anthropic's rule for its required max_tokens), not a
+   * 400 when prompt + max_tokens exceed the window.
+   */
+  fit_max_tokens: z.literal(true).optional(),
+});
+export type ChatServiceBody = z.infer<typeof ChatServiceBodySchema>;
+
 // ---- responses ----
 export const FinishReasonSchema = z.enum(['stop', 'length', 'tool_calls']);
 export type FinishReason = z.infer<typeof FinishReasonSchema>;
