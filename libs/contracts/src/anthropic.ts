@@ -103,10 +103,17 @@ export const AnthropicContentBlockParamSchema = z.discriminatedUnion('type', [
 ]);
 export type AnthropicContentBlockParam = z.infer<typeof AnthropicContentBlockParamSchema>;
 
-export const AnthropicMessageParamSchema = z.object({
-  role: z.enum(['user', 'assistant']),
-  content: z.union([boundedText(TextLimits.prompt), z.array(AnthropicContentBlockParamSchema)]),
-});
+export const AnthropicMessageParamSchema = z.discriminatedUnion('role', [
+  z.object({
+    role: z.enum(['user', 'assistant']),
+    content: z.union([boundedText(TextLimits.prompt), z.array(AnthropicContentBlockParamSchema)]),
+  }),
+  /** A system turn inside the conversation (Claude Code 2.1 sends its environment this way). */
+  z.object({
+    role: z.literal('system'),
+    content: z.union([boundedText(TextLimits.prompt), z.array(AnthropicTextBlockSchema)]),
+  }),
+]);
 export type AnthropicMessageParam = z.infer<typeof AnthropicMessageParamSchema>;
 
 /** Tool names: the engine's rule (1-64 letters, digits, underscores, dashes). */

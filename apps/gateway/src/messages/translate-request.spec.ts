@@ -63,6 +63,21 @@ describe('Messages request -> chat body', () => {
     assert.deepEqual(b.messages[1], { role: 'user', content: 'hi' });
   });
 
+  it('a system turn inside messages (as Claude Code 2.1 sends) stays a system message at its place', () => {
+    const c = translate({
+      messages: [
+        { role: 'user', content: 'hi' },
+        { role: 'system', content: [{ type: 'text', text: '# Environment' }] },
+        { role: 'user', content: 'go' },
+      ],
+    });
+    assert.deepEqual(c.messages, [
+      { role: 'user', content: 'hi' },
+      { role: 'system', content: '# Environment' },
+      { role: 'user', content: 'go' },
+    ]);
+  });
+
   it('images: base64 becomes a data: URI, a URL stays a URL (the chat-service fetches it behind its SSRF guard)', () => {
     const c = translate({
       messages: [

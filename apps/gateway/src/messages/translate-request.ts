@@ -17,7 +17,8 @@ import {
  * Anthropic Messages request -> our chat completion body (pure; no I/O). The model's catalog entry is
  * needed for one thing only: which reasoning switch `thinking` and `output_config.effort` map to.
  *
- * - `system` (string or text blocks) -> one system message (blocks joined by newlines).
+ * - `system` (string or text blocks) -> one system message (blocks joined by newlines); a `system`
+ *   turn inside `messages` -> a system message at its place.
  * - user blocks: text, image (base64 -> `data:` URI, URL -> the URL, which the chat-service fetches
  *   behind its SSRF guard as it does for chat), plain-text documents -> text parts; `tool_result`
  *   blocks -> `tool` messages, placed before the rest of that user turn (their images follow as a
@@ -182,7 +183,10 @@ function toChatMessages(req: AnthropicCountTokensRequest): Message[] {
   const system = typeof req.system === 'string' ? req.system : req.system ? joinTexts(req.system) : '';
   if (system) out.push({ role: 'system', content: system });
   for (const [i, m] of req.messages.entries()) {
-    if (typeof m.content === 'string') {
+    if (m.role === 'system') {
+      const text = typeof m.content === 'string' ? m.content : joinTexts(m.content);
+      if (text) out.push({ role: 'system', content: text });
+    } else if (typeof m.content === 'string') {
       out.push(
         m.role === 'user' ? { role: 'user', content: m.content } : { role: 'assistant', content: m.content },
       );
