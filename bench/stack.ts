@@ -922,7 +922,8 @@ async function main(): Promise<void> {
       // The Messages front door against chat completions on the same path, same run (issue 34's goal: the
       // gateway's CPU per request within 10 %).
       for (const path of ['upstream', 'simulator']) {
-        const gw = (t: string) => median(samples.filter((s) => s.target === t).map((s) => s.cpu['gw on'] ?? 0));
+        const gw = (t: string) =>
+          median(samples.filter((s) => s.target === t).map((s) => s.cpu['gw on'] ?? 0));
         const chat = gw(`gw on, ${path}`);
         const messages = gw(`gw on, ${path}, messages`);
         console.log(
