@@ -17,6 +17,9 @@
 //   gw on, upstream    the same, limits on (auth, every limit in Redis, NATS hop, usage event)
 //   gw on, simulator   limits on, model chat-A (the simulator engine, max_tokens 1)
 //   gw on, 429         a key allowed 1 request a minute: refused by the limits
+//   gw on, upstream, messages / gw on, simulator, messages
+//                      the same two paths through the Anthropic Messages front door (POST /v1/messages,
+//                      the same prompt and output cap): its translation's cost beside the chat rows
 //
 // For each: req/s, p50/p99 latency, and the CPU time per request of every process (user + system from
 // /proc/<pid>/stat over the round; the load generator's too) and its write system calls per request
@@ -43,6 +46,7 @@ import {
   buildProduction,
   chatBody,
   isolateTargets,
+  messagesBody,
   resolveMemoryLimitMiB,
   rssKiB,
   type Stack,
@@ -811,6 +815,22 @@ async function main(): Promise<void> {
         key: stack.limitedKey,
         body: chatBody('chat-A'),
       },
+      // The Anthropic Messages front door on the same two paths (the chat rows above are its baseline):
+      // the same prompt and output cap, translated to the chat body and the answer back.
+      {
+        name: 'gw on, upstream, messages',
+        url: stack.gatewayOn.url,
+        path: '/v1/messages',
+        key: stack.key,
+        body: messagesBody('chat-up'),
+      },
+      {
+        name: 'gw on, simulator, messages',
+        url: stack.gatewayOn.url,
+        path: '/v1/messages',
+        key: stack.key,
+        body: messagesBody('chat-A'),
+      },
     ];
     if (opt['side-load']) {
       targets.push({
@@ -887,6 +907,8 @@ async function main(): Promise<void> {
         ['gw on, upstream', 'gw on'],
         ['gw on, simulator', 'gw on'],
         ['gw on, 429', 'gw on'],
+        ['gw on, upstream, messages', 'gw on'],
+        ['gw on, simulator, messages', 'gw on'],
         ...(LAG_MS > 0 ? [[`gw on, sim +${LAG_MS} ms`, 'gw on'] as const] : []),
         ...(BURN > 0 ? [[`gw on, simulator, burn ${BURN}`, 'gw on'] as const] : []),
         ...(opt['side-load'] ? [['gw on, simulator + side load', 'gw on'] as const] : []),
@@ -895,6 +917,17 @@ async function main(): Promise<void> {
         const us = median(rounds);
         console.log(
           `${target}: gateway ${us.toFixed(0)} us/req = ${(us / rawUs).toFixed(2)}x the raw proxy (${rawUs.toFixed(0)} us/req); rounds ${rounds.map((r) => r.toFixed(0)).join(', ')}, raw ${raw.map((r) => r.toFixed(0)).join(', ')}`,
+        );
+      }
+      // The Messages front door against chat completions on the same path, same run (issue 34's goal: the
+      // gateway's CPU per request within 10 %).
+      for (const path of ['upstream', 'simulator']) {
+        const gw = (t: string) =>
+          median(samples.filter((s) => s.target === t).map((s) => s.cpu['gw on'] ?? 0));
+        const chat = gw(`gw on, ${path}`);
+        const messages = gw(`gw on, ${path}, messages`);
+        console.log(
+          `messages vs chat completions (${path}): gateway ${messages.toFixed(0)} vs ${chat.toFixed(0)} us/req = ${((messages / chat - 1) * 100).toFixed(1)} %`,
         );
       }
       const simOn = samples.filter((s) => s.target === 'gw on, simulator');

@@ -176,6 +176,18 @@ export const chatBody = (model: string, stream = false, maxTokens = 1) =>
     ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}),
   });
 
+/**
+ * The same request as chatBody in the Anthropic Messages shape (POST /v1/messages): same prompt, same
+ * output cap, streamed when `stream`.
+ */
+export const messagesBody = (model: string, stream = false, maxTokens = 1) =>
+  JSON.stringify({
+    model,
+    messages: [{ role: 'user', content: 'Hello there, how are you today?' }],
+    max_tokens: maxTokens,
+    ...(stream ? { stream: true } : {}),
+  });
+
 /** One streamed POST on `pool`, drained: [ms to its first body bytes, ms to its end]. Throws unless 200. */
 export async function timedStream(
   pool: Pool,

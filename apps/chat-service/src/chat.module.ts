@@ -1,5 +1,6 @@
 import {
   type ChatCompletionRequest,
+  type ChatServiceBody,
   type CompletionRequest,
   type EndFrame,
   type ResponseRequest,
@@ -10,6 +11,7 @@ import { type HandlerContext, type Logger, type RpcHandler, SERVICE_LOG } from '
 import { Controller, type DynamicModule, Inject, Module } from '@nestjs/common';
 import { Ctx, MessagePattern, Payload } from '@nestjs/microservices';
 import { chatCompletionsHandler } from './chat/chat.handler.js';
+import { countTokensHandler } from './chat/count-tokens.handler.js';
 import type { MediaOptions } from './chat/media.js';
 import { completionsHandler } from './completions/completions.handler.js';
 import { type ChatServiceEnv, mediaOptions } from './config.js';
@@ -26,19 +28,29 @@ export const MEDIA_OPTIONS = Symbol('MEDIA_OPTIONS');
  */
 @Controller()
 export class ChatController {
-  private readonly chat: RpcHandler<ChatCompletionRequest>;
+  private readonly chat: RpcHandler<ChatServiceBody>;
   private readonly completion: RpcHandler<CompletionRequest>;
   private readonly response: RpcHandler<ResponseRequest>;
+  private readonly count: RpcHandler<ChatCompletionRequest>;
 
   constructor(@Inject(EngineRegistry) engines: EngineRegistry, @Inject(MEDIA_OPTIONS) media: MediaOptions) {
     this.chat = chatCompletionsHandler(engines, { media });
     this.completion = completionsHandler(engines);
     this.response = responsesHandler(engines, { media });
+    this.count = countTokensHandler(engines);
+  }
+
+  @MessagePattern(Subjects.chatCountTokens)
+  countTokens(
+    @Payload() req: ServiceRequest<ChatCompletionRequest>,
+    @Ctx() ctx: HandlerContext,
+  ): Promise<EndFrame> {
+    return this.count(req, ctx);
   }
 
   @MessagePattern(Subjects.chatCompletions)
   chatCompletions(
-    @Payload() req: ServiceRequest<ChatCompletionRequest>,
+    @Payload() req: ServiceRequest<ChatServiceBody>,
     @Ctx() ctx: HandlerContext,
   ): Promise<EndFrame> {
     return this.chat(req, ctx);

@@ -24,6 +24,7 @@ import { BullQueues } from './infra/bull-queues.js';
 import { CATALOG_SOURCE, FILE_STORE, LOGGER, NATS, PG, PRISMA, REDIS } from './infra/tokens.js';
 import { LimitsService } from './limits/limits.service.js';
 import { McpEndpoint } from './mcp/mcp.endpoint.js';
+import { MessagesController } from './messages/messages.controller.js';
 import { MetricsController } from './metrics/metrics.controller.js';
 import { MetricsService } from './metrics/metrics.service.js';
 import { ApiDocsController } from './openai/api-docs.controller.js';
@@ -65,6 +66,7 @@ export const GATEWAY_CONTROLLERS = [
   ApiDocsController,
   ModelsController,
   ChatController,
+  MessagesController,
   CompletionsController,
   ResponsesController,
   SearchController,

@@ -197,6 +197,12 @@ export const CatalogEntrySchema = z.object({
   /** Position in GET /models: lower is more capable and listed first. */
   rank: z.number().int(),
   description: z.string().default(''),
+  /**
+   * Other names a request may use for this model (e.g. the model names Anthropic's clients send by
+   * default: `claude-opus-5-5`, `claude-haiku-5-5`). A request by alias is served, limited and billed
+   * as this model; lists show the id only. Unique across the catalog (ids and aliases).
+   */
+  aliases: z.array(z.string().min(1).max(256)).max(32).default([]),
   tiers: z.array(TierSchema).min(1),
   context_window: z.number().int().positive().optional(),
   allowance: AllowanceSchema.nullable().default(null),
@@ -237,7 +243,7 @@ export function tierReaches(tier: Tier, entry: Pick<CatalogEntry, 'tiers'>): boo
 
 /**
  * The endpoints a model serves (the `endpoints` extension field of GET /v1/models): chat models
- * /v1/chat/completions, plus /v1/completions and /v1/responses where their capabilities list them;
+ * /v1/chat/completions and /v1/messages, plus /v1/completions and /v1/responses where their capabilities list them;
  * each other kind its own endpoints.
  */
 export function modelEndpoints(entry: Pick<CatalogEntry, 'kind' | 'capabilities'>): string[] {
@@ -245,6 +251,7 @@ export function modelEndpoints(entry: Pick<CatalogEntry, 'kind' | 'capabilities'
     case 'chat':
       return [
         '/v1/chat/completions',
+        '/v1/messages',
         ...(entry.capabilities.completions ? ['/v1/completions'] : []),
         ...(entry.capabilities.responses ? ['/v1/responses'] : []),
       ];

@@ -136,6 +136,8 @@ export const ChatCompletionRequestSchema = z
     reasoning_effort: ReasoningEffortSchema.optional(),
     chat_template_kwargs: z.object({ enable_thinking: z.boolean().optional() }).optional(),
     presence_penalty: z.number().min(-2).max(2).nullable().optional(),
+    /** Extension (as vLLM's): sample from the k most likely tokens; 0 = off. Engines without it ignore it. */
+    top_k: z.number().int().min(0).nullable().optional(),
     frequency_penalty: z.number().min(-2).max(2).nullable().optional(),
     /** No engine here reports log-probabilities: `true` is a 400 naming it rather than `logprobs: null`. */
     logprobs: z
@@ -154,6 +156,21 @@ export const ChatCompletionRequestSchema = z
   })
   .meta({ id: 'ChatCompletionRequest' });
 export type ChatCompletionRequest = z.infer<typeof ChatCompletionRequestSchema>;
+
+/**
+ * The chat body as a front door hands it to the chat-service: the public request plus fields that no
+ * public route accepts (the /v1/chat/completions route validates with ChatCompletionRequestSchema,
+ * which drops them).
+ */
+export const ChatServiceBodySchema = ChatCompletionRequestSchema.extend({
+  /**
+   * Set by the Anthropic Messages front door: `max_tokens` is an upper bound that is lowered to what
+   * the context window leaves after the prompt (Anthropic's rule for its required max_tokens), not a
+   * 400 when prompt + max_tokens exceed the window.
+   */
+  fit_max_tokens: z.literal(true).optional(),
+});
+export type ChatServiceBody = z.infer<typeof ChatServiceBodySchema>;
 
 // ---- responses ----
 export const FinishReasonSchema = z.enum(['stop', 'length', 'tool_calls']);

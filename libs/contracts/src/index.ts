@@ -1,3 +1,4 @@
+export * from './anthropic.js';
 export * from './audio.js';
 export * from './batch.js';
 export * from './catalog.js';

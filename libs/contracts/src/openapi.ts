@@ -1,5 +1,13 @@
 import { z } from 'zod';
 import {
+  AnthropicCountTokensRequestSchema,
+  AnthropicCountTokensResponseSchema,
+  AnthropicErrorBodySchema,
+  AnthropicMessageSchema,
+  AnthropicMessagesRequestSchema,
+  AnthropicStreamEventSchema,
+} from './anthropic.js';
+import {
   AUDIO_CONTENT_TYPES,
   SpeechRequestSchema,
   TranscriptionRequestSchema,
@@ -154,6 +162,8 @@ interface OperationSpec {
   security?: Json[];
   /** Descriptions of this operation's error statuses where they differ from STATUS_TEXT. */
   errorText?: Record<number, string>;
+  /** The error body of this operation when it is not the spec's Error (Anthropic's, on /v1/messages). */
+  errorBody?: Json;
 }
 
 /**
@@ -212,6 +222,32 @@ export function buildOpenApiDocument(opts: OpenApiOptions = {}): Json {
         'Each event is a `data:` line with a ChatCompletionChunk and a blank line; the stream ends with `data: [DONE]`.',
       ),
       errors: MODEL_ERRORS,
+    },
+    '/v1/messages': {
+      id: 'createMessage',
+      summary:
+        "Create a message (Anthropic's Messages API, for Anthropic's SDKs and Claude Code; `?beta=true` too; key as `x-api-key` or Bearer)",
+      tag: 'Messages',
+      requestBody: jsonBody(AnthropicMessagesRequestSchema),
+      ok: streamed(
+        'An AnthropicMessage, or with `stream: true` the Messages event stream.',
+        res(AnthropicMessageSchema),
+        res(AnthropicStreamEventSchema),
+        'Typed SSE events (`event: <type>` + `data:`): `message_start`, `ping`, per content block `content_block_start`, `content_block_delta` (`text_delta`, `thinking_delta`, `signature_delta`, `input_json_delta`), `content_block_stop`, then `message_delta` (stop_reason, usage) and `message_stop`; a failure after the start is an `error` event.',
+      ),
+      errors: [...MODEL_ERRORS, 529],
+      errorBody: res(AnthropicErrorBodySchema),
+      errorText: { 529: 'No model replica can take the request now (our 503); retry.' },
+    },
+    '/v1/messages/count_tokens': {
+      id: 'countMessageTokens',
+      summary:
+        "Count the input tokens of a Messages request (Anthropic's API), as the model's engine counts them",
+      tag: 'Messages',
+      requestBody: jsonBody(AnthropicCountTokensRequestSchema),
+      ok: ok('The count.', jsonContent(res(AnthropicCountTokensResponseSchema))),
+      errors: [400, 401, 404, 429],
+      errorBody: res(AnthropicErrorBodySchema),
     },
     '/v1/completions': {
       id: 'createCompletion',
@@ -496,7 +532,7 @@ export function buildOpenApiDocument(opts: OpenApiOptions = {}): Json {
     for (const status of op.errors) {
       const r: Json = {
         description: op.errorText?.[status] ?? STATUS_TEXT[status],
-        content: jsonContent(errorRef),
+        content: jsonContent(op.errorBody ?? errorRef),
       };
       if (status === 429 && (op.retryAfter ?? true)) {
         r.headers = {

@@ -9,6 +9,8 @@ export const Subjects = {
   chatCompletions: 'infer.chat.completions',
   completions: 'infer.chat.legacy-completions',
   responses: 'infer.chat.responses',
+  /** The prompt tokens of a chat body, counted by the model's engine (Anthropic's count_tokens). */
+  chatCountTokens: 'infer.chat.count-tokens',
   embeddings: 'infer.embedding.embeddings',
   rerank: 'infer.embedding.rerank',
   speech: 'infer.audio.speech',

@@ -27,6 +27,25 @@ const ORDER = [
 ];
 
 describe('config/models.yaml', () => {
+  it("routes Claude Code's default model names to chat-E and its small, fast one to chat-F", async () => {
+    const { models } = await loadCatalogFile(MODELS_YAML);
+    const aliases = Object.fromEntries(models.filter((m) => m.aliases.length).map((m) => [m.id, m.aliases]));
+    assert.deepEqual(aliases, {
+      'chat-E': ['claude-opus-5-5', 'claude-sonnet-5-5', 'claude-sonnet-4-5'],
+      'chat-F': ['claude-haiku-5-5', 'claude-haiku-4-5'],
+    });
+  });
+
+  it('refuses an alias that is another model id or a second alias', () => {
+    const doc = (a: string, b: string) => `models:
+  - { id: m1, kind: chat, rank: 1, tiers: [premium], aliases: [${a}], engine: { type: simulator } }
+  - { id: m2, kind: chat, rank: 2, tiers: [premium], aliases: [${b}], engine: { type: simulator } }
+`;
+    assert.equal(parseCatalog(doc('x', 'y')).models[0]?.aliases[0], 'x');
+    assert.throws(() => parseCatalog(doc('m2', 'y')), /alias m2 of model m1/);
+    assert.throws(() => parseCatalog(doc('x', 'x')), /alias x of model m2/);
+  });
+
   it('validates and reproduces the spec capability table', async () => {
     const { models } = await loadCatalogFile(MODELS_YAML);
     const byId = new Map(models.map((m) => [m.id, m]));

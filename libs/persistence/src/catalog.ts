@@ -38,6 +38,14 @@ export function parseCatalog(text: string, source = 'catalog'): CatalogFile {
     if (seen.has(m.id)) throw new InvalidInputError(`${source}: model id ${m.id} appears twice`);
     seen.add(m.id);
   }
+  // An alias names one model: never another model's id, nor an alias of two models.
+  for (const m of parsed.data.models) {
+    for (const a of m.aliases) {
+      if (seen.has(a))
+        throw new InvalidInputError(`${source}: alias ${a} of model ${m.id} is already a model id or alias`);
+      seen.add(a);
+    }
+  }
   return parsed.data;
 }
 
@@ -52,6 +60,7 @@ export function entryToRow(entry: CatalogEntry): ModelData {
     ownedBy: entry.owned_by,
     created: entry.created,
     description: entry.description,
+    aliases: entry.aliases,
     tiers: entry.tiers,
     contextWindow: entry.context_window ?? null,
     allowanceTokens: entry.allowance ? BigInt(entry.allowance.tokens) : null,
@@ -78,6 +87,7 @@ export interface CatalogRow {
   ownedBy: string;
   created: number;
   description: string;
+  aliases: string[];
   tiers: string[];
   contextWindow: number | null;
   allowanceTokens: bigint | string | number | null;
@@ -100,6 +110,7 @@ export function rowToEntry(row: CatalogRow): CatalogEntry {
     created: row.created,
     rank: row.rank,
     description: row.description,
+    aliases: row.aliases,
     tiers: row.tiers,
     ...(row.contextWindow !== null ? { context_window: row.contextWindow } : {}),
     allowance:
@@ -121,7 +132,7 @@ export function rowToEntry(row: CatalogRow): CatalogEntry {
 
 // Enum columns come back from pg as text ('{community,inference}' for an enum array: pg knows no parser
 // for the enum's type): cast to text and text[], which both drivers return as string / string[].
-const ENABLED_MODELS_SQL = `SELECT "id", "kind", "rank", "ownedBy", "created", "description", "tiers"::text[] AS "tiers",
+const ENABLED_MODELS_SQL = `SELECT "id", "kind", "rank", "ownedBy", "created", "description", "aliases", "tiers"::text[] AS "tiers",
        "contextWindow", "allowanceTokens", "allowancePeriod"::text AS "allowancePeriod", "capabilities",
        "engine", "dimensions", "defaultMaxOutputTokens", "batchPriceFactor",
        "fallbacks"

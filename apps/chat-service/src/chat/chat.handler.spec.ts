@@ -289,6 +289,22 @@ describe('chat completions handler over NATS', () => {
     assert.equal(stopped.completion.choices[0]?.message.content, text.slice(0, text.indexOf(stop)));
   });
 
+  it('fit_max_tokens (Messages front door): a cap beyond the context is lowered to what it leaves, not a 400', async () => {
+    const m = CatalogEntrySchema.parse({ ...model(), context_window: 40 });
+    const prompt = promptTokens(m, ask());
+    await assert.rejects(call(m, ask({ max_tokens: 128_000 })), (e: ApiError) => e.status === 400);
+    const fitted = await call(m, {
+      ...ask({ max_tokens: 128_000 }),
+      fit_max_tokens: true,
+    } as ChatCompletionRequest);
+    const c = fitted.completion.choices[0];
+    assert.ok(c && fitted.completion.usage.completion_tokens <= 40 - prompt, 'within the window');
+    // A small cap stays the cap.
+    const small = await call(m, { ...ask({ max_tokens: 3 }), fit_max_tokens: true } as ChatCompletionRequest);
+    assert.equal(small.completion.usage.completion_tokens, 3);
+    assert.equal(small.completion.choices[0]?.finish_reason, 'length');
+  });
+
   it('stops generating when the client cancels and still reports the usage of the work done', async () => {
     const m = model({ id: 'chat-slow', engine: { itl_ms: 20, default_output_tokens: 1000 } });
     const st = client.stream(svc.subjects.chatCompletions, envelope(m, ask({ stream: true })), {

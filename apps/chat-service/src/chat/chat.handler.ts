@@ -1,7 +1,7 @@
 import {
   type ChatCompletion,
   type ChatCompletionChunk,
-  type ChatCompletionRequest,
+  type ChatServiceBody,
   type FinishReason,
   type UsageReport,
   ZERO_USAGE,
@@ -41,7 +41,7 @@ export interface ChatHandlerOptions {
 export function chatCompletionsHandler(
   engines: EngineRegistry,
   opts: ChatHandlerOptions = {},
-): RpcHandler<ChatCompletionRequest> {
+): RpcHandler<ChatServiceBody> {
   const media = opts.media ?? DEFAULT_MEDIA_OPTIONS;
   return async (req, ctx) => {
     const body = req.body;
@@ -55,13 +55,23 @@ export function chatCompletionsHandler(
     });
     let base = toEngineInput(body, req.model);
     base.route = routeOf(req);
+    // An upper bound to fit (Messages front door): passed as the default cap, which fitContext lowers.
+    const fit = body.fit_max_tokens === true && base.max_tokens != null ? base.max_tokens : null;
+    if (fit !== null) base.max_tokens = null;
     try {
       base.messages = await resolveMedia(base.messages, req.model, engine, media, ctx.signal);
-      base = await fitContext(engine, base, req.model, ctx.signal, {
-        promptParam: 'messages',
-        promptName: 'messages',
-        maxName: body.max_completion_tokens != null ? 'max_completion_tokens' : 'max_tokens',
-      });
+      base = await fitContext(
+        engine,
+        base,
+        req.model,
+        ctx.signal,
+        {
+          promptParam: 'messages',
+          promptName: 'messages',
+          maxName: body.max_completion_tokens != null ? 'max_completion_tokens' : 'max_tokens',
+        },
+        fit,
+      );
     } catch (e) {
       if (ctx.signal.aborted) return abortedEnd(ctx.signal, stream, ZERO_USAGE);
       throw e;

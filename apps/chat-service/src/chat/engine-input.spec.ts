@@ -106,6 +106,7 @@ describe('toEngineInput', () => {
       seed: null,
       presence_penalty: null,
       frequency_penalty: null,
+      top_k: null,
     });
     assert.deepEqual(input.messages[0], { role: 'system', content: 'a\nb' });
     assert.deepEqual(input.messages[1], { role: 'user', content: 'hi', name: 'ann' });
@@ -118,11 +119,12 @@ describe('toEngineInput', () => {
 
   it('keeps explicit sampling and prefers max_completion_tokens', () => {
     const input = toEngineInput(
-      body({ temperature: 0, top_p: 1, max_tokens: 5, max_completion_tokens: 9 }),
+      body({ temperature: 0, top_p: 1, top_k: 40, max_tokens: 5, max_completion_tokens: 9 }),
       model('none'),
     );
     assert.equal(input.sampling.temperature, 0);
     assert.equal(input.sampling.top_p, 1);
+    assert.equal(input.sampling.top_k, 40);
     assert.equal(input.max_tokens, 9);
   });
 

@@ -144,6 +144,7 @@ export function toEngineInput(
       seed: body.seed ?? null,
       presence_penalty: body.presence_penalty ?? null,
       frequency_penalty: body.frequency_penalty ?? null,
+      top_k: body.top_k ?? null,
     },
     max_tokens: body.max_completion_tokens ?? body.max_tokens ?? null,
     stop: (typeof body.stop === 'string' ? [body.stop] : (body.stop ?? [])).filter((s) => s.length > 0),

@@ -79,7 +79,7 @@ describe('openai upstream engine (against a local fake OpenAI-compatible server)
   it('sends the request in the OpenAI format with the spec defaults, stream and include_usage', async () => {
     const e = engine(up.url, 'plain', { api_key_env: 'UPSTREAM_TEST_KEY' }, 'default_on');
     try {
-      await collect(e, input({ max_tokens: 9, stop: ['END'], seed: 5 }, 'default_on'));
+      await collect(e, input({ max_tokens: 9, stop: ['END'], seed: 5, top_k: 40 }, 'default_on'));
     } finally {
       await e.close();
     }
@@ -95,6 +95,7 @@ describe('openai upstream engine (against a local fake OpenAI-compatible server)
       max_tokens: 9,
       stop: ['END'],
       seed: 5,
+      top_k: 40,
       messages: [{ role: 'user', content: 'Hi there' }],
       chat_template_kwargs: { enable_thinking: true },
     });

@@ -295,6 +295,7 @@ export class OpenAIUpstreamEngine implements ChatEngine {
     if (input.sampling.seed != null) b.seed = input.sampling.seed + input.choice;
     if (input.sampling.presence_penalty != null) b.presence_penalty = input.sampling.presence_penalty;
     if (input.sampling.frequency_penalty != null) b.frequency_penalty = input.sampling.frequency_penalty;
+    if (input.sampling.top_k) b.top_k = input.sampling.top_k;
     return b;
   }
 

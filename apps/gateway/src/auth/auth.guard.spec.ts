@@ -22,8 +22,8 @@ class FakeStore implements KeyStore {
 }
 
 /** A request whose client address counts how often it is read (only a store lookup needs it). */
-function request(authorization?: string) {
-  const r = { headers: { authorization }, ipReads: 0 };
+function request(authorization?: string, apiKey?: string) {
+  const r = { headers: { authorization, 'x-api-key': apiKey }, ipReads: 0 };
   Object.defineProperty(r, 'ip', {
     get() {
       r.ipReads++;
@@ -67,5 +67,14 @@ describe('authenticate', () => {
       () => authenticate(request('Bearer sk-bad'), keys),
       (e: unknown) => (e as ApiError).status === 401,
     );
+  });
+
+  it("takes Anthropic's x-api-key header when there is no Authorization header", async () => {
+    const keys = new KeyCache(new FakeStore(), 60_000);
+    assert.deepEqual(await authenticate(request(undefined, 'sk-good'), keys), alice);
+    assert.equal(await statusOf(() => authenticate(request(undefined, 'sk-bad'), keys)), 401);
+    assert.equal(await statusOf(() => authenticate(request(undefined, ''), keys)), 401);
+    // Authorization wins: a malformed one is refused even with a good x-api-key.
+    assert.equal(await statusOf(() => authenticate(request('Basic abc', 'sk-good'), keys)), 401);
   });
 });

@@ -13,7 +13,11 @@ declare module 'fastify' {
 
 const BEARER = /^Bearer\s+(\S+)\s*$/i;
 
-/** Bearer-key auth on every route not marked @Public(): 401 invalid_api_key when missing or unknown. */
+/**
+ * Key auth on every route not marked @Public(): `Authorization: Bearer <key>`, or `x-api-key: <key>` (the
+ * header of Anthropic's clients) when there is no Authorization header; 401 invalid_api_key when
+ * missing or unknown.
+ */
 @Injectable()
 export class AuthGuard implements CanActivate {
   /** @Public() of each handler (on it or its class), read once per handler rather than per request. */
@@ -63,8 +67,10 @@ export function authenticate(req: FastifyRequest, keys: KeyCache): AuthedKey | P
   // Every 401 here carries a WWW-Authenticate Bearer challenge (RFC 6750): keys are bearer tokens.
   const header = req.headers.authorization;
   if (!header) {
+    const apiKey = req.headers['x-api-key'];
+    if (typeof apiKey === 'string' && apiKey.length > 0) return lookup(req, keys, apiKey.trim());
     throw unauthorized(
-      'Missing API key. Pass it as "Authorization: Bearer <key>".',
+      'Missing API key. Pass it as "Authorization: Bearer <key>" (or "x-api-key: <key>").',
       'An API key is required; send it as Authorization: Bearer <key>.',
     );
   }
@@ -76,7 +82,11 @@ export function authenticate(req: FastifyRequest, keys: KeyCache): AuthedKey | P
       'invalid_request',
     );
   }
-  const hash = hashKey(m[1]);
+  return lookup(req, keys, m[1]);
+}
+
+function lookup(req: FastifyRequest, keys: KeyCache, key: string): AuthedKey | Promise<AuthedKey> {
+  const hash = hashKey(key);
   const hit = keys.cached(hash);
   // The client address only when the store is asked (it meters invalid-key floods there).
   return hit !== undefined ? known(hit) : keys.lookupHash(hash, req.ip).then(known);

@@ -75,4 +75,41 @@ describe('CatalogSnapshot', () => {
         /access to the requested model/.test(e.message),
     );
   });
+
+  it('resolves aliases to their model (tier rules included); ids win over aliases; lists show ids', () => {
+    const aliased = new CatalogSnapshot([
+      CatalogEntrySchema.parse({
+        id: 'chat-E',
+        rank: 1,
+        tiers: [...all],
+        kind: 'chat',
+        aliases: ['claude-opus-5-5', 'chat-G'],
+        engine: { type: 'simulator' },
+      }),
+      CatalogEntrySchema.parse({
+        id: 'chat-G',
+        rank: 0,
+        tiers: ['premium'],
+        kind: 'chat',
+        aliases: ['claude-haiku-5-5'],
+        engine: { type: 'simulator' },
+      }),
+    ]);
+    assert.equal(aliased.resolve('claude-opus-5-5', 'community', ['chat'], '/v1/messages').id, 'chat-E');
+    assert.equal(aliased.resolve('chat-G', 'premium', ['chat'], '/v1/messages').id, 'chat-G');
+    assert.throws(
+      () => aliased.resolve('claude-haiku-5-5', 'community', ['chat'], '/v1/messages'),
+      (e: ApiError) => e.status === 401 && e.param === 'model',
+    );
+    assert.deepEqual(
+      aliased.listFor('premium').data.map((m) => m.id),
+      ['chat-G', 'chat-E'],
+    );
+    assert.deepEqual(aliased.anthropicListFor('community'), {
+      data: [{ type: 'model', id: 'chat-E', display_name: 'chat-E', created_at: '2026-01-01T00:00:00.000Z' }],
+      has_more: false,
+      first_id: 'chat-E',
+      last_id: 'chat-E',
+    });
+  });
 });

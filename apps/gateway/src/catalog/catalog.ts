@@ -1,4 +1,5 @@
 import {
+  type AnthropicModelList,
   ApiError,
   type CatalogEntry,
   type Model,
@@ -18,7 +19,10 @@ export interface CatalogSource {
  */
 export class CatalogSnapshot {
   private readonly byId: Map<string, CatalogEntry>;
+  /** Ids and aliases. */
+  private readonly byName: Map<string, CatalogEntry>;
   private readonly listsByTier: Map<Tier, { object: 'list'; data: Model[] }>;
+  private readonly anthropicListsByTier: Map<Tier, AnthropicModelList>;
 
   constructor(entries: CatalogEntry[]) {
     // Frozen copies: the snapshot's entries travel in every envelope, and RpcClient serialises each entry
@@ -27,7 +31,11 @@ export class CatalogSnapshot {
       .map((e) => deepFreeze(structuredClone(e)))
       .sort((a, b) => a.rank - b.rank || a.id.localeCompare(b.id));
     this.byId = new Map(sorted.map((e) => [e.id, e]));
+    // Aliases resolve to their model; a model's own id always wins over another's alias.
+    this.byName = new Map(this.byId);
+    for (const e of sorted) for (const a of e.aliases) if (!this.byName.has(a)) this.byName.set(a, e);
     this.listsByTier = new Map();
+    this.anthropicListsByTier = new Map();
     for (const tier of ['community', 'inference', 'premium'] as const) {
       this.listsByTier.set(tier, {
         object: 'list',
@@ -41,7 +49,33 @@ export class CatalogSnapshot {
             endpoints: modelEndpoints(e),
           })),
       });
+      const data = sorted
+        .filter((e) => tierReaches(tier, e))
+        .map((e) => ({
+          type: 'model' as const,
+          id: e.id,
+          display_name: e.id,
+          created_at: new Date(e.created * 1000).toISOString(),
+        }));
+      this.anthropicListsByTier.set(tier, {
+        data,
+        has_more: false,
+        first_id: data[0]?.id ?? null,
+        last_id: data.at(-1)?.id ?? null,
+      });
     }
+  }
+
+  /** GET /models in Anthropic's list shape (requests that carry `anthropic-version`). */
+  anthropicListFor(tier: Tier): AnthropicModelList {
+    return (
+      this.anthropicListsByTier.get(tier) ?? { data: [], has_more: false, first_id: null, last_id: null }
+    );
+  }
+
+  /** The model an id or alias names, or undefined. */
+  named(name: string): CatalogEntry | undefined {
+    return this.byName.get(name);
   }
 
   get size(): number {
@@ -58,12 +92,13 @@ export class CatalogSnapshot {
   }
 
   /**
-   * The model a request names, checked in the spec's order: unknown -> 404 model_not_found; a model of
+   * The model a request names (its id or one of its aliases), checked in the spec's order: unknown ->
+   * 404 model_not_found; a model of
    * another kind than the endpoint serves -> 400 (param model); a tier that does not reach it -> 401
    * auth_error.
    */
   resolve(id: string, tier: Tier, kinds: readonly ModelKind[], endpoint: string): CatalogEntry {
-    const entry = this.byId.get(id);
+    const entry = this.byName.get(id);
     if (!entry) throw ApiError.modelNotFound(id);
     if (!kinds.includes(entry.kind)) {
       throw ApiError.invalid(`The model '${id}' is not supported on ${endpoint}.`, 'model');

@@ -2,11 +2,14 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ApiError, ErrorCode, ErrorType } from '@infer/contracts';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { errorCodeOf, sendError } from './send-error.js';
+import { anthropicShaped, errorCodeOf, sendError } from './send-error.js';
 
-function fakes() {
+function fakes(url = '/v1/chat/completions', headers: Record<string, string> = {}) {
   const logged: Array<{ obj: { err?: unknown }; msg: string }> = [];
   const req = {
+    url,
+    headers,
+    id: 'req_1',
     raw: {},
     log: { error: (obj: { err?: unknown }, msg: string) => logged.push({ obj, msg }) },
   };
@@ -87,5 +90,34 @@ describe('sendError: answers are not logged as faults, faults are logged with th
     assert.equal(reply.status, 500);
     assert.equal(logged.length, 1);
     assert.match(String((logged[0]?.obj.err as Error | undefined)?.stack), /\n\s+at /);
+  });
+
+  it("the Messages front door answers in Anthropic's shape, with request-id; 503 is Anthropic's 529", () => {
+    const refusal = new ApiError(429, 'Rate limit reached: 60 requests per minute (rpm_limit).', {
+      type: ErrorType.rateLimit,
+      code: ErrorCode.rateLimit,
+      headers: { 'retry-after': '3' },
+    });
+    const a = fakes('/v1/messages?beta=true');
+    sendError(a.req, a.reply, refusal);
+    assert.equal(a.reply.status, 429);
+    assert.equal(a.reply.headers['retry-after'], '3');
+    assert.equal(a.reply.headers['request-id'], 'req_1');
+    assert.deepEqual(a.reply.body, {
+      type: 'error',
+      error: { type: 'rate_limit_error', message: refusal.message },
+      request_id: 'req_1',
+    });
+    const b = fakes('/v1/messages/count_tokens');
+    sendError(b.req, b.reply, new ApiError(503, 'busy', { code: 'service_unavailable' }));
+    assert.equal(b.reply.status, 529);
+    assert.equal((b.reply.body as { error: { type: string } }).error.type, 'overloaded_error');
+    assert.equal(anthropicShaped({ url: '/v1/messagesX', headers: {} }), false);
+    assert.equal(anthropicShaped({ url: '/v1/messages', headers: {} }), true);
+    assert.equal(anthropicShaped({ url: '/v1/models', headers: {} }), false);
+    assert.equal(
+      anthropicShaped({ url: '/v1/models', headers: { 'anthropic-version': '2023-06-01' } }),
+      true,
+    );
   });
 });

@@ -3,6 +3,11 @@ import { Controller, Get, Inject, Param, Req } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import { CatalogService } from '../catalog/catalog.service.js';
 
+/**
+ * GET /v1/models and /v1/models/:id. A request that carries `anthropic-version` (Anthropic's SDKs send
+ * it on every call) gets Anthropic's shapes: `{data, has_more, first_id, last_id}` and
+ * `{type: 'model', id, display_name, created_at}`; errors then leave in Anthropic's shape too.
+ */
 @Controller('v1')
 export class ModelsController {
   constructor(@Inject(CatalogService) private readonly catalog: CatalogService) {}
@@ -10,13 +15,23 @@ export class ModelsController {
   /** Exactly the models the calling key may use, most capable first (precomputed per tier). */
   @Get('models')
   list(@Req() req: FastifyRequest) {
-    return this.catalog.current.listFor(req.auth!.tier);
+    const tier = req.auth!.tier;
+    if (req.headers['anthropic-version'] !== undefined) return this.catalog.current.anthropicListFor(tier);
+    return this.catalog.current.listFor(tier);
   }
 
-  /** One model, if the calling key may use it (the SDK's models.retrieve). */
+  /** One model, if the calling key may use it (the SDK's models.retrieve); an alias names its model. */
   @Get('models/:id')
   get(@Req() req: FastifyRequest, @Param('id') id: string) {
-    const found = this.catalog.current.listFor(req.auth!.tier).data.find((m) => m.id === id);
+    const tier = req.auth!.tier;
+    const snap = this.catalog.current;
+    const modelId = snap.named(id)?.id ?? id;
+    if (req.headers['anthropic-version'] !== undefined) {
+      const found = snap.anthropicListFor(tier).data.find((m) => m.id === modelId);
+      if (!found) throw ApiError.modelNotFound(id);
+      return found;
+    }
+    const found = snap.listFor(tier).data.find((m) => m.id === modelId);
     if (!found) throw ApiError.modelNotFound(id);
     return found;
   }

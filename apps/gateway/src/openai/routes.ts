@@ -1,6 +1,7 @@
 import {
   ApiError,
   ChatCompletionRequestSchema,
+  ChatServiceBodySchema,
   CompletionRequestSchema,
   EmbeddingRequestSchema,
   type ImageEditServiceBody,
@@ -52,6 +53,26 @@ export const Routes = {
     schema: ChatCompletionRequestSchema,
     kinds: ['chat'],
     streamable: true,
+  },
+  /**
+   * The Anthropic Messages front door (apps/gateway/src/messages/): its request, translated to the chat
+   * body, runs on the chat-service like /v1/chat/completions (same tiers: any tier that reaches the
+   * model); the relay writes Anthropic's events and error shape.
+   */
+  messages: {
+    endpoint: '/v1/messages',
+    subject: Subjects.chatCompletions,
+    schema: ChatServiceBodySchema,
+    kinds: ['chat'],
+    streamable: true,
+  },
+  /** Anthropic's count_tokens: the engine counts the translated prompt; nothing is generated or billed. */
+  messagesCountTokens: {
+    endpoint: '/v1/messages/count_tokens',
+    subject: Subjects.chatCountTokens,
+    schema: ChatCompletionRequestSchema,
+    kinds: ['chat'],
+    streamable: false,
   },
   /** Legacy completions; which chat models take it is the catalog's `completions` capability (chat-service). */
   completions: {

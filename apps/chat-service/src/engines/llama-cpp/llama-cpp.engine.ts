@@ -65,7 +65,7 @@ interface Loaded {
  * - Prompt: the model's own Jinja chat template (or `chat_template`), `enable_thinking` set from the
  *   request's reasoning decision; legacy completions tokenize the raw prompt. A sequence keeps the
  *   previous request's tokens, so a conversation that grows reuses its evaluated prefix.
- * - Sampling: temperature, top_p, seed (+ choice index), no top-k; `max_tokens` caps every sampled
+ * - Sampling: temperature, top_p, top_k (0 = off), seed (+ choice index); `max_tokens` caps every sampled
  *   token (reasoning included) and defaults to what the context has left; stop sequences cut the
  *   answer; an end-of-generation token ends it.
  * - Reasoning: when the request reasons the answer starts inside `<think>` (opened by the template or
@@ -456,7 +456,7 @@ class Generation {
     const it = seq.evaluate(pending, {
       temperature: input.sampling.temperature,
       topP: input.sampling.top_p,
-      topK: 0,
+      topK: input.sampling.top_k ?? 0,
       seed,
       grammarEvaluationState: () => this.grammarState,
     });

@@ -1,0 +1,2 @@
+-- AlterTable
+ALTER TABLE "Model" ADD COLUMN     "aliases" TEXT[] DEFAULT ARRAY[]::TEXT[];
