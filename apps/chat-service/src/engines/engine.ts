@@ -10,7 +10,9 @@ import type { ContentPart, FinishReason, ResponseFormat, Tool, ToolCall, ToolCho
  *
  * Implementations: an OpenAI-compatible upstream over HTTP (`openai-upstream.ts`: vLLM, SGLang,
  * llama.cpp server, TGI, Ollama ...), embedded llama.cpp (`llama-cpp/`), and the simulator (a test
- * double, `simulator.ts`).
+ * double, `simulator.ts`). Tests that need exact replies (tool calls, reasoning, text, turn by turn)
+ * use the SCRIPTED ENGINE, also a test double: test/support/scripted-upstream.ts, an OpenAI-compatible
+ * server whose turns a test scripts, served through the `openai` upstream engine.
  *
  * Cancellation contract: when `signal` aborts, the engine stops generating at once (no further waits,
  * no upstream work) and ends the stream with one last `{type: 'finish', reason: 'cancelled', usage}`
