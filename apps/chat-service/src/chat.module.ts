@@ -12,12 +12,14 @@ import { Ctx, MessagePattern, Payload } from '@nestjs/microservices';
 import { chatCompletionsHandler } from './chat/chat.handler.js';
 import type { MediaOptions } from './chat/media.js';
 import { completionsHandler } from './completions/completions.handler.js';
-import { type ChatServiceEnv, mediaOptions } from './config.js';
+import { type ChatServiceEnv, mediaOptions, reasoningSeal } from './config.js';
 import { builtinEngineFactories } from './engines/builtin.js';
 import { EngineRegistry } from './engines/registry.js';
+import type { ReasoningSeal } from './responses/reasoning-seal.js';
 import { responsesHandler } from './responses/responses.handler.js';
 
 export const MEDIA_OPTIONS = Symbol('MEDIA_OPTIONS');
+export const REASONING_SEAL = Symbol('REASONING_SEAL');
 
 /**
  * The chat service's NATS endpoints. Each method answers one subject (in the chat-service queue
@@ -30,10 +32,14 @@ export class ChatController {
   private readonly completion: RpcHandler<CompletionRequest>;
   private readonly response: RpcHandler<ResponseRequest>;
 
-  constructor(@Inject(EngineRegistry) engines: EngineRegistry, @Inject(MEDIA_OPTIONS) media: MediaOptions) {
+  constructor(
+    @Inject(EngineRegistry) engines: EngineRegistry,
+    @Inject(MEDIA_OPTIONS) media: MediaOptions,
+    @Inject(REASONING_SEAL) seal: ReasoningSeal | null,
+  ) {
     this.chat = chatCompletionsHandler(engines, { media });
     this.completion = completionsHandler(engines);
-    this.response = responsesHandler(engines, { media });
+    this.response = responsesHandler(engines, { media, seal });
   }
 
   @MessagePattern(Subjects.chatCompletions)
@@ -71,6 +77,7 @@ export class ChatServiceModule {
       controllers: [ChatController],
       providers: [
         { provide: MEDIA_OPTIONS, useValue: mediaOptions(env) },
+        { provide: REASONING_SEAL, useValue: reasoningSeal(env) },
         {
           provide: EngineRegistry,
           inject: [SERVICE_LOG],
