@@ -390,8 +390,8 @@ export const ResponseRequestSchema = z
     safety_identifier: hint(),
     /** Answered by the one tier there is; the response says `service_tier: 'default'`. */
     service_tier: z.enum(['auto', 'default', 'flex', 'scale', 'priority']).nullable().optional(),
-    /** Sent by Codex CLI (string pairs about the client); kept nowhere. */
-    client_metadata: z.record(z.string().max(64), z.string().max(512)).nullable().optional(),
+    /** Sent by Codex CLI (string pairs about the client, e.g. turn metadata as JSON); kept nowhere. */
+    client_metadata: z.record(z.string().max(256), z.string().max(65_536)).nullable().optional(),
     // ---- only "nothing" is accepted ----
     background: onlyNothing(
       (v) => v == null || v === false,
