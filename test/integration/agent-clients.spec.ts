@@ -5,6 +5,9 @@
  *   (wire_api "responses"): the engine tells it to run a shell command, Codex runs it and sends the
  *   output back, the engine answers done; the test checks the file Codex made. Codex reaches no other
  *   host (a closed proxy for everything but loopback, update checks and analytics off).
+ * - The OpenAI Agents SDK on its default Responses path, tracing off: a function tool, streaming,
+ *   structured output, a handoff.
+ * - LlamaIndex `OpenAIResponses` (it sends null `include`, `truncation`, `previous_response_id`).
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -20,6 +23,10 @@ import {
   scriptedModel,
   startScriptedUpstream,
 } from '../support/scripted-upstream.js';
+import { OpenAIResponses } from '@llamaindex/openai';
+import { Agent, OpenAIProvider, Runner, setTracingDisabled, tool } from '@openai/agents';
+import OpenAI from 'openai';
+import { z } from 'zod';
 import { type Stack, startStack } from './harness.js';
 
 const require = createRequire(import.meta.url);
@@ -82,7 +89,13 @@ describe('agent clients through the gateway (scripted engine)', () => {
     const catalogFile = join(dir, 'models.json');
     writeFileSync(
       catalogFile,
-      JSON.stringify({ models: [scriptedModel(up, 'codex-model', 'codex', { reasoning: 'default_on' })] }),
+      JSON.stringify({
+        models: [
+          scriptedModel(up, 'codex-model', 'codex', { reasoning: 'default_on' }),
+          scriptedModel(up, 'agents-model', 'agents'),
+          scriptedModel(up, 'llama-model', 'llama'),
+        ],
+      }),
     );
     stack = await startStack({ catalogFile, env: { ALLOW_INSECURE_HTTP: '1' } });
   });
@@ -158,5 +171,125 @@ describe('agent clients through the gateway (scripted engine)', () => {
       detail(),
     );
     assert.match(r.stdout + r.stderr, /done \(/);
+  });
+
+  describe('OpenAI Agents SDK (default Responses path, tracing off)', () => {
+    let runner: Runner;
+    const sent: Array<Record<string, unknown>> = [];
+    before(() => {
+      setTracingDisabled(true);
+      const client = new OpenAI({
+        baseURL: stack.baseURL,
+        apiKey: stack.keys.inference,
+        maxRetries: 0,
+        fetch: async (url, init) => {
+          if (String(url).endsWith('/responses') && typeof init?.body === 'string')
+            sent.push(JSON.parse(init.body));
+          return fetch(url, init);
+        },
+      });
+      runner = new Runner({
+        modelProvider: new OpenAIProvider({ openAIClient: client as never, useResponses: true }),
+      });
+    });
+
+    const weather = tool({
+      name: 'get_weather',
+      description: 'Weather of a city',
+      parameters: z.object({ city: z.string() }),
+      execute: async ({ city }) => `sunny in ${city}`,
+    });
+
+    it('runs a function tool and answers from its output (requests with include: [] pass)', async () => {
+      up.script('agents', [
+        { tool_calls: [{ name: 'get_weather', arguments: { city: 'Paris' } }] },
+        (req) => ({ text: `Report: ${lastToolOutput(req)}` }),
+      ]);
+      const agent = new Agent({
+        name: 'Assistant',
+        instructions: 'Help.',
+        model: 'agents-model',
+        tools: [weather],
+      });
+      const result = await runner.run(agent, 'Weather in Paris?');
+      assert.equal(result.finalOutput, 'Report: sunny in Paris');
+      assert.ok(sent.length >= 2);
+      assert.ok(
+        sent.some((b) => Array.isArray(b.include)),
+        'the SDK sent include',
+      );
+    });
+
+    it('streams', async () => {
+      up.script('agents', [{ text: 'Streaming words arrive one by one.', piece: 4 }]);
+      const agent = new Agent({ name: 'Assistant', instructions: 'Help.', model: 'agents-model' });
+      const stream = await runner.run(agent, 'Say something', { stream: true });
+      let text = '';
+      for await (const chunk of stream.toTextStream()) text += chunk;
+      await stream.completed;
+      assert.equal(text, 'Streaming words arrive one by one.');
+      assert.equal(stream.finalOutput, 'Streaming words arrive one by one.');
+    });
+
+    it('returns structured output (text.format json_schema)', async () => {
+      up.script('agents', [{ text: '{"city":"Paris","temperature_c":21}' }]);
+      const agent = new Agent({
+        name: 'Extractor',
+        instructions: 'Extract.',
+        model: 'agents-model',
+        outputType: z.object({ city: z.string(), temperature_c: z.number() }),
+      });
+      const result = await runner.run(agent, 'Paris is 21 degrees.');
+      assert.deepEqual(result.finalOutput, { city: 'Paris', temperature_c: 21 });
+      const format = (up.requestsFor('agents').at(-1)?.body.response_format ?? {}) as { type?: string };
+      assert.equal(format.type, 'json_schema');
+    });
+
+    it('hands off to another agent', async () => {
+      const specialist = new Agent({
+        name: 'Specialist',
+        instructions: 'Answer billing questions.',
+        model: 'agents-model',
+      });
+      const triage = new Agent({
+        name: 'Triage',
+        instructions: 'Route.',
+        model: 'agents-model',
+        handoffs: [specialist],
+      });
+      up.script('agents', [
+        (req) => {
+          const names = ((req.body.tools ?? []) as Array<{ function: { name: string } }>).map(
+            (t) => t.function.name,
+          );
+          const handoff = names.find((n) => n.startsWith('transfer_to_'));
+          if (!handoff) throw new Error(`no handoff tool among ${names.join(', ')}`);
+          return { tool_calls: [{ name: handoff, arguments: {} }] };
+        },
+        { text: 'Specialist here: your invoice is paid.' },
+      ]);
+      const result = await runner.run(triage, 'Is my invoice paid?');
+      assert.equal(result.lastAgent?.name, 'Specialist');
+      assert.equal(result.finalOutput, 'Specialist here: your invoice is paid.');
+    });
+  });
+
+  it('LlamaIndex OpenAIResponses chats and streams', async () => {
+    up.script('llama', [{ text: 'Hello from llama.' }, { text: 'Streamed hello.', piece: 3 }]);
+    const llm = new OpenAIResponses({
+      model: 'llama-model',
+      apiKey: stack.keys.inference,
+      baseURL: stack.baseURL,
+      maxRetries: 0,
+    });
+    const r = await llm.chat({ messages: [{ role: 'user', content: 'hi' }] });
+    assert.equal(r.message.content, 'Hello from llama.');
+    let text = '';
+    for await (const chunk of await llm.chat({ messages: [{ role: 'user', content: 'hi' }], stream: true })) {
+      // LlamaIndex 0.4 yields a chunk per event and repeats the last delta on the others (its own
+      // stream state is never reset, against OpenAI too): text comes from the text delta events.
+      if ((chunk.raw as { type?: string } | null)?.type === 'response.output_text.delta') text += chunk.delta;
+    }
+    assert.equal(text, 'Streamed hello.');
   });
 });
