@@ -16,6 +16,10 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { OpenAIResponses } from '@llamaindex/openai';
+import { Agent, OpenAIProvider, Runner, setTracingDisabled, tool } from '@openai/agents';
+import OpenAI from 'openai';
+import { z } from 'zod';
 import {
   lastToolOutput,
   type ScriptedRequest,
@@ -23,10 +27,6 @@ import {
   scriptedModel,
   startScriptedUpstream,
 } from '../support/scripted-upstream.js';
-import { OpenAIResponses } from '@llamaindex/openai';
-import { Agent, OpenAIProvider, Runner, setTracingDisabled, tool } from '@openai/agents';
-import OpenAI from 'openai';
-import { z } from 'zod';
 import { type Stack, startStack } from './harness.js';
 
 const require = createRequire(import.meta.url);
