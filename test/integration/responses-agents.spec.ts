@@ -312,4 +312,60 @@ describe('/v1/responses for agents (scripted engine)', () => {
       );
     }
   });
+
+  it('stores a conversation: previous_response_id continues it, retrieve / inputItems.list / delete, per member', async () => {
+    up.script(
+      'plain',
+      [
+        { text: 'Hi Ann.' },
+        (req) => ({
+          text: `You said: ${(req.body.messages ?? []).map((m) => String(m.content)).join(' | ')}`,
+        }),
+      ],
+      { text: 'ok' },
+    );
+    const first = await client.responses.create({ model: 'agent-plain', input: 'I am Ann.' });
+    const second = await client.responses.create({
+      model: 'agent-plain',
+      input: 'Who am I?',
+      previous_response_id: first.id,
+    });
+    assert.equal(second.output_text, 'You said: I am Ann. | Hi Ann. | Who am I?');
+    assert.equal(second.previous_response_id, first.id);
+    const got = await client.responses.retrieve(second.id);
+    assert.equal(got.id, second.id);
+    const items = await client.responses.inputItems.list(second.id, { order: 'asc', limit: 2 });
+    assert.equal(items.data.length, 2);
+    assert.equal(items.has_more, true);
+    const all: string[] = [];
+    for await (const it of client.responses.inputItems.list(second.id, { order: 'asc', limit: 1 })) {
+      all.push(it.type === 'message' ? JSON.stringify(it.content) : it.type);
+    }
+    assert.equal(all.length, 3);
+    // Another member sees nothing of it.
+    await assert.rejects(
+      other.responses.retrieve(second.id),
+      (e: unknown) => e instanceof OpenAI.NotFoundError,
+    );
+    await assert.rejects(
+      other.responses.create({ model: 'agent-plain', input: 'x', previous_response_id: first.id }),
+      (e: unknown) =>
+        e instanceof OpenAI.NotFoundError && (e.error as { param?: string }).param === 'previous_response_id',
+    );
+    // store: false keeps nothing.
+    const unstored = await client.responses.create({ model: 'agent-plain', input: 'x', store: false });
+    await assert.rejects(
+      client.responses.retrieve(unstored.id),
+      (e: unknown) => e instanceof OpenAI.NotFoundError,
+    );
+    await client.responses.delete(first.id);
+    await assert.rejects(
+      client.responses.retrieve(first.id),
+      (e: unknown) => e instanceof OpenAI.NotFoundError,
+    );
+    await assert.rejects(
+      client.responses.create({ model: 'agent-plain', input: 'x', previous_response_id: first.id }),
+      (e: unknown) => e instanceof OpenAI.NotFoundError,
+    );
+  });
 });

@@ -236,6 +236,7 @@ export function responsesEngineFields(
   if (body.previous_response_id) {
     // The gateway replaces a stored response's id with its items; one that got here is unknown.
     throw new ApiError(404, `Previous response with id '${body.previous_response_id}' not found.`, {
+      type: 'invalid_request_error',
       param: 'previous_response_id',
       code: 'not_found',
     });
