@@ -12,6 +12,9 @@ export const responseNotFound = (id: string, param: string) =>
 
 type Item = Record<string, unknown>;
 
+/** Response ids this platform makes (`resp_` + base64url); anything else is not found without a query (a NUL would fail in PostgreSQL). */
+const RESPONSE_ID = /^[A-Za-z0-9_-]{1,128}$/;
+
 /** An output item of a response as the input item that replays it (ids kept, statuses dropped where the input shape has none). */
 function outputAsInput(o: Item): Item {
   return { ...o };
@@ -54,7 +57,7 @@ export class StoredResponses {
     if (typeof prevId !== 'string' || !prevId) {
       return { body, items: own ? withIds(own) : null, previous: null };
     }
-    const stored = await this.repo.find(memberId, prevId);
+    const stored = RESPONSE_ID.test(prevId) ? await this.repo.find(memberId, prevId) : null;
     if (!stored) throw responseNotFound(prevId, 'previous_response_id');
     const output = Array.isArray(stored.response.output) ? (stored.response.output as Item[]) : [];
     const items = withIds([...stored.inputItems, ...output.map(outputAsInput), ...(own ?? [])]);
@@ -81,7 +84,7 @@ export class StoredResponses {
   }
 
   async get(memberId: string, id: string): Promise<StoredResponse> {
-    const r = await this.repo.find(memberId, id);
+    const r = RESPONSE_ID.test(id) ? await this.repo.find(memberId, id) : null;
     if (!r) throw responseNotFound(id, 'response_id');
     return r;
   }
