@@ -62,6 +62,30 @@ const JSON_BASES: Array<{ path: string; body: Record<string, unknown> }> = [
       max_output_tokens: 4,
     },
   },
+  {
+    path: '/v1/responses',
+    body: {
+      model: 'chat-E',
+      input: [
+        { role: 'developer', content: 'Be brief.' },
+        { type: 'reasoning', summary: [], encrypted_content: 'dev.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA' },
+        { type: 'function_call', call_id: 'c1', name: 'exec', namespace: 'shell', arguments: '{}' },
+        { type: 'function_call_output', call_id: 'c1', output: 'ok' },
+        { type: 'custom_tool_call', call_id: 'c2', name: 'patch', input: 'x' },
+        { type: 'custom_tool_call_output', call_id: 'c2', output: 'ok' },
+      ],
+      tools: [
+        { type: 'namespace', name: 'shell', description: 'd', tools: [{ type: 'function', name: 'exec' }] },
+        { type: 'custom', name: 'patch', format: { type: 'grammar', syntax: 'lark', definition: 'start: "x"' } },
+      ],
+      include: ['reasoning.encrypted_content'],
+      reasoning: { effort: 'low', summary: 'auto' },
+      previous_response_id: 'resp_unknown',
+      truncation: 'disabled',
+      store: false,
+      max_output_tokens: 4,
+    },
+  },
   { path: '/v1/images/generations', body: { model: 'image-model', prompt: 'a cat', n: 1, size: '256x256' } },
   { path: '/v1/search', body: { query: 'setup', count: 2, freshness: 'pw' } },
   {
@@ -89,6 +113,8 @@ const GET_PATHS = [
   '/admin/usage',
   '/admin/keys/x',
   '/admin/queues',
+  '/v1/responses/resp_nope',
+  '/v1/responses/resp_nope/input_items?limit=abc&order=up&after=%00',
 ];
 
 // ---- multipart ----

@@ -14,12 +14,14 @@ import { chatCompletionsHandler } from './chat/chat.handler.js';
 import { countTokensHandler } from './chat/count-tokens.handler.js';
 import type { MediaOptions } from './chat/media.js';
 import { completionsHandler } from './completions/completions.handler.js';
-import { type ChatServiceEnv, mediaOptions } from './config.js';
+import { type ChatServiceEnv, mediaOptions, reasoningSeal } from './config.js';
 import { builtinEngineFactories } from './engines/builtin.js';
 import { EngineRegistry } from './engines/registry.js';
+import type { ReasoningSeal } from './responses/reasoning-seal.js';
 import { responsesHandler } from './responses/responses.handler.js';
 
 export const MEDIA_OPTIONS = Symbol('MEDIA_OPTIONS');
+export const REASONING_SEAL = Symbol('REASONING_SEAL');
 
 /**
  * The chat service's NATS endpoints. Each method answers one subject (in the chat-service queue
@@ -33,10 +35,14 @@ export class ChatController {
   private readonly response: RpcHandler<ResponseRequest>;
   private readonly count: RpcHandler<ChatCompletionRequest>;
 
-  constructor(@Inject(EngineRegistry) engines: EngineRegistry, @Inject(MEDIA_OPTIONS) media: MediaOptions) {
+  constructor(
+    @Inject(EngineRegistry) engines: EngineRegistry,
+    @Inject(MEDIA_OPTIONS) media: MediaOptions,
+    @Inject(REASONING_SEAL) seal: ReasoningSeal | null,
+  ) {
     this.chat = chatCompletionsHandler(engines, { media });
     this.completion = completionsHandler(engines);
-    this.response = responsesHandler(engines, { media });
+    this.response = responsesHandler(engines, { media, seal });
     this.count = countTokensHandler(engines);
   }
 
@@ -83,6 +89,7 @@ export class ChatServiceModule {
       controllers: [ChatController],
       providers: [
         { provide: MEDIA_OPTIONS, useValue: mediaOptions(env) },
+        { provide: REASONING_SEAL, useValue: reasoningSeal(env) },
         {
           provide: EngineRegistry,
           inject: [SERVICE_LOG],

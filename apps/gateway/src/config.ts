@@ -59,6 +59,9 @@ export const GatewayEnvFields = z.object({
   ALLOW_INSECURE_HTTP: envBool(false).describe(
     'Development mode: plain HTTP accepted, but only from loopback clients. Never set it in production.',
   ),
+  RESPONSES_RETENTION_DAYS: envInt(30, 1).describe(
+    'How long /v1/responses answers with store (the default) are kept for previous_response_id and GET /v1/responses/{id} (days); a job deletes them after.',
+  ),
   KEY_CACHE_TTL_MS: envInt(5_000).describe(
     'How long a key lookup (hit or miss) is cached (ms): a revoked key stops working within this.',
   ),

@@ -119,6 +119,11 @@ export type ResponseFormat = z.infer<typeof ResponseFormatSchema>;
 export const ReasoningEffortSchema = z.enum(['low', 'medium', 'high']);
 
 // ---- request ----
+/** A field whose only accepted values ask for nothing (`ok`); any other is a 400 naming it with `why`. */
+function onlyNothingChat(ok: (v: unknown) => boolean, why: string) {
+  return z.unknown().refine((v) => v === undefined || ok(v), why);
+}
+
 export const NO_LOGPROBS =
   'log-probabilities are not available on this platform; leave logprobs out (or false)';
 
@@ -130,10 +135,11 @@ export const ChatCompletionRequestSchema = z
     /** Newer OpenAI SDKs send this name; it means the same as max_tokens. */
     max_completion_tokens: MaxTokensSchema.nullable().optional(),
     tools: z.array(ToolSchema).max(128).optional(),
-    tool_choice: ToolChoiceSchema.optional(),
-    parallel_tool_calls: z.boolean().optional(),
-    response_format: ResponseFormatSchema.optional(),
-    reasoning_effort: ReasoningEffortSchema.optional(),
+    tool_choice: ToolChoiceSchema.nullable().optional(),
+    parallel_tool_calls: z.boolean().nullable().optional(),
+    response_format: ResponseFormatSchema.nullable().optional(),
+    /** null asks for the model's default, as leaving it out. */
+    reasoning_effort: ReasoningEffortSchema.nullable().optional(),
     chat_template_kwargs: z.object({ enable_thinking: z.boolean().optional() }).optional(),
     presence_penalty: z.number().min(-2).max(2).nullable().optional(),
     /** Extension (as vLLM's): sample from the k most likely tokens; 0 = off. Engines without it ignore it. */
@@ -153,6 +159,35 @@ export const ChatCompletionRequestSchema = z
       .nullable()
       .optional()
       .refine((v) => !v, NO_LOGPROBS),
+    // Unknown fields are ignored (hints such as prompt_cache_key, safety_identifier, service_tier,
+    // verbosity, store, metadata pass); these would ask for behaviour no engine here delivers, so only
+    // their "nothing" values pass (docs/api-decisions.md).
+    modalities: onlyNothingChat(
+      (v) => v == null || (Array.isArray(v) && v.every((m) => m === 'text')),
+      "only the 'text' output modality is available",
+    ).optional(),
+    audio: onlyNothingChat(
+      (v) => v == null,
+      'audio output is not available; use /v1/audio/speech',
+    ).optional(),
+    functions: onlyNothingChat(
+      (v) => v == null || (Array.isArray(v) && v.length === 0),
+      'the deprecated functions parameter is not supported; pass tools',
+    ).optional(),
+    function_call: onlyNothingChat(
+      (v) => v == null || v === 'none' || v === 'auto',
+      'the deprecated function_call parameter is not supported; pass tool_choice',
+    ).optional(),
+    logit_bias: onlyNothingChat(
+      (v) => v == null || (typeof v === 'object' && Object.keys(v as object).length === 0),
+      'logit_bias is not supported by the engines here',
+    ).optional(),
+    prediction: onlyNothingChat((v) => v == null, 'predicted outputs are not supported').optional(),
+    web_search_options: onlyNothingChat(
+      (v) => v == null,
+      'web search in chat completions is not supported; use /v1/search or the web_search tool of /v1/responses',
+    ).optional(),
+    moderation: onlyNothingChat((v) => v == null, 'moderation is not supported').optional(),
   })
   .meta({ id: 'ChatCompletionRequest' });
 export type ChatCompletionRequest = z.infer<typeof ChatCompletionRequestSchema>;

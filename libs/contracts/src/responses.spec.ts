@@ -111,26 +111,80 @@ describe('ResponseRequestSchema', () => {
       metadata: { run: '1' },
       store: false,
     });
-    assert.equal(r.tools?.[0]?.name, 'get_weather');
+    assert.equal(r.tools?.[0]?.type === 'function' && r.tools[0].name, 'get_weather');
     assert.equal(r.text?.format?.type, 'json_schema');
     assert.equal(Array.isArray(r.input) && r.input.length, 4);
   });
 
-  it('400s naming every field it does not support instead of dropping it', () => {
+  it('400s naming a field that asks for what the platform does not do, or that does not exist', () => {
     const m = 'chat-E';
     const bad = (extra: Record<string, unknown>) =>
       rejectParam(ResponseRequestSchema, { model: m, input: 'x', ...extra });
-    assert.equal(bad({ previous_response_id: 'resp_1' }), 'previous_response_id');
-    assert.equal(bad({ reasoning: { effort: 'low' } }), 'reasoning');
+    assert.equal(bad({ background: true }), 'background');
+    assert.equal(bad({ truncation: 'auto' }), 'truncation');
+    assert.equal(bad({ conversation: 'conv_1' }), 'conversation');
+    assert.equal(bad({ prompt: { id: 'pmpt_1' } }), 'prompt');
+    assert.equal(bad({ include: ['message.output_text.logprobs'] }), 'include');
+    assert.equal(bad({ include: ['everything'] }), 'include[0]');
+    assert.equal(bad({ top_logprobs: 3 }), 'top_logprobs');
+    assert.equal(bad({ context_management: [{ type: 'compaction' }] }), 'context_management');
+    assert.equal(bad({ reasoning: { effort: 'extreme' } }), 'reasoning.effort');
+    assert.equal(bad({ reasoning: { mode: 'pro' } }), 'reasoning.mode');
     assert.equal(bad({ store: 'yes' }), 'store');
     assert.equal(bad({ input: [{ type: 'item_reference' }] }), 'input[0].id');
-    assert.equal(bad({ text: { verbosity: 'low' } }), 'text.verbosity');
-    assert.equal(bad({ tools: [{ type: 'web_search' }] }), 'tools[0].type');
+    assert.equal(bad({ text: { verbosity: 'loud' } }), 'text.verbosity');
+    assert.equal(bad({ tools: [{ type: 'file_search' }] }), 'tools[0].type');
+    assert.equal(bad({ tools: [{ type: 'code_interpreter' }] }), 'tools[0].type');
     assert.equal(bad({ tools: [{ type: 'function', name: 'f', extra: 1 }] }), 'tools[0].extra');
+    assert.equal(
+      bad({ tools: [{ type: 'function', name: 'f', defer_loading: true }] }),
+      'tools[0].defer_loading',
+    );
+    assert.equal(
+      bad({ tools: [{ type: 'web_search', filters: { allowed_domains: ['a.com'] } }] }),
+      'tools[0].filters',
+    );
+    assert.equal(
+      bad({ tools: [{ type: 'namespace', name: 'ns', description: 'd', tools: [{ type: 'mcp' }] }] }),
+      'tools[0].tools[0].type',
+    );
     assert.equal(bad({ tool_choice: { type: 'file_search' } }), 'tool_choice.type');
     assert.equal(bad({ text: { format: { type: 'grammar' } } }), 'text.format.type');
-    const e = reject400(ResponseRequestSchema, { model: m, input: 'x', include: [], truncation: 'auto' });
-    assert.match(e.message, /'include', 'truncation'/);
+    assert.equal(bad({ previous_response_id: '' }), 'previous_response_id');
+    const e = reject400(ResponseRequestSchema, { model: m, input: 'x', verbosity: 'low', seed: 1 });
+    assert.match(e.message, /'verbosity', 'seed'/);
+  });
+
+  it('accepts namespace, custom and web_search tools and the items agents replay', () => {
+    const r = parseOrThrow(ResponseRequestSchema, {
+      model: 'chat-E',
+      input: [
+        { role: 'developer', content: 'rules' },
+        { role: 'user', content: [] },
+        { type: 'reasoning', summary: [], encrypted_content: 'k1.abc', status: null },
+        { type: 'function_call', call_id: 'c1', name: 'exec', namespace: 'shell', arguments: '{}' },
+        { type: 'function_call_output', call_id: 'c1', output: [] },
+        { type: 'custom_tool_call', call_id: 'c2', name: 'apply_patch', input: '*** Begin Patch' },
+        { type: 'custom_tool_call_output', call_id: 'c2', output: 'ok' },
+        { type: 'web_search_call', id: 'ws_1', status: 'completed', action: { type: 'search', query: 'q' } },
+      ],
+      tools: [
+        {
+          type: 'namespace',
+          name: 'shell',
+          description: 'shell tools',
+          tools: [{ type: 'function', name: 'exec', parameters: { type: 'object' }, defer_loading: false }],
+        },
+        {
+          type: 'custom',
+          name: 'apply_patch',
+          format: { type: 'grammar', syntax: 'lark', definition: 'start: x' },
+        },
+        { type: 'web_search', search_context_size: 'medium', filters: { allowed_domains: null } },
+      ],
+      tool_choice: { type: 'custom', name: 'apply_patch' },
+    });
+    assert.equal(r.tools?.length, 3);
   });
 });
 

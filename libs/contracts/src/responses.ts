@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { FunctionNameSchema } from './chat.js';
+import { FunctionNameSchema, NO_LOGPROBS } from './chat.js';
 import { MaxTokensSchema, MetadataSchema, ModelIdSchema, TemperatureSchema, TopPSchema } from './common.js';
 import { boundedText, TextLimits } from './text-limits.js';
 
@@ -35,7 +35,7 @@ export const ResponseInputMessageSchema = z
   .object({
     type: z.literal('message').optional(),
     role: z.enum(['user', 'assistant', 'system', 'developer']),
-    content: z.union([boundedText(TextLimits.prompt), z.array(ResponseInputContentPartSchema).min(1)]),
+    content: z.union([boundedText(TextLimits.prompt), z.array(ResponseInputContentPartSchema)]),
   })
   .meta({ id: 'ResponseInputMessage' });
 export type ResponseInputMessage = z.infer<typeof ResponseInputMessageSchema>;
@@ -47,6 +47,8 @@ export const ResponseFunctionCallInputSchema = z.object({
   call_id: z.string().min(1),
   name: FunctionNameSchema,
   arguments: boundedText(TextLimits.prompt),
+  /** The `namespace` tool the function belongs to (sent to the model under its qualified name). */
+  namespace: FunctionNameSchema.nullable().optional(),
   id: z.string().optional(),
   status: z.enum(['in_progress', 'completed', 'incomplete']).optional(),
 });
@@ -54,9 +56,41 @@ export const ResponseFunctionCallInputSchema = z.object({
 export const ResponseFunctionCallOutputSchema = z.object({
   type: z.literal('function_call_output'),
   call_id: z.string().min(1),
-  output: z.union([boundedText(TextLimits.prompt), z.array(ResponseInputTextPartSchema).min(1)]),
+  output: z.union([boundedText(TextLimits.prompt), z.array(ResponseInputTextPartSchema)]),
   id: z.string().optional(),
   status: z.enum(['in_progress', 'completed', 'incomplete']).optional(),
+});
+/** A call of a `custom` (free-form) tool the model made earlier, replayed by the client. */
+export const ResponseCustomToolCallInputSchema = z.object({
+  type: z.literal('custom_tool_call'),
+  call_id: z.string().min(1),
+  name: FunctionNameSchema,
+  input: boundedText(TextLimits.prompt),
+  namespace: FunctionNameSchema.nullable().optional(),
+  id: z.string().optional(),
+});
+/** The result of a custom tool call. */
+export const ResponseCustomToolCallOutputSchema = z.object({
+  type: z.literal('custom_tool_call_output'),
+  call_id: z.string().min(1),
+  output: z.union([boundedText(TextLimits.prompt), z.array(ResponseInputTextPartSchema)]),
+  id: z.string().optional(),
+});
+/**
+ * A hosted web search the platform ran in an earlier response, replayed by a stateless client. The
+ * model saw its results in that turn; replayed, it tells the model what it searched for.
+ */
+export const ResponseWebSearchCallInputSchema = z.object({
+  type: z.literal('web_search_call'),
+  id: z.string().optional(),
+  status: z.string().optional(),
+  action: z
+    .looseObject({
+      type: z.string().optional(),
+      query: boundedText(TextLimits.searchQuery).nullable().optional(),
+    })
+    .nullable()
+    .optional(),
 });
 /** A reasoning item replayed from an earlier output: its text goes back as the assistant's reasoning. */
 export const ResponseReasoningInputSchema = z.object({
@@ -69,7 +103,13 @@ export const ResponseReasoningInputSchema = z.object({
     .array(z.object({ type: z.literal('reasoning_text'), text: boundedText(TextLimits.prompt) }))
     .nullable()
     .optional(),
-  encrypted_content: z.null().optional(),
+  /**
+   * The sealed reasoning of an earlier response (`include: ["reasoning.encrypted_content"]`): the
+   * chat-service opens it and gives the model its reasoning again; a blob it cannot open is a 400
+   * naming `input[i].encrypted_content`.
+   */
+  encrypted_content: boundedText(TextLimits.prompt).nullable().optional(),
+  status: z.enum(['in_progress', 'completed', 'incomplete']).nullable().optional(),
 });
 
 /**
@@ -87,13 +127,37 @@ export const ResponseInputItemSchema = z.union([
   ResponseInputMessageSchema,
   ResponseFunctionCallInputSchema,
   ResponseFunctionCallOutputSchema,
+  ResponseCustomToolCallInputSchema,
+  ResponseCustomToolCallOutputSchema,
   ResponseReasoningInputSchema,
+  ResponseWebSearchCallInputSchema,
   ResponseItemReferenceSchema,
 ]);
 export type ResponseInputItem = z.infer<typeof ResponseInputItemSchema>;
 
 // ---- tools, tool_choice, text.format (Responses shapes) ----
-/** A function tool in the Responses shape (flat: no `function` wrapper). Other tool types are 400s. */
+/**
+ * A field that may only ask for nothing: `ok` says which values do (null, false, empty ...); any
+ * other value is a 400 naming the field with `why`.
+ */
+export function onlyNothing(ok: (v: unknown) => boolean, why: string) {
+  return z.unknown().refine((v) => v === undefined || ok(v), why);
+}
+const isEmpty = (v: unknown) =>
+  v == null ||
+  v === false ||
+  (Array.isArray(v) && v.length === 0) ||
+  (typeof v === 'object' && v !== null && Object.keys(v).length === 0);
+const directCallers = onlyNothing(
+  (v) => v == null || (Array.isArray(v) && v.every((c) => c === 'direct')),
+  "only 'direct' callers are supported (no programmatic tool calling)",
+);
+const noDeferLoading = onlyNothing(
+  (v) => v == null || v === false,
+  'deferred tool loading (tool search) is not supported',
+);
+
+/** A function tool in the Responses shape (flat: no `function` wrapper). */
 export const ResponseFunctionToolSchema = z
   .strictObject({
     type: z.literal('function'),
@@ -101,14 +165,103 @@ export const ResponseFunctionToolSchema = z
     description: z.string().nullable().optional(),
     parameters: z.record(z.string(), z.unknown()).nullable().optional(),
     strict: z.boolean().nullable().optional(),
+    allowed_callers: directCallers.optional(),
+    defer_loading: noDeferLoading.optional(),
+    output_schema: z.record(z.string(), z.unknown()).nullable().optional(),
   })
   .meta({ id: 'ResponseFunctionTool' });
 export type ResponseFunctionTool = z.infer<typeof ResponseFunctionToolSchema>;
 
+/**
+ * A custom (free-form) tool: the model answers with raw text instead of JSON arguments. Offered to
+ * the model as a function with one string argument `input`; a `grammar` format is shown to the model
+ * in the description, not enforced (see docs/api-decisions.md).
+ */
+export const ResponseCustomToolSchema = z
+  .strictObject({
+    type: z.literal('custom'),
+    name: FunctionNameSchema,
+    description: z.string().nullable().optional(),
+    format: z
+      .discriminatedUnion('type', [
+        z.strictObject({ type: z.literal('text') }),
+        z.strictObject({
+          type: z.literal('grammar'),
+          syntax: z.enum(['lark', 'regex']),
+          definition: boundedText(TextLimits.prompt),
+        }),
+      ])
+      .nullable()
+      .optional(),
+    allowed_callers: directCallers.optional(),
+    defer_loading: noDeferLoading.optional(),
+  })
+  .meta({ id: 'ResponseCustomTool' });
+export type ResponseCustomTool = z.infer<typeof ResponseCustomToolSchema>;
+
+/**
+ * A group of functions (and custom tools) under one name: offered to the model as
+ * `<namespace>__<name>`, mapped back to `{name, namespace}` on the way out.
+ */
+export const ResponseNamespaceToolSchema = z
+  .strictObject({
+    type: z.literal('namespace'),
+    name: FunctionNameSchema,
+    description: z.string().nullable().optional(),
+    tools: z
+      .array(z.discriminatedUnion('type', [ResponseFunctionToolSchema, ResponseCustomToolSchema]))
+      .max(128),
+  })
+  .meta({ id: 'ResponseNamespaceTool' });
+export type ResponseNamespaceTool = z.infer<typeof ResponseNamespaceToolSchema>;
+
+/**
+ * The hosted web search tool (`web_search`, `web_search_preview` and their dated names): the platform
+ * runs the searches itself (search-service) inside the one /v1/responses call.
+ */
+export const ResponseWebSearchToolSchema = z
+  .strictObject({
+    type: z.enum([
+      'web_search',
+      'web_search_2025_08_26',
+      'web_search_preview',
+      'web_search_preview_2025_03_11',
+    ]),
+    /** Only `allowed_domains: null/[]` (asks for nothing): domain filters are not supported. */
+    filters: onlyNothing(
+      (v) =>
+        isEmpty(v) ||
+        (typeof v === 'object' &&
+          v !== null &&
+          Object.entries(v).every(([k, x]) => k === 'allowed_domains' && isEmpty(x))),
+      'domain filters are not supported by the platform search',
+    ).optional(),
+    /** A hint: how much of the results to give the model. */
+    search_context_size: z.enum(['low', 'medium', 'high']).nullable().optional(),
+    /** A hint; results are not localized. */
+    user_location: z.looseObject({ type: z.string().optional() }).nullable().optional(),
+  })
+  .meta({ id: 'ResponseWebSearchTool' });
+export type ResponseWebSearchTool = z.infer<typeof ResponseWebSearchToolSchema>;
+
+/** Every tool type the platform takes; any other `type` is a 400 naming `tools[i].type`. */
+export const ResponseToolSchema = z.discriminatedUnion('type', [
+  ResponseFunctionToolSchema,
+  ResponseCustomToolSchema,
+  ResponseNamespaceToolSchema,
+  ResponseWebSearchToolSchema,
+]);
+export type ResponseTool = z.infer<typeof ResponseToolSchema>;
+
 export const ResponseToolChoiceSchema = z
   .union([
     z.enum(['auto', 'none', 'required']),
-    z.strictObject({ type: z.literal('function'), name: FunctionNameSchema }),
+    z.strictObject({
+      type: z.literal('function'),
+      name: FunctionNameSchema,
+      namespace: FunctionNameSchema.nullable().optional(),
+    }),
+    z.strictObject({ type: z.literal('custom'), name: FunctionNameSchema }),
   ])
   .meta({ id: 'ResponseToolChoice' });
 export type ResponseToolChoice = z.infer<typeof ResponseToolChoiceSchema>;
@@ -128,12 +281,58 @@ export const ResponseTextFormatSchema = z
   .meta({ id: 'ResponseTextFormat' });
 export type ResponseTextFormat = z.infer<typeof ResponseTextFormatSchema>;
 
-export const ResponseTextConfigSchema = z.strictObject({ format: ResponseTextFormatSchema.optional() });
+export const ResponseTextConfigSchema = z.strictObject({
+  format: ResponseTextFormatSchema.nullable().optional(),
+  /** A hint (accepted, not steered). */
+  verbosity: z.enum(['low', 'medium', 'high']).nullable().optional(),
+});
+
+/** What `include` may name (OpenAI's list). See ResponseRequestSchema.include. */
+export const ResponseIncludableSchema = z.enum([
+  'file_search_call.results',
+  'web_search_call.results',
+  'web_search_call.action.sources',
+  'message.input_image.image_url',
+  'computer_call_output.output.image_url',
+  'code_interpreter_call.outputs',
+  'reasoning.encrypted_content',
+  'message.output_text.logprobs',
+]);
+
+/** OpenAI's reasoning efforts; the chat-service maps them onto the model's reasoning mode. */
+export const ResponseReasoningEffortSchema = z.enum([
+  'none',
+  'minimal',
+  'low',
+  'medium',
+  'high',
+  'xhigh',
+  'max',
+]);
+
+export const ResponseReasoningConfigSchema = z.strictObject({
+  effort: ResponseReasoningEffortSchema.nullable().optional(),
+  /** Hints: the reasoning comes back whole (`content`), never summarized. */
+  summary: z.enum(['auto', 'concise', 'detailed']).nullable().optional(),
+  generate_summary: z.enum(['auto', 'concise', 'detailed']).nullable().optional(),
+  context: z.enum(['auto', 'current_turn', 'all_turns']).nullable().optional(),
+  mode: onlyNothing(
+    (v) => v == null || v === 'standard',
+    "only the 'standard' reasoning mode exists",
+  ).optional(),
+});
+
+const hint = (max = 1024) => z.string().max(max).nullable().optional();
 
 // ---- request: POST /v1/responses ----
 /**
- * Strict: a field the platform does not support (`previous_response_id`, `reasoning`, `include`,
- * `truncation` ...) is a 400 naming it rather than silently dropped.
+ * Strict, and lenient where the OpenAI SDK's types are: every field of `ResponseCreateParams` is
+ * listed. Values that ask for nothing (null, empty arrays and objects, defaults) and hints
+ * (`prompt_cache_key`, `safety_identifier`, `service_tier`, `text.verbosity`, `reasoning.summary` ...)
+ * are accepted; a value asking for behaviour the platform does not deliver (`background: true`,
+ * `truncation: 'auto'`, a `conversation`, a `prompt` template, log-probabilities ...) is a 400 naming
+ * the field. A field outside the list is a 400 naming it. The list is in docs/api-decisions.md and
+ * test/integration/responses-leniency.spec.ts checks it against the SDK's own types.
  */
 export const ResponseRequestSchema = z
   .strictObject({
@@ -155,20 +354,61 @@ export const ResponseRequestSchema = z
      * carrying the whole response), see docs/api-decisions.md.
      */
     stream: z.boolean().nullable().optional(),
-    user: boundedText(TextLimits.user).optional(),
-    /** Function tools (the models whose capabilities list `tools`). */
-    tools: z.array(ResponseFunctionToolSchema).max(128).optional(),
-    tool_choice: ResponseToolChoiceSchema.optional(),
+    /** `include_obfuscation` is a hint (no obfuscation padding is sent). */
+    stream_options: z.strictObject({ include_obfuscation: z.boolean().optional() }).nullable().optional(),
+    user: boundedText(TextLimits.user).nullable().optional(),
+    /** Function, custom, namespace and hosted web_search tools (the models whose capabilities list `tools`). */
+    tools: z.array(ResponseToolSchema).max(128).optional(),
+    tool_choice: ResponseToolChoiceSchema.nullable().optional(),
     parallel_tool_calls: z.boolean().nullable().optional(),
     /** `text.format`: text, json_object or json_schema (models whose capabilities list response_format). */
-    text: ResponseTextConfigSchema.optional(),
+    text: ResponseTextConfigSchema.nullable().optional(),
     /** Echoed in the response (up to 16 string pairs, as OpenAI). */
     metadata: MetadataSchema.nullable().optional(),
     /**
-     * Default true: the output items are kept for an hour so that later requests may name them with
-     * `item_reference`; `false` keeps nothing. Whole responses cannot be retrieved.
+     * Default true: the response and its input items are kept for the member (RESPONSES_RETENTION_DAYS)
+     * for `previous_response_id`, `GET /v1/responses/{id}` and `item_reference`; `false` keeps nothing.
      */
     store: z.boolean().nullable().optional(),
+    /** Continues a stored response of the same member (404 naming it when unknown or expired). */
+    previous_response_id: z.string().min(1).max(128).nullable().optional(),
+    /** `reasoning.encrypted_content` seals the reasoning for stateless clients; `message.output_text.logprobs` is a 400. */
+    include: z
+      .array(ResponseIncludableSchema)
+      .max(16)
+      .nullable()
+      .optional()
+      .refine((v) => !v?.includes('message.output_text.logprobs'), NO_LOGPROBS),
+    reasoning: ResponseReasoningConfigSchema.nullable().optional(),
+    // ---- hints: accepted, change nothing ----
+    prompt_cache_key: hint(),
+    prompt_cache_retention: z.enum(['in_memory', '24h']).nullable().optional(),
+    prompt_cache_options: z
+      .strictObject({ mode: z.enum(['implicit', 'explicit']).optional(), ttl: z.string().max(16).optional() })
+      .nullable()
+      .optional(),
+    safety_identifier: hint(),
+    /** Answered by the one tier there is; the response says `service_tier: 'default'`. */
+    service_tier: z.enum(['auto', 'default', 'flex', 'scale', 'priority']).nullable().optional(),
+    /** Sent by Codex CLI (string pairs about the client, e.g. turn metadata as JSON); kept nowhere. */
+    client_metadata: z.record(z.string().max(256), z.string().max(65_536)).nullable().optional(),
+    // ---- only "nothing" is accepted ----
+    background: onlyNothing(
+      (v) => v == null || v === false,
+      'background responses are not supported',
+    ).optional(),
+    truncation: onlyNothing(
+      (v) => v == null || v === 'disabled',
+      "only 'disabled' is supported: a request over the context window is a 400",
+    ).optional(),
+    conversation: onlyNothing(
+      (v) => v == null,
+      'conversations are not supported; use previous_response_id',
+    ).optional(),
+    prompt: onlyNothing((v) => v == null, 'stored prompt templates are not supported').optional(),
+    context_management: onlyNothing(isEmpty, 'context management (compaction) is not supported').optional(),
+    moderation: onlyNothing((v) => v == null, 'moderation is not supported').optional(),
+    top_logprobs: onlyNothing((v) => v == null || v === 0, NO_LOGPROBS).optional(),
   })
   .meta({ id: 'ResponseRequest' });
 export type ResponseRequest = z.infer<typeof ResponseRequestSchema>;
@@ -180,6 +420,8 @@ export const ResponseReasoningItemSchema = z
     type: z.literal('reasoning'),
     summary: z.array(z.object({ type: z.literal('summary_text'), text: z.string() })),
     content: z.array(z.object({ type: z.literal('reasoning_text'), text: z.string() })),
+    /** With `include: ["reasoning.encrypted_content"]`: the reasoning sealed by the platform (opaque). */
+    encrypted_content: z.string().nullable().optional(),
   })
   .meta({ id: 'ResponseReasoningItem' });
 export type ResponseReasoningItem = z.infer<typeof ResponseReasoningItemSchema>;
@@ -205,14 +447,30 @@ export const ResponseFunctionCallItemSchema = z
     name: z.string(),
     arguments: z.string(),
     status: z.enum(['in_progress', 'completed', 'incomplete']),
+    /** Set when the function belongs to a `namespace` tool (`name` is then its name inside it). */
+    namespace: z.string().optional(),
   })
   .meta({ id: 'ResponseFunctionCallItem' });
 export type ResponseFunctionCallItem = z.infer<typeof ResponseFunctionCallItemSchema>;
+
+export const ResponseCustomToolCallItemSchema = z
+  .object({
+    id: z.string(),
+    type: z.literal('custom_tool_call'),
+    call_id: z.string(),
+    name: z.string(),
+    input: z.string(),
+    status: z.enum(['in_progress', 'completed', 'incomplete']).optional(),
+    namespace: z.string().optional(),
+  })
+  .meta({ id: 'ResponseCustomToolCallItem' });
+export type ResponseCustomToolCallItem = z.infer<typeof ResponseCustomToolCallItemSchema>;
 
 export const ResponseOutputItemSchema = z.discriminatedUnion('type', [
   ResponseReasoningItemSchema,
   ResponseMessageItemSchema,
   ResponseFunctionCallItemSchema,
+  ResponseCustomToolCallItemSchema,
 ]);
 export type ResponseOutputItem = z.infer<typeof ResponseOutputItemSchema>;
 
@@ -256,12 +514,15 @@ export const ResponseObjectSchema = z
     error: z.object({ code: z.string(), message: z.string() }).nullable().optional(),
     incomplete_details: z.object({ reason: z.string() }).nullable().optional(),
     /** The request's function tools, normalized tool_choice and parallel_tool_calls (OpenAI's required fields). */
-    tools: z.array(ResponseFunctionToolSchema).optional(),
+    tools: z.array(ResponseToolSchema).optional(),
     tool_choice: ResponseToolChoiceSchema.optional(),
     parallel_tool_calls: z.boolean().optional(),
     metadata: z.record(z.string(), z.string()).optional(),
     text: z.object({ format: ResponseTextFormatSchema }).optional(),
     store: z.boolean().optional(),
+    previous_response_id: z.string().nullable().optional(),
+    service_tier: z.string().optional(),
+    reasoning: z.object({ effort: z.string().nullable(), summary: z.string().nullable() }).optional(),
   })
   .meta({ id: 'ResponseObject' });
 export type ResponseObject = z.infer<typeof ResponseObjectSchema>;

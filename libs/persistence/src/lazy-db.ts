@@ -30,6 +30,7 @@ const MODELS: Record<Uncapitalize<Prisma.ModelName>, true> = {
   file: true,
   batch: true,
   batchLine: true,
+  storedResponse: true,
 };
 const RAW = new Set(['$queryRaw', '$queryRawUnsafe', '$executeRaw', '$executeRawUnsafe']);
 const STATE = Symbol('lazyPrisma');

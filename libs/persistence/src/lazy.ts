@@ -72,6 +72,7 @@ export { createPgPool, type PgPoolOptions } from './pg-pool.js';
 export type { ApiKey, Batch, BatchLine, File, Member, Model, Prisma, UsageEventRow } from './prisma.js';
 export { findActiveKeyByHash, prismaRunner, touchKeyLastUsed } from './queries.js';
 export { PrismaSql, type Sql } from './sql-tag.js';
+export { type StoredResponse, StoredResponsesRepository } from './stored-responses.js';
 export { parseTier } from './tiers.js';
 export {
   type InsertBatchResult,

@@ -150,7 +150,7 @@ export function toEngineInput(
     stop: (typeof body.stop === 'string' ? [body.stop] : (body.stop ?? [])).filter((s) => s.length > 0),
     tools,
     tool_choice: normalizeToolChoice(
-      body.tool_choice,
+      body.tool_choice ?? undefined,
       tools.map((t) => t.function.name),
     ),
     parallel_tool_calls: body.parallel_tool_calls ?? true,

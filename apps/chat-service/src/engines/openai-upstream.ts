@@ -671,6 +671,9 @@ function toUpstreamMessage(m: EngineMessage): Record<string, unknown> {
     case 'assistant': {
       const out: Record<string, unknown> = { role: 'assistant', content: m.content };
       if (m.tool_calls?.length) out.tool_calls = m.tool_calls;
+      // An earlier turn's own reasoning (replayed or opened from encrypted_content): vLLM and SGLang
+      // chat templates with interleaved thinking read it; servers that do not, ignore the field.
+      if (m.reasoning_content) out.reasoning_content = m.reasoning_content;
       if (m.name) out.name = m.name;
       return out;
     }

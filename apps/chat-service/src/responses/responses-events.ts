@@ -1,4 +1,5 @@
 import type {
+  ResponseCustomToolCallItem,
   ResponseFunctionCallItem,
   ResponseMessageItem,
   ResponseObject,
@@ -8,6 +9,7 @@ import type {
 } from '@infer/contracts';
 import type { ChoiceDelta } from '../chat/generation.js';
 import { randomId } from '../chat/generation.js';
+import type { OfferedTool } from './responses-request.js';
 
 /** One event of a streamed /v1/responses call (OpenAI's shapes), numbered in order. */
 export type ResponseStreamEvent = { type: string; sequence_number: number } & Record<string, unknown>;
@@ -40,12 +42,26 @@ export class ResponseAssembler {
   private seq = 0;
   private readonly output: ResponseOutputItem[] = [];
   private open: Open | null = null;
-  /** Function calls by the engine's call index: their output index and item. */
-  private readonly calls = new Map<number, { index: number; item: ResponseFunctionCallItem }>();
+  /**
+   * Tool calls by the engine's call index: their output index and item. A custom tool's call gathers
+   * the engine's JSON arguments (`{"input": ...}`) in `args` and gets its `input` when it closes.
+   */
+  private readonly calls = new Map<
+    number,
+    | { index: number; item: ResponseFunctionCallItem; args?: undefined }
+    | { index: number; item: ResponseCustomToolCallItem; args: string }
+  >();
 
+  /**
+   * `offered` maps engine function names back to Responses tools (namespaced functions, custom
+   * tools); `seal` (with `include: ["reasoning.encrypted_content"]`) seals each reasoning item's text
+   * into its `encrypted_content`.
+   */
   constructor(
     private readonly head: ResponseHead,
     private readonly emit: ((e: ResponseStreamEvent) => void) | null,
+    private readonly offered: ReadonlyMap<string, OfferedTool> = new Map(),
+    private readonly seal: ((reasoning: string) => string) | null = null,
   ) {}
 
   private send(type: string, fields: Record<string, unknown>): void {
@@ -95,30 +111,50 @@ export class ResponseAssembler {
       let call = this.calls.get(tc.index);
       if (!call) {
         this.closeOpen('completed');
-        const item: ResponseFunctionCallItem = {
-          id: `fc_${randomId()}`,
-          type: 'function_call',
-          call_id: tc.id ?? `call_${randomId()}`,
-          name: tc.function.name ?? '',
-          arguments: '',
-          status: 'in_progress',
-        };
-        call = { index: this.output.length, item };
+        const engineName = tc.function.name ?? '';
+        const what = this.offered.get(engineName);
+        const callId = tc.id ?? `call_${randomId()}`;
+        if (what?.kind === 'custom') {
+          const item: ResponseCustomToolCallItem = {
+            id: `ctc_${randomId()}`,
+            type: 'custom_tool_call',
+            call_id: callId,
+            name: what.name,
+            input: '',
+            status: 'in_progress',
+            ...(what.namespace ? { namespace: what.namespace } : {}),
+          };
+          call = { index: this.output.length, item, args: '' };
+        } else {
+          const item: ResponseFunctionCallItem = {
+            id: `fc_${randomId()}`,
+            type: 'function_call',
+            call_id: callId,
+            name: what?.kind === 'function' ? what.name : engineName,
+            arguments: '',
+            status: 'in_progress',
+            ...(what?.kind === 'function' && what.namespace ? { namespace: what.namespace } : {}),
+          };
+          call = { index: this.output.length, item };
+        }
         this.calls.set(tc.index, call);
-        this.output.push(item);
-        this.send('response.output_item.added', { output_index: call.index, item: { ...item } });
+        this.output.push(call.item);
+        this.send('response.output_item.added', { output_index: call.index, item: { ...call.item } });
       } else if (tc.function.name) {
         call.item.name += tc.function.name;
       }
       const args = tc.function.arguments;
-      if (args) {
-        call.item.arguments += args;
-        this.send('response.function_call_arguments.delta', {
-          item_id: call.item.id,
-          output_index: call.index,
-          delta: args,
-        });
+      if (!args) continue;
+      if (call.args !== undefined) {
+        call.args += args;
+        continue;
       }
+      call.item.arguments += args;
+      this.send('response.function_call_arguments.delta', {
+        item_id: call.item.id,
+        output_index: call.index,
+        delta: args,
+      });
     }
   }
 
@@ -131,14 +167,22 @@ export class ResponseAssembler {
     // Without text and without calls, the answer is still one (empty) message item.
     if (this.calls.size === 0 && !this.output.some((o) => o.type === 'message')) this.openMessage();
     this.closeOpen(itemStatus);
-    for (const { index, item } of [...this.calls.values()].sort((a, b) => a.index - b.index)) {
+    for (const call of [...this.calls.values()].sort((a, b) => a.index - b.index)) {
+      const { index, item } = call;
       item.status = itemStatus;
-      this.send('response.function_call_arguments.done', {
-        item_id: item.id,
-        output_index: index,
-        name: item.name,
-        arguments: item.arguments,
-      });
+      if (item.type === 'custom_tool_call') {
+        item.input = customInput(call.args ?? '');
+        const at = { item_id: item.id, output_index: index };
+        if (item.input) this.send('response.custom_tool_call_input.delta', { ...at, delta: item.input });
+        this.send('response.custom_tool_call_input.done', { ...at, input: item.input });
+      } else {
+        this.send('response.function_call_arguments.done', {
+          item_id: item.id,
+          output_index: index,
+          name: item.name,
+          arguments: item.arguments,
+        });
+      }
       this.send('response.output_item.done', { output_index: index, item: { ...item } });
     }
     const response: ResponseObject = {
@@ -202,6 +246,7 @@ export class ResponseAssembler {
     const at = { item_id: open.item.id, output_index: open.index, content_index: 0 };
     if (open.kind === 'reasoning') {
       const part = open.item.content[0] ?? { type: 'reasoning_text' as const, text: '' };
+      if (this.seal) open.item.encrypted_content = this.seal(part.text);
       this.send('response.reasoning_text.done', { ...at, text: part.text });
       this.send('response.content_part.done', { ...at, part: { ...part } });
     } else {
@@ -214,5 +259,21 @@ export class ResponseAssembler {
       output_index: open.index,
       item: structuredClone(open.item),
     });
+  }
+}
+
+/**
+ * The free-form input of a custom tool call from the engine's arguments: the `input` string of the
+ * JSON object the model was asked for, or the raw text when the model answered something else.
+ */
+export function customInput(args: string): string {
+  try {
+    const v: unknown = JSON.parse(args);
+    if (v && typeof v === 'object' && typeof (v as { input?: unknown }).input === 'string') {
+      return (v as { input: string }).input;
+    }
+    return typeof v === 'string' ? v : args;
+  } catch {
+    return args;
   }
 }

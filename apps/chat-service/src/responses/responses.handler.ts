@@ -1,16 +1,18 @@
 import { ApiError, type ResponseRequest, SAMPLING_DEFAULTS, ZERO_USAGE } from '@infer/contracts';
 import type { RpcHandler } from '@infer/service-kit';
-import { decideReasoning } from '../chat/engine-input.js';
 import { routeOf } from '../chat/fallback.js';
 import { abortedEnd, fitContext, randomId, runChoices, sumReasoning, sumUsage } from '../chat/generation.js';
 import { DEFAULT_MEDIA_OPTIONS, type MediaOptions, resolveMedia } from '../chat/media.js';
 import type { EngineInput } from '../engines/engine.js';
 import type { EngineRegistry } from '../engines/registry.js';
+import type { ReasoningSeal } from './reasoning-seal.js';
 import { ResponseAssembler } from './responses-events.js';
-import { responsesEngineFields } from './responses-request.js';
+import { responsesEngineFields, responsesReasoning } from './responses-request.js';
 
 export interface ResponsesHandlerOptions {
   media?: MediaOptions;
+  /** Seals and opens `encrypted_content` (null: not configured, that include is a 400). */
+  seal?: ReasoningSeal | null;
 }
 
 /**
@@ -47,8 +49,18 @@ export function responsesHandler(
       );
     }
     const engine = engines.get(m);
-    const fields = responsesEngineFields(body, m);
-    const reasoning = decideReasoning(m, {});
+    const seal = opts.seal ?? null;
+    const sealing = body.include?.includes('reasoning.encrypted_content') ?? false;
+    if (sealing && !seal) {
+      throw ApiError.invalid(
+        "include 'reasoning.encrypted_content' is not available: no seal key is configured on this deployment (RESPONSES_SEAL_KEYS).",
+        'include',
+      );
+    }
+    const fields = responsesEngineFields(body, m, {
+      openSealed: seal ? (blob, param) => seal.open(blob, req.memberId, param) : undefined,
+    });
+    const reasoning = responsesReasoning(m, body.reasoning?.effort ?? null);
     let base: EngineInput = {
       model: m.id,
       messages: fields.messages,
@@ -109,8 +121,13 @@ export function responsesHandler(
         metadata: body.metadata ?? {},
         text: fields.echo.text,
         store: body.store !== false,
+        previous_response_id: null,
+        service_tier: 'default',
+        reasoning: { effort: reasoning?.effort ?? null, summary: body.reasoning?.summary ?? null },
       },
       req.stream ? (e) => ctx.signal.aborted || ctx.emit(e) : null,
+      fields.offered,
+      sealing && seal ? (text) => seal.seal(text, req.memberId) : null,
     );
     assembler.start(reasoning !== null);
     const [result] = await runChoices(engine, base, 1, ctx.signal, () => ({

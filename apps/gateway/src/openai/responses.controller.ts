@@ -1,32 +1,70 @@
 import type { ResponseObject } from '@infer/contracts';
+import type { SqlRunner } from '@infer/persistence/lazy';
 import type { Logger } from '@infer/service-kit';
-import { Controller, HttpCode, Inject, Post, Req, Res } from '@nestjs/common';
+import {
+  Controller,
+  Delete,
+  Get,
+  HttpCode,
+  Inject,
+  type OnModuleDestroy,
+  type OnModuleInit,
+  Param,
+  Post,
+  Query,
+  Req,
+  Res,
+} from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Redis } from 'ioredis';
-import { LOGGER, REDIS } from '../infra/tokens.js';
+import { GATEWAY_CONFIG, type GatewayConfig } from '../config.js';
+import { LOGGER, PG, REDIS } from '../infra/tokens.js';
 import { ModelGateway } from './model-gateway.service.js';
 import { ResponseItemStore } from './response-items.js';
 import { Routes } from './routes.js';
+import { deleteExpiredResponses, pageItems, StoredResponses } from './stored-responses.js';
 
 const utf8 = new TextDecoder();
+/** How often each gateway runs the retention job (one at a time across replicas: advisory lock). */
+const RETENTION_EVERY_MS = 15 * 60_000;
 
 /**
  * POST /v1/responses: served by the chat-service for models with the `responses` capability. With
  * `stream: true` the answer is the Responses event sequence ending with `response.completed` (typed
- * framing: `event:` + `data:`, no [DONE]). `item_reference` input items are resolved from the output
- * items kept for the member (response-items.ts) before the request goes on, and the output items of
- * each answer are kept (unless `store: false`) before it reaches the client.
+ * framing: `event:` + `data:`, no [DONE]). Before the request goes on, `previous_response_id` is
+ * replaced by the stored response's items (stored-responses.ts, PostgreSQL, per member) and
+ * `item_reference` items by the output items kept in Redis (response-items.ts); each answer (unless
+ * `store: false`) is stored with its input items before it reaches the client.
+ * GET/DELETE /v1/responses/{id} and GET /v1/responses/{id}/input_items read the member's own.
  */
 @Controller('v1')
-export class ResponsesController {
+export class ResponsesController implements OnModuleInit, OnModuleDestroy {
   private readonly items: ResponseItemStore;
+  private readonly stored: StoredResponses;
+  private timer: NodeJS.Timeout | null = null;
 
   constructor(
     @Inject(ModelGateway) private readonly gateway: ModelGateway,
     @Inject(REDIS) redis: Redis,
+    @Inject(PG) private readonly pg: SqlRunner,
+    @Inject(GATEWAY_CONFIG) config: GatewayConfig,
     @Inject(LOGGER) private readonly log: Logger,
   ) {
     this.items = new ResponseItemStore(redis);
+    this.stored = new StoredResponses(pg, config.RESPONSES_RETENTION_DAYS);
+  }
+
+  onModuleInit(): void {
+    this.timer = setInterval(() => {
+      deleteExpiredResponses(this.pg).catch((err: unknown) =>
+        this.log.warn({ err }, 'stored responses retention job failed'),
+      );
+    }, RETENTION_EVERY_MS);
+    this.timer.unref();
+  }
+
+  onModuleDestroy(): void {
+    if (this.timer) clearInterval(this.timer);
   }
 
   @Post('responses')
@@ -34,12 +72,14 @@ export class ResponsesController {
   async create(@Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     const memberId = req.auth?.memberId;
     if (!memberId) return this.gateway.handle(Routes.responses, req, reply);
-    const input = await this.items.resolve(memberId, req.body);
+    const chain = await this.stored.continue(memberId, req.body);
+    const input = await this.items.resolve(memberId, chain.body);
     const keep = async (response: ResponseObject) => {
       try {
         await this.items.keep(memberId, response);
+        if (chain.items) await this.stored.keep(memberId, response, chain.items, chain.previous);
       } catch (err) {
-        this.log.warn({ err }, 'could not keep the output items of a response');
+        this.log.warn({ err }, 'could not store a response');
       }
     };
     return this.gateway.handle(
@@ -49,7 +89,7 @@ export class ResponsesController {
       input,
       async (data) => {
         await keep(data as ResponseObject);
-        return data;
+        return chain.previous ? { ...(data as object), previous_response_id: chain.previous } : data;
       },
       (payload) => {
         const json = utf8.decode(payload);
@@ -57,5 +97,27 @@ export class ResponsesController {
         return keep((JSON.parse(json) as { response: ResponseObject }).response);
       },
     );
+  }
+
+  @Get('responses/:id')
+  async retrieve(@Req() req: FastifyRequest, @Param('id') id: string): Promise<unknown> {
+    return (await this.stored.get(req.auth?.memberId ?? '', id)).response;
+  }
+
+  @Delete('responses/:id')
+  async remove(@Req() req: FastifyRequest, @Param('id') id: string): Promise<unknown> {
+    await this.stored.get(req.auth?.memberId ?? '', id);
+    await this.stored.repo.delete(req.auth?.memberId ?? '', id);
+    return { id, object: 'response', deleted: true };
+  }
+
+  @Get('responses/:id/input_items')
+  async inputItems(
+    @Req() req: FastifyRequest,
+    @Param('id') id: string,
+    @Query() q: Record<string, unknown>,
+  ): Promise<unknown> {
+    const r = await this.stored.get(req.auth?.memberId ?? '', id);
+    return pageItems(r.inputItems, q);
   }
 }
