@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { UsageEvent } from '@infer/contracts';
-import { dayStart, RequestLogRepository, requestLogPartitionName } from './request-log.js';
 import { createRepositories, type Repositories } from './repositories.js';
+import { dayStart, RequestLogRepository, requestLogPartitionName } from './request-log.js';
 import { createTestDatabase, type TestDatabase } from './testing.js';
 
 const DAY = 86_400_000;
