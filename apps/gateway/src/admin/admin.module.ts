@@ -88,6 +88,7 @@ export const ADMIN_PROVIDERS = [
   ModelsAdminService,
   OperatorsService,
   AuditService,
+  LogsService,
   UsageReportService,
   UsageRollupsService,
   QuotasService,
