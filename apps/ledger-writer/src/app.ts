@@ -200,12 +200,15 @@ export async function runLedgerWriter(
     if (dropped.length) log.info({ dropped, retentionDays }, 'request log partitions dropped');
     return dropped;
   };
-  await requestLogHousekeeping();
-  const housekeeping = setInterval(() => {
+  // Never blocks the start or the loop: while PostgreSQL is down the writer starts and waits, and each
+  // batch creates the partitions it needs itself.
+  const housekeepingInBackground = () => {
     requestLogHousekeeping().catch((err) =>
       log.warn({ err: String((err as Error)?.message ?? err) }, 'request log housekeeping failed'),
     );
-  }, REQUEST_LOG_HOUSEKEEPING_MS);
+  };
+  housekeepingInBackground();
+  const housekeeping = setInterval(housekeepingInBackground, REQUEST_LOG_HOUSEKEEPING_MS);
   housekeeping.unref();
   let stopping = false;
   let busy = false;
@@ -227,16 +230,21 @@ export async function runLedgerWriter(
   async function writeChunk(events: UsageEvent[], good: JsMsg[]): Promise<boolean> {
     let delay = 100;
     let lastProgress = Date.now();
+    // The usage part of this chunk is committed (a retry after a request-log failure rewrites nothing).
+    let usageWritten = false;
     for (;;) {
       try {
         // Refusals are request-log records only: never usage rows (quotas and reports count what
         // reached a service). Both writes are idempotent, so a retry after a failure of either is safe.
         const usage = events.some((e) => e.refused) ? events.filter((e) => !e.refused) : events;
         const r = await sink.insertBatch(usage);
+        if (!usageWritten) {
+          stats.batches++;
+          stats.inserted += r.inserted;
+          stats.duplicates += r.duplicates;
+          usageWritten = true;
+        }
         const l = await requestLog.insertBatch(events, { retentionDays });
-        stats.batches++;
-        stats.inserted += r.inserted;
-        stats.duplicates += r.duplicates;
         stats.logged += l.inserted;
         log.debug({ events: events.length, ...r, logged: l.inserted }, 'batch written');
         return true;
