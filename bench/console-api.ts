@@ -14,7 +14,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import { startGateway } from '@infer/gateway/public';
-import { OperatorsRepository } from '@infer/persistence';
+import { OperatorsRepository, RequestLogRepository } from '@infer/persistence';
 import { type BenchDatabase, createBenchDatabase, pct } from './support.js';
 
 const MEMBERS = Number(process.env.BENCH_MEMBERS ?? 10_000);
@@ -111,6 +111,16 @@ async function main() {
           `/admin/usage/daily?from=${from30}&group_by=member`,
           `/admin/usage?from=${iso30}&to=${isoEnd}&group_by=member`,
         ],
+        // The request log (ADR 0110): a copy of the ledger's last 30 days, refusals included.
+        ['logs: newest page (all members)', '/admin/logs?limit=50'],
+        ['logs: heaviest member, newest page', `/admin/logs?member=${heavyMember}&limit=50`],
+        ['logs: heaviest member, 429s', `/admin/logs?member=${heavyMember}&status=429&limit=50`],
+        [
+          'logs: heaviest key, last day',
+          `/admin/logs?key=bk-000001&from=${new Date(today - DAY).toISOString()}`,
+        ],
+        ['logs: lookup by request id', '/admin/logs/br-4242'],
+        ['member refusals (why refused)', `/admin/members/${heavyMember}/refusals`],
       ];
       const time = async (path: string, n: number) => {
         for (let i = 0; i < 3; i++) await get(path);
@@ -234,6 +244,17 @@ async function seed(db: BenchDatabase) {
   await sql(`INSERT INTO "UsageHourlyModel" SELECT date_trunc('hour', "createdAt", 'UTC'), "model", count(*),
                count(*) FILTER (WHERE "status" >= 400), sum("promptTokens"), sum("completionTokens"),
                sum("totalTokens"), sum("latencyMs") FROM "UsageEvent" GROUP BY 1, 2`);
+  // The request log: the last 30 days of the ledger, its 429s as refusals by a key limit.
+  for (let back = 0; back < 31; back++)
+    await new RequestLogRepository(db.prisma).ensurePartitions([Date.now() - back * DAY]);
+  await sql(`INSERT INTO "request_log" ("time", "request_id", "member_id", "key_id", "model", "endpoint", "status",
+               "error_code", "limit_name", "refused", "prompt_tokens", "completion_tokens", "total_tokens", "latency_ms")
+    SELECT "createdAt", "requestId", "memberId", "keyId", "model", "endpoint", "status",
+           CASE WHEN "status" = 429 THEN 'rate_limit_exceeded' END,
+           CASE WHEN "status" = 429 THEN 'key.requests_per_minute' END, "status" = 429,
+           "promptTokens", "completionTokens", "totalTokens", "latencyMs"
+      FROM "UsageEvent" WHERE "createdAt" >= date_trunc('day', now() - interval '30 days', 'UTC')`);
+  log('request log in');
   await sql('ANALYZE');
   const [counts] = (await db.prisma.$queryRawUnsafe(
     `SELECT (SELECT count(*) FROM "UsageEvent")::int AS ledger, (SELECT count(*) FROM "UsageDaily")::int AS daily,

@@ -1,5 +1,10 @@
 import { type UsageEvent, UsageEventSchema, UsageStream } from '@infer/contracts';
-import { createPrisma, type InsertBatchResult, UsageRepository } from '@infer/persistence';
+import {
+  createPrisma,
+  type InsertBatchResult,
+  RequestLogRepository,
+  UsageRepository,
+} from '@infer/persistence';
 import {
   connectNats,
   createLogger,
@@ -38,6 +43,9 @@ export const LedgerWriterEnvSchema = z.object({
   LEDGER_RETRY_MAX_MS: envInt(10_000, 10).describe(
     'Longest pause between two attempts while PostgreSQL fails (ms).',
   ),
+  REQUEST_LOG_RETENTION_DAYS: envInt(30, 1).describe(
+    'Days of request log kept (UTC days, today included): older daily partitions of request_log are dropped whole.',
+  ),
   LEDGER_STREAM: z
     .string()
     .default(UsageStream.name)
@@ -75,6 +83,11 @@ export interface LedgerSink {
   insertBatch(events: readonly UsageEvent[]): Promise<InsertBatchResult>;
 }
 
+/** How often the request log's retention runs (and the partitions ahead are created). */
+const REQUEST_LOG_HOUSEKEEPING_MS = 3_600_000;
+/** Days of request-log partitions created ahead of today. */
+const REQUEST_LOG_DAYS_AHEAD = 2;
+
 export interface LedgerWriterOptions {
   env?: NodeJS.ProcessEnv;
   /** Stop on SIGTERM/SIGINT (main.ts). */
@@ -94,6 +107,8 @@ export interface LedgerWriterStats {
   rejected: number;
   /** Failed attempts to write a batch (PostgreSQL down ...), each followed by a retry. */
   failures: number;
+  /** Request-log rows written (every event, refusals included; a redelivery is not written twice). */
+  logged: number;
 }
 
 export interface LedgerWriter {
@@ -105,6 +120,11 @@ export interface LedgerWriter {
   idle(): Promise<void>;
   /** Events in the stream not yet delivered to the writer (the ledger's lag), from JetStream. */
   pending(): Promise<number>;
+  /**
+   * The request log's housekeeping (hourly, and at start): creates the partitions of today and the next
+   * days, drops those past REQUEST_LOG_RETENTION_DAYS. Returns the dropped partitions.
+   */
+  requestLogHousekeeping(now?: number): Promise<string[]>;
   /** Base URL of the ops server (/healthz, /readyz, /metrics) when OPS_PORT is set. */
   opsUrl: string | null;
   stop(): Promise<void>;
@@ -134,6 +154,9 @@ export async function runLedgerWriter(
 ): Promise<LedgerWriter> {
   const prisma = createPrisma(config.DATABASE_URL, { poolSize: 2 });
   const sink: LedgerSink = new UsageRepository(prisma);
+  // The request log: a second table written in the same batch, from the same events (ADR 0110).
+  const requestLog = new RequestLogRepository(prisma);
+  const retentionDays = config.REQUEST_LOG_RETENTION_DAYS;
   const nc = await connectNats(config.NATS_URL, 'ledger-writer');
   await ensureUsageStream(nc, config.LEDGER_STREAM, config.LEDGER_SUBJECTS);
   const jsm = await jetstreamManager(nc);
@@ -162,7 +185,31 @@ export async function runLedgerWriter(
   }
   const consumer = await jetstream(nc).consumers.get(config.LEDGER_STREAM, config.LEDGER_CONSUMER);
 
-  const stats: LedgerWriterStats = { batches: 0, inserted: 0, duplicates: 0, rejected: 0, failures: 0 };
+  const stats: LedgerWriterStats = {
+    batches: 0,
+    inserted: 0,
+    duplicates: 0,
+    rejected: 0,
+    failures: 0,
+    logged: 0,
+  };
+  const requestLogHousekeeping = async (now = Date.now()): Promise<string[]> => {
+    const days = Array.from({ length: REQUEST_LOG_DAYS_AHEAD + 1 }, (_, i) => now + i * 86_400_000);
+    await requestLog.ensurePartitions(days);
+    const dropped = await requestLog.dropExpired(retentionDays, now);
+    if (dropped.length) log.info({ dropped, retentionDays }, 'request log partitions dropped');
+    return dropped;
+  };
+  // Never blocks the start or the loop: while PostgreSQL is down the writer starts and waits, and each
+  // batch creates the partitions it needs itself.
+  const housekeepingInBackground = () => {
+    requestLogHousekeeping().catch((err) =>
+      log.warn({ err: String((err as Error)?.message ?? err) }, 'request log housekeeping failed'),
+    );
+  };
+  housekeepingInBackground();
+  const housekeeping = setInterval(housekeepingInBackground, REQUEST_LOG_HOUSEKEEPING_MS);
+  housekeeping.unref();
   let stopping = false;
   let busy = false;
   let wake: (() => void) | undefined;
@@ -183,13 +230,23 @@ export async function runLedgerWriter(
   async function writeChunk(events: UsageEvent[], good: JsMsg[]): Promise<boolean> {
     let delay = 100;
     let lastProgress = Date.now();
+    // The usage part of this chunk is committed (a retry after a request-log failure rewrites nothing).
+    let usageWritten = false;
     for (;;) {
       try {
-        const r = await sink.insertBatch(events);
-        stats.batches++;
-        stats.inserted += r.inserted;
-        stats.duplicates += r.duplicates;
-        log.debug({ events: events.length, ...r }, 'batch written');
+        // Refusals are request-log records only: never usage rows (quotas and reports count what
+        // reached a service). Both writes are idempotent, so a retry after a failure of either is safe.
+        const usage = events.some((e) => e.refused) ? events.filter((e) => !e.refused) : events;
+        const r = await sink.insertBatch(usage);
+        if (!usageWritten) {
+          stats.batches++;
+          stats.inserted += r.inserted;
+          stats.duplicates += r.duplicates;
+          usageWritten = true;
+        }
+        const l = await requestLog.insertBatch(events, { retentionDays });
+        stats.logged += l.inserted;
+        log.debug({ events: events.length, ...r, logged: l.inserted }, 'batch written');
         return true;
       } catch (err) {
         stats.failures++;
@@ -335,6 +392,7 @@ export async function runLedgerWriter(
   const stop = () => {
     stopped ??= (async () => {
       stopping = true;
+      clearInterval(housekeeping);
       status.stop();
       wake?.();
       await loop;
@@ -350,6 +408,7 @@ export async function runLedgerWriter(
     nc,
     log,
     idle: () => new Promise<void>((r) => idleWaiters.push(r)),
+    requestLogHousekeeping,
     pending: async () => (await jsm.consumers.info(config.LEDGER_STREAM, config.LEDGER_CONSUMER)).num_pending,
     opsUrl: null,
     stop,

@@ -460,3 +460,79 @@ export const OverviewSchema = z
   })
   .meta({ id: 'Overview' });
 export type Overview = z.infer<typeof OverviewSchema>;
+
+/** GET /admin/logs: the request log, newest first (keyset paging with `before`). */
+export const RequestLogQuerySchema = z
+  .object({
+    member: z.string().min(1).max(200).optional(),
+    key: z.string().min(1).max(200).optional(),
+    model: z.string().min(1).max(200).optional(),
+    /** A status family (2xx, 4xx, 5xx) or a refusal status (429, 402). */
+    status: z.enum(['2xx', '4xx', '5xx', '429', '402']).optional(),
+    code: z
+      .string()
+      .regex(/^[a-z0-9_]+$/)
+      .max(100)
+      .optional(),
+    from: z.coerce.date().optional(),
+    to: z.coerce.date().optional(),
+    /** Cursor: the `next_before` of the previous page (opaque). */
+    before: z
+      .string()
+      .regex(/^\d{1,15}\.[A-Za-z0-9_-]{1,300}$/)
+      .optional(),
+    limit: z.coerce.number().int().min(1).max(200).default(50),
+  })
+  .strict();
+export type RequestLogQueryParams = z.infer<typeof RequestLogQuerySchema>;
+
+export const RequestLogEntrySchema = z
+  .object({
+    at: z.number().int().describe('Unix milliseconds when the request was answered'),
+    request_id: z.string(),
+    member_id: z.string(),
+    key_id: z.string(),
+    model: z.string().nullable().describe('Null when the request was refused before a model was resolved'),
+    endpoint: z.string(),
+    status: z.number().int(),
+    error_code: z.string().nullable(),
+    limit: z.string().nullable().describe('The limit that refused it (`key.requests_per_minute` ...)'),
+    refused: z.boolean().describe('Refused before it reached a model (no usage)'),
+    batch: z.boolean(),
+    prompt_tokens: z.number().int(),
+    completion_tokens: z.number().int(),
+    total_tokens: z.number().int(),
+    latency_ms: z.number().int(),
+    first_token_ms: z.number().int().nullable(),
+    trace_id: z.string().nullable(),
+    cost: z.string().nullable().describe('Not filled yet: null'),
+    engine_endpoint: z.string().nullable().describe('Not filled yet: null'),
+  })
+  .meta({ id: 'RequestLogEntry' });
+export type RequestLogEntry = z.infer<typeof RequestLogEntrySchema>;
+
+export const RequestLogListSchema = z
+  .object({
+    object: z.literal('list'),
+    data: z.array(RequestLogEntrySchema),
+    next_before: z.string().nullable(),
+  })
+  .meta({ id: 'RequestLogList' });
+export type RequestLogList = z.infer<typeof RequestLogListSchema>;
+
+export const MemberRefusalsSchema = z
+  .object({
+    object: z.literal('list'),
+    member_id: z.string(),
+    data: z.array(
+      z.object({
+        limit: z.string(),
+        error_code: z.string().nullable(),
+        last_hour: z.number().int(),
+        last_day: z.number().int(),
+        last_at: z.number().int().describe('Unix milliseconds of the last refusal by this limit'),
+      }),
+    ),
+  })
+  .meta({ id: 'MemberRefusals' });
+export type MemberRefusals = z.infer<typeof MemberRefusalsSchema>;

@@ -29,6 +29,9 @@ describe('OpenAPI: the admin API of the operator console', () => {
       ['/admin/members/{id}/quotas', 'get'],
       ['/admin/overview', 'get'],
       ['/admin/overview/stream', 'get'],
+      ['/admin/logs', 'get'],
+      ['/admin/logs/{requestId}', 'get'],
+      ['/admin/members/{id}/refusals', 'get'],
     ] as const) {
       const op = doc.paths[path]?.[method];
       assert.ok(op, `${method} ${path}`);

@@ -27,6 +27,22 @@ export const UsageEventSchema = z.object({
    * arrive (it waits LEDGER_SERVICE_GRACE_MS before writing a service's event), one row per request.
    */
   source: z.enum(['gateway', 'service']).optional(),
+  // The request log's fields (docs/adr/0110-request-log.md): the usage event is also the log record,
+  // so the log costs no second publish. Optional: events from older publishers still parse.
+  /**
+   * A request refused before dispatch (bad body, unknown model, a limit): a request-log record only,
+   * with zero usage. The ledger writer never writes it to the usage ledger (quotas and usage reports
+   * count only what reached a service).
+   */
+  refused: z.boolean().optional(),
+  /** The error envelope's `code` of a failure or refusal. */
+  errorCode: z.string().nullish(),
+  /** The limit that refused it (`key.requests_per_minute` ...). */
+  limit: z.string().nullish(),
+  /** Milliseconds from admission to the first streamed chunk (streams only). */
+  firstTokenMs: z.number().int().min(0).nullish(),
+  /** The request's W3C trace id when tracing is on. */
+  traceId: z.string().nullish(),
 });
 export type UsageEvent = z.infer<typeof UsageEventSchema>;
 
@@ -36,8 +52,9 @@ export const UsageStream = {
   /** Root of the event subjects; tests use their own root and stream so they never mix with real usage. */
   root: 'usage.events',
   subjects: ['usage.events.>'],
-  /** Subject of one event: <root>.<model>. */
-  subject: (model: string, root = 'usage.events') => `${root}.${model.replace(/[^A-Za-z0-9_-]/g, '_')}`,
+  /** Subject of one event: <root>.<model> (`_` for a refusal before a model was resolved). */
+  subject: (model: string, root = 'usage.events') =>
+    `${root}.${model.replace(/[^A-Za-z0-9_-]/g, '_') || '_'}`,
   /** Durable consumer of the ledger writer. */
   consumer: 'ledger-writer',
 } as const;

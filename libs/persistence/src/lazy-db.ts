@@ -19,6 +19,7 @@ const MODELS: Record<Uncapitalize<Prisma.ModelName>, true> = {
   apiKey: true,
   model: true,
   usageEvent: true,
+  requestLog: true,
   searchDocument: true,
   operator: true,
   operatorSession: true,

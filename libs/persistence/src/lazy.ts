@@ -71,6 +71,16 @@ export {
 export { createPgPool, type PgPoolOptions } from './pg-pool.js';
 export type { ApiKey, Batch, BatchLine, File, Member, Model, Prisma, UsageEventRow } from './prisma.js';
 export { findActiveKeyByHash, prismaRunner, touchKeyLastUsed } from './queries.js';
+export {
+  dayStart,
+  type RefusalSummary,
+  type RequestLogQuery,
+  RequestLogRepository,
+  type RequestLogRow,
+  type RequestLogWriteResult,
+  requestLogPartitionName,
+  type StatusClass,
+} from './request-log.js';
 export { PrismaSql, type Sql } from './sql-tag.js';
 export { type StoredResponse, StoredResponsesRepository } from './stored-responses.js';
 export { parseTier } from './tiers.js';

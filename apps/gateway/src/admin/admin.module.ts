@@ -4,6 +4,7 @@ import {
   type Db,
   MembersRepository,
   OperatorsRepository,
+  RequestLogRepository,
 } from '@infer/persistence/lazy';
 import { SearchDocumentsRepository } from '@infer/search-index';
 import { PRISMA } from '../infra/tokens.js';
@@ -16,6 +17,8 @@ import { BatchesAdminService } from './batches/batches.service.js';
 import { AdminInvalidation } from './invalidation.js';
 import { KeysAdminController } from './keys/keys.controller.js';
 import { KeysService } from './keys/keys.service.js';
+import { LogsController } from './logs/logs.controller.js';
+import { LogsService } from './logs/logs.service.js';
 import { MembersAdminController } from './members/members.controller.js';
 import { MembersService } from './members/members.service.js';
 import { ModelsAdminController } from './models/models.controller.js';
@@ -64,6 +67,7 @@ export const ADMIN_CONTROLLERS = [
   SearchDocumentsAdminController,
   OverviewController,
   BatchesAdminController,
+  LogsController,
 ];
 
 export const ADMIN_PROVIDERS = [
@@ -77,12 +81,14 @@ export const ADMIN_PROVIDERS = [
     OperatorsRepository,
     AuditRepository,
     SearchDocumentsRepository,
+    RequestLogRepository,
   ].map((repo) => ({ provide: repo, useFactory: (db: Db) => new repo(db), inject: [PRISMA] })),
   MembersService,
   KeysService,
   ModelsAdminService,
   OperatorsService,
   AuditService,
+  LogsService,
   UsageReportService,
   UsageRollupsService,
   QuotasService,
