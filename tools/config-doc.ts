@@ -129,6 +129,15 @@ const EmbeddingEnvDoc = z.object({
   XDG_CACHE_HOME: z.string().optional().describe('Used for the cache folder when INFER_CACHE_DIR is unset.'),
 });
 
+/** Doc-only: read by the audio-service's voice detection (media/vad.ts) before onnxruntime loads. */
+const AudioEnvDoc = z.object({
+  ORT_DISABLE_TELEMETRY: z.string().optional().meta({
+    description:
+      "onnxruntime's telemetry switch: the audio-service sets it to 1 when unset, so nothing is sent to Microsoft; set 0 to allow it.",
+    docDefault: '1 (set by the service)',
+  }),
+});
+
 /** Doc-only: read by apps/admin-cli and libs/persistence (database.ts, migrate/). */
 const AdminCliEnvDoc = z.object({
   DATABASE_URL: z
@@ -236,10 +245,10 @@ export const SECTIONS: ConfigSection[] = [
   },
   {
     title: 'audio-service',
-    source: 'apps/audio-service/src/config.ts (AudioEnvSchema)',
+    source: 'apps/audio-service/src/config.ts (AudioEnvSchema), and src/media/vad.ts',
     about:
       'Every variable has a default that works on one machine with the Debian speech tools on PATH (docs/platform-notes.md).',
-    schema: AudioEnvSchema,
+    schema: AudioEnvSchema.extend(AudioEnvDoc.shape),
   },
   {
     title: 'image-service',

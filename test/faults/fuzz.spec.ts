@@ -76,7 +76,11 @@ const JSON_BASES: Array<{ path: string; body: Record<string, unknown> }> = [
       ],
       tools: [
         { type: 'namespace', name: 'shell', description: 'd', tools: [{ type: 'function', name: 'exec' }] },
-        { type: 'custom', name: 'patch', format: { type: 'grammar', syntax: 'lark', definition: 'start: "x"' } },
+        {
+          type: 'custom',
+          name: 'patch',
+          format: { type: 'grammar', syntax: 'lark', definition: 'start: "x"' },
+        },
       ],
       include: ['reasoning.encrypted_content'],
       reasoning: { effort: 'low', summary: 'auto' },
