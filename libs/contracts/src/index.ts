@@ -24,3 +24,4 @@ export * from './subjects.js';
 export * from './text-limits.js';
 export * from './usage.js';
 export * from './validate.js';
+export * from './key-lifecycle.js';
