@@ -72,7 +72,11 @@ export interface KeyLifecycle {
   allowedIps?: string[];
 }
 
-function lifecycleData(l: KeyLifecycle): { expiresAt?: Date | null; allowedModels?: string[]; allowedIps?: string[] } {
+function lifecycleData(l: KeyLifecycle): {
+  expiresAt?: Date | null;
+  allowedModels?: string[];
+  allowedIps?: string[];
+} {
   return {
     ...(l.expiresAt !== undefined ? { expiresAt: l.expiresAt } : {}),
     ...(l.allowedModels !== undefined ? { allowedModels: [...new Set(l.allowedModels)] } : {}),
@@ -132,7 +136,11 @@ const INFO_SELECT = {
   allowedIps: true,
   rotatedAt: true,
   // The latest few: views show those whose grace has not ended (keyView), whatever the history.
-  oldSecrets: { select: { prefix: true, graceUntil: true }, orderBy: { graceUntil: 'desc' as const }, take: 3 },
+  oldSecrets: {
+    select: { prefix: true, graceUntil: true },
+    orderBy: { graceUntil: 'desc' as const },
+    take: 3,
+  },
 } satisfies Prisma.ApiKeySelect;
 
 export class ApiKeysRepository {
@@ -287,7 +295,11 @@ export class ApiKeysRepository {
    * working until now + graceMs (0: it stops at once), then answers like an unknown key. The new secret
    * is returned here only. A revoked key cannot be rotated (InvalidInputError).
    */
-  async rotate(idOrPrefix: string, graceMs: number, now = new Date()): Promise<{ key: string; record: ApiKeyInfo }> {
+  async rotate(
+    idOrPrefix: string,
+    graceMs: number,
+    now = new Date(),
+  ): Promise<{ key: string; record: ApiKeyInfo }> {
     const found = await this.db.apiKey.findUnique({
       where: idOrPrefix.startsWith(API_KEY_PREFIX) ? { prefix: idOrPrefix } : { id: idOrPrefix },
       select: { id: true, hash: true, prefix: true, createdAt: true, rotatedAt: true, revokedAt: true },
@@ -327,7 +339,11 @@ export class ApiKeysRepository {
   async updateLifecycle(idOrPrefix: string, change: KeyLifecycle): Promise<ApiKeyInfo> {
     const found = await this.find(idOrPrefix);
     if (!found) throw new NotFoundError('key', idOrPrefix);
-    return this.db.apiKey.update({ where: { id: found.id }, data: lifecycleData(change), select: INFO_SELECT });
+    return this.db.apiKey.update({
+      where: { id: found.id },
+      data: lifecycleData(change),
+      select: INFO_SELECT,
+    });
   }
 
   /**
@@ -342,7 +358,9 @@ export class ApiKeysRepository {
       expiresAt: { not: null },
       revokedAt: null,
       ...(query.memberId ? { memberId: query.memberId } : {}),
-      ...(afterAt && id ? { OR: [{ expiresAt: { gt: afterAt } }, { expiresAt: afterAt, id: { gt: id } }] } : {}),
+      ...(afterAt && id
+        ? { OR: [{ expiresAt: { gt: afterAt } }, { expiresAt: afterAt, id: { gt: id } }] }
+        : {}),
     };
     const found = await this.db.apiKey.findMany({
       where,

@@ -18,7 +18,13 @@ describe('audit log values', () => {
         email: 'a@b.c',
         password: '[redacted]',
         nested: [
-          { apiKey: '[redacted]', key: '[redacted]', token: '[redacted]', passwordHash: '[redacted]', name: 'n' },
+          {
+            apiKey: '[redacted]',
+            key: '[redacted]',
+            token: '[redacted]',
+            passwordHash: '[redacted]',
+            name: 'n',
+          },
         ],
         at: '2026-01-02T03:04:05.000Z',
         big: '12',
@@ -36,7 +42,14 @@ describe('audit log values', () => {
     };
     assert.deepEqual(redactSecrets({ limits, prefix: 'sk-inf-abc123' }), { limits, prefix: 'sk-inf-abc123' });
     assert.deepEqual(
-      redactSecrets({ client_secret: 's', access_token: 'a', idToken: 'i', api_key: 'k', hash: 'h', pass: 'p' }),
+      redactSecrets({
+        client_secret: 's',
+        access_token: 'a',
+        idToken: 'i',
+        api_key: 'k',
+        hash: 'h',
+        pass: 'p',
+      }),
       {
         client_secret: '[redacted]',
         access_token: '[redacted]',

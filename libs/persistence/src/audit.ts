@@ -53,7 +53,8 @@ export interface AuditQuery {
  * or `...Key` field is redacted only when it holds a string (a credential): the limits' `key` scope
  * is an object of limit values and is kept.
  */
-const SECRET_NAME = /(^|[_-])pass(word)?$|^pass|secret|hash|(^|[_-])token$|^[a-z]*Token$|^authorization$|^cookie$/i;
+const SECRET_NAME =
+  /(^|[_-])pass(word)?$|^pass|secret|hash|(^|[_-])token$|^[a-z]*Token$|^authorization$|^cookie$/i;
 const KEY_NAME = /(^|[_-])key$|^[a-z]*Key$/;
 const isSecret = (k: string, v: unknown) =>
   SECRET_NAME.test(k) || (typeof v === 'string' && KEY_NAME.test(k));
