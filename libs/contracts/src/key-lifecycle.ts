@@ -90,3 +90,33 @@ export function cidrMatcher(cidrs: readonly string[]): (address: string | undefi
     return false;
   };
 }
+
+/** A lifecycle change as the admin API and CLI take it (validated by UpdateKeyRequestSchema). */
+export interface KeyLifecycleInput {
+  expires_at?: string | number | null | undefined;
+  expires_in?: string | undefined;
+  allowed_models?: string[] | undefined;
+  allowed_ips?: string[] | undefined;
+}
+
+/**
+ * The change to store: expiry as a Date (null clears it; `expires_in` counts from `now`), model ids
+ * de-duplicated, CIDR blocks in canonical form. What the input omits stays undefined (unchanged).
+ */
+export function lifecycleChange(
+  input: KeyLifecycleInput,
+  now = Date.now(),
+): { expiresAt?: Date | null; allowedModels?: string[]; allowedIps?: string[] } {
+  const out: { expiresAt?: Date | null; allowedModels?: string[]; allowedIps?: string[] } = {};
+  if (input.expires_in !== undefined) out.expiresAt = new Date(now + (parseDuration(input.expires_in) ?? 0));
+  else if (input.expires_at === null) out.expiresAt = null;
+  else if (typeof input.expires_at === 'number') out.expiresAt = new Date(input.expires_at * 1000);
+  else if (typeof input.expires_at === 'string') out.expiresAt = new Date(input.expires_at);
+  if (input.allowed_models) out.allowedModels = [...new Set(input.allowed_models.map((m) => m.trim()))];
+  if (input.allowed_ips) {
+    out.allowedIps = [
+      ...new Set(input.allowed_ips.map((c) => canonicalCidr(c)).filter((c): c is string => !!c)),
+    ];
+  }
+  return out;
+}

@@ -309,6 +309,13 @@ export class ApiKeysRepository {
     for (let attempt = 0; ; attempt++) {
       const { key, prefix, hash } = generateApiKey();
       try {
+        // Compare-and-set on the hash: a concurrent rotation makes this one fail, never lose a secret.
+        const updated = await this.db.apiKey.updateMany({
+          where: { id: found.id, hash: found.hash, revokedAt: null },
+          data: { hash, prefix, rotatedAt: now },
+        });
+        if (updated.count !== 1) throw new InvalidInputError('the key changed during the rotation; retry');
+        // Then the old secret's grace. Should this fail, the old secret simply stopped at once.
         await this.db.apiKeySecret.create({
           data: {
             keyId: found.id,
@@ -319,12 +326,6 @@ export class ApiKeysRepository {
             graceUntil: new Date(now.getTime() + Math.max(0, graceMs)),
           },
         });
-        // Only if no other rotation replaced the secret meanwhile (compare-and-set on the hash).
-        const updated = await this.db.apiKey.updateMany({
-          where: { id: found.id, hash: found.hash, revokedAt: null },
-          data: { hash, prefix, rotatedAt: now },
-        });
-        if (updated.count !== 1) throw new InvalidInputError('the key changed during the rotation; retry');
         const record = await this.db.apiKey.findUnique({ where: { id: found.id }, select: INFO_SELECT });
         return { key, record: record! };
       } catch (error) {
