@@ -52,6 +52,7 @@ describe('key lifecycle', () => {
       headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
     });
+    // biome-ignore lint/suspicious/noExplicitAny: JSON answers, read field by field in the assertions
     return { status: res.status, body: (await res.json()) as Record<string, any> };
   };
 
