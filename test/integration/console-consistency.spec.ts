@@ -119,6 +119,8 @@ describe('operator console: changes reach every gateway, audited in the same tra
       const keys = await stack.prisma.apiKey.findMany({ where: { memberId } });
       assert.equal(keys.length, 1, 'no new key was minted');
       assert.equal(keys[0]?.revokedAt, null, 'the old key was not revoked');
+      assert.equal(keys[0]?.prefix, record.prefix, 'the secret was not replaced');
+      assert.equal(await stack.prisma.apiKeySecret.count({ where: { keyId: record.id } }), 0);
 
       assert.equal((await call('PATCH', '/admin/models/chat-D', { enabled: false })).status, 500);
       const model = await stack.prisma.model.findUniqueOrThrow({ where: { id: 'chat-D' } });

@@ -130,7 +130,7 @@ describe('operator console: members, keys, models', () => {
     assert.equal(cleared.body.limits, null);
   });
 
-  it('rotates a key: the new one works with the same limits, the old one gets 401 at once', async () => {
+  it('rotates a key: same id, the new secret works with the same limits, grace 0 stops the old one at once', async () => {
     const member = AdminMemberSchema.parse(
       (await call('POST', '/admin/members', admin, { name: 'Ro', tier: 'inference' })).body,
     );
@@ -140,24 +140,27 @@ describe('operator console: members, keys, models', () => {
     await call('PUT', `/admin/keys/${old.record.id}/limits`, admin, {
       limits: { key: { requests_per_minute: 7 } },
     });
-    const rotated = await call('POST', `/admin/keys/${old.record.prefix}/rotate`, admin);
+    const rotated = await call('POST', `/admin/keys/${old.record.prefix}/rotate`, admin, { grace: '0' });
     assert.equal(rotated.status, 201, JSON.stringify(rotated.body));
     const fresh = MintedKeySchema.parse(rotated.body);
     assert.notEqual(fresh.key, old.key);
+    assert.equal(fresh.record.id, old.record.id);
+    assert.notEqual(fresh.record.prefix, old.record.prefix);
     assert.equal(fresh.record.name, 'ci');
     assert.deepEqual(fresh.record.limits, { key: { requests_per_minute: 7 } });
     assert.equal((await apiError(client(old.key).models.list())).status, 401);
     assert.ok((await client(fresh.key).models.list()).data.length > 0);
-    assert.equal((await call('POST', `/admin/keys/${old.record.id}/rotate`, admin)).status, 409);
     assert.equal((await call('POST', `/admin/keys/${fresh.record.id}/rotate`, viewer)).status, 403);
     const audit = AuditListSchema.parse(
       (await call('GET', `/admin/audit?target_id=${old.record.id}`, viewer)).body,
     );
     assert.equal(audit.data[0]?.action, 'key.rotate');
     assert.equal(
-      (audit.data[0]?.after as { replaced_by?: string } | undefined)?.replaced_by,
-      fresh.record.id,
+      (audit.data[0]?.after as { old_prefix?: string } | undefined)?.old_prefix,
+      old.record.prefix,
     );
+    await call('POST', `/admin/keys/${fresh.record.id}/revoke`, admin);
+    assert.equal((await call('POST', `/admin/keys/${fresh.record.id}/rotate`, admin)).status, 409);
   });
 
   it('searches and pages members on the server', async () => {

@@ -6,10 +6,14 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import {
   type InvalidationTarget,
+  type KeyLifecycleInput,
   KeyLimitsStateSchema,
   LimitsOverrideSchema,
+  lifecycleChange,
+  parseDuration,
   TIERS,
   type Tier,
+  UpdateKeyRequestSchema,
   type UsageGroup,
   UsageGroupSchema,
 } from '@infer/contracts';
@@ -40,8 +44,16 @@ export const USAGE = `infer admin CLI (env DATABASE_URL, default postgresql://po
   member create --name N [--email E] --tier T     create a member (tiers: ${TIERS.join(', ')})
   member set-tier <memberId> <tier>               change a member's tier (all its keys follow)
   member list [--tier T]                          list members
-  key mint <memberId> [--name N]                  create an API key; the key is printed once
-  key list [--member ID]                          list keys (prefix only, never the key)
+  key mint <member> [--name N] [--expires-in DURATION | --expires-at ISO] [--models a,b] [--ips cidr,cidr]
+                                                  create an API key; the key is printed once
+                                                  (DURATION: 90m, 24h, 30d, 1h30m; --models: the only
+                                                  models it may call; --ips: CIDR blocks it may be used from)
+  key rotate <key> [--grace DURATION]             a new secret for the same key id, printed once; the old
+                                                  secret works for DURATION (default 24h, 0: revoked now)
+  key update <key> [--expires-in D | --expires-at ISO|never] [--models a,b] [--ips cidr,cidr]
+                                                  change expiry and allow-lists ('' clears a list)
+  key list [--member ID] [--sort expiring]        list keys (prefix only, never the key); expiring:
+                                                  active keys with an expiry, soonest first
   key revoke <keyId-or-prefix>                    revoke a key (prefix looks like sk-inf-abc123)
   key limits <keyId-or-prefix>                    the key's limit overrides and, with GATEWAY_URL and
                                                   ADMIN_TOKEN set (or --gateway URL), the live state
@@ -126,6 +138,12 @@ const OPTIONS = {
   'base-url': { type: 'string' },
   role: { type: 'string' },
   'password-stdin': { type: 'boolean', default: false },
+  'expires-in': { type: 'string' },
+  'expires-at': { type: 'string' },
+  models: { type: 'string' },
+  ips: { type: 'string' },
+  grace: { type: 'string' },
+  sort: { type: 'string' },
 } as const;
 
 type Values = {
@@ -149,6 +167,12 @@ type Values = {
   'base-url'?: string;
   role?: string;
   'password-stdin'?: boolean;
+  'expires-in'?: string;
+  'expires-at'?: string;
+  models?: string;
+  ips?: string;
+  grace?: string;
+  sort?: string;
 };
 
 interface Ctx {
@@ -188,17 +212,63 @@ function memberRows(members: Member[]): string {
 function keyRows(keys: ApiKeyInfo[]): string {
   if (!keys.length) return 'no keys';
   return table([
-    ['ID', 'PREFIX', 'MEMBER', 'NAME', 'CREATED', 'LAST USED', 'STATUS'],
-    ...keys.map((k) => [
-      k.id,
-      k.prefix,
-      k.memberId,
-      k.name,
-      iso(k.createdAt),
-      iso(k.lastUsedAt),
-      k.revokedAt ? `revoked ${iso(k.revokedAt)}` : 'active',
-    ]),
+    ['ID', 'PREFIX', 'MEMBER', 'NAME', 'CREATED', 'LAST USED', 'EXPIRES', 'MODELS', 'IPS', 'STATUS'],
+    ...keys.map((k) => {
+      const old = oldSecretValidUntil(k);
+      return [
+        k.id,
+        k.prefix,
+        k.memberId,
+        k.name,
+        iso(k.createdAt),
+        iso(k.lastUsedAt),
+        k.expiresAt ? iso(k.expiresAt) : 'never',
+        k.allowedModels.length ? k.allowedModels.join(',') : 'all',
+        k.allowedIps.length ? k.allowedIps.join(',') : 'any',
+        (k.revokedAt ? `revoked ${iso(k.revokedAt)}` : 'active') +
+          (old ? `; old secret valid until ${iso(old)}` : ''),
+      ];
+    }),
   ]);
+}
+
+/** The latest grace end of a key's old secrets while it is in the future. */
+function oldSecretValidUntil(k: ApiKeyInfo): Date | null {
+  const until = k.oldSecrets[0]?.graceUntil;
+  return until && until.getTime() > Date.now() && !k.revokedAt ? until : null;
+}
+
+/** A key as the CLI prints it with --json: the record plus "old secret valid until". */
+const keyJson = (k: ApiKeyInfo) => ({ ...k, oldSecretValidUntil: oldSecretValidUntil(k) });
+
+/** The lifecycle flags (--expires-in/--expires-at, --models, --ips), checked like the admin API checks them. */
+function lifecycleFlags(values: Values) {
+  const input: KeyLifecycleInput = {};
+  if (values['expires-in'] !== undefined) input.expires_in = values['expires-in'];
+  const at = values['expires-at'];
+  if (at !== undefined) input.expires_at = /^(never|none)$/i.test(at) ? null : at;
+  const list = (v: string) =>
+    v
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean);
+  if (values.models !== undefined) input.allowed_models = list(values.models);
+  if (values.ips !== undefined) input.allowed_ips = list(values.ips);
+  const parsed = UpdateKeyRequestSchema.safeParse(input);
+  if (!parsed.success) {
+    const flag: Record<string, string> = {
+      expires_in: '--expires-in',
+      expires_at: '--expires-at',
+      allowed_models: '--models',
+      allowed_ips: '--ips',
+    };
+    throw new UsageError(
+      parsed.error.issues
+        .map((i) => `${flag[String(i.path[0])] ?? i.path.join('.')}: ${i.message}`)
+        .join('; '),
+    );
+  }
+  return lifecycleChange(parsed.data);
 }
 
 function need(value: string | undefined, what: string): string {
@@ -267,9 +337,10 @@ const commands: Record<string, Handler> = {
   'key mint': async (ctx) => {
     noExtra(ctx.args, 1);
     const memberId = need(ctx.args[0], '<memberId>');
-    const { key, record } = await ctx.repos().keys.mint(memberId, ctx.values.name ?? 'default');
+    const lifecycle = lifecycleFlags(ctx.values);
+    const { key, record } = await ctx.repos().keys.mint(memberId, ctx.values.name ?? 'default', lifecycle);
     ctx.print(
-      { key, record },
+      { key, record: keyJson(record) },
       () =>
         `${key}\n\nkey ${record.id} (${record.prefix}, "${record.name}") for member ${record.memberId}\n` +
         'This is the only time the key is shown: store it now.',
@@ -279,8 +350,46 @@ const commands: Record<string, Handler> = {
 
   'key list': async (ctx) => {
     noExtra(ctx.args, 0);
-    const keys = await ctx.repos().keys.list(ctx.values.member);
-    ctx.print({ keys }, () => keyRows(keys));
+    const sort = ctx.values.sort ?? 'newest';
+    if (sort !== 'newest' && sort !== 'expiring') throw new UsageError('--sort takes newest or expiring');
+    const keys =
+      sort === 'expiring'
+        ? (await ctx.repos().keys.expiringSoonest({ memberId: ctx.values.member, limit: 10_000 })).rows
+        : await ctx.repos().keys.list(ctx.values.member);
+    ctx.print({ keys: keys.map(keyJson) }, () => keyRows(keys));
+    return 0;
+  },
+
+  'key rotate': async (ctx) => {
+    noExtra(ctx.args, 1);
+    const ref = need(ctx.args[0], '<key>');
+    const grace = ctx.values.grace ?? '24h';
+    const graceMs = parseDuration(grace);
+    if (graceMs === null)
+      throw new UsageError(`--grace: must be a duration such as 0, 15m, 24h (got ${grace})`);
+    const { key, record } = await ctx.repos().keys.rotate(ref, graceMs);
+    ctx.print(
+      { key, record: keyJson(record) },
+      () =>
+        `${key}\n\nkey ${record.id} (${record.prefix}, "${record.name}") rotated; ` +
+        (graceMs
+          ? `the old secret is valid until ${iso(new Date(Date.now() + graceMs))}`
+          : 'the old secret is revoked') +
+        '\nThis is the only time the new secret is shown: store it now.',
+    );
+    await announce(ctx, 'keys', { keyIds: [record.id] });
+    return 0;
+  },
+
+  'key update': async (ctx) => {
+    noExtra(ctx.args, 1);
+    const ref = need(ctx.args[0], '<key>');
+    const change = lifecycleFlags(ctx.values);
+    if (!Object.keys(change).length)
+      throw new UsageError('key update needs --expires-in, --expires-at, --models or --ips');
+    const record = await ctx.repos().keys.updateLifecycle(ref, change);
+    ctx.print({ record: keyJson(record) }, () => keyRows([record]));
+    await announce(ctx, 'keys', { keyIds: [record.id] });
     return 0;
   },
 

@@ -1,3 +1,4 @@
+import { cidrMatcher } from '@infer/contracts';
 import {
   createPgPool,
   findActiveKeyByHash,
@@ -6,7 +7,7 @@ import {
   touchKeyLastUsed,
 } from '@infer/persistence/lazy';
 import type { Logger } from '@infer/service-kit';
-import type { KeyStore } from './auth/key-cache.js';
+import type { AuthedKey, KeyStore } from './auth/key-cache.js';
 import type { CatalogSource } from './catalog/catalog.js';
 
 /**
@@ -35,6 +36,7 @@ export async function openPersistence(databaseUrl: string, log?: Logger) {
         tier: k.tier,
         billingAnchor: k.billingPeriodAnchor,
         overrides: (k.limits as Record<string, unknown> | null) ?? null,
+        ...keyRules(k),
       };
     },
   };
@@ -48,5 +50,26 @@ export async function openPersistence(databaseUrl: string, log?: Logger) {
       await prisma.close();
       await pool.end();
     },
+  };
+}
+
+/**
+ * A key's lifecycle in the form the auth hot path checks (auth.guard.ts admit()): built once per key
+ * lookup, so a request pays one timestamp comparison, one Set lookup and, only with an allow-list,
+ * one CIDR match; nothing when the lists are empty.
+ */
+export function keyRules(k: {
+  expiresAt: Date | null;
+  graceUntil: Date | null;
+  allowedModels: string[];
+  allowedIps: string[];
+}): Pick<AuthedKey, 'notAfter' | 'expiresAt' | 'models' | 'ipAllowed'> {
+  const expiresAt = k.expiresAt ? k.expiresAt.getTime() : Number.POSITIVE_INFINITY;
+  const graceUntil = k.graceUntil ? k.graceUntil.getTime() : Number.POSITIVE_INFINITY;
+  return {
+    notAfter: Math.min(expiresAt, graceUntil),
+    expiresAt,
+    models: k.allowedModels.length ? new Set(k.allowedModels) : null,
+    ipAllowed: k.allowedIps.length ? cidrMatcher(k.allowedIps) : null,
   };
 }

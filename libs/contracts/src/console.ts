@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { TierSchema } from './catalog.js';
+import { parseCidr, parseDuration } from './key-lifecycle.js';
 import { LimitStateSchema, LimitsOverrideSchema } from './limits.js';
 
 /**
@@ -204,14 +205,68 @@ export const AdminKeySchema = z
     last_used_at: z.number().int().nullable(),
     revoked_at: z.number().int().nullable(),
     limits: LimitsOverrideSchema.nullable(),
+    /** Unix seconds after which the key answers 401 key_expired (null: never). */
+    expires_at: z.number().int().nullable(),
+    allowed_models: z.array(z.string()),
+    allowed_ips: z.array(z.string()),
+    /** Unix seconds of the last rotation (null: never rotated); the id stays the same across them. */
+    rotated_at: z.number().int().nullable(),
+    /** Unix seconds until which the previous secret keeps working (null: none does). */
+    old_secret_valid_until: z.number().int().nullable(),
   })
   .meta({ id: 'AdminKey' });
 export type AdminKey = z.infer<typeof AdminKeySchema>;
 
+/**
+ * A key's lifecycle as the admin API takes it: `expires_at` (ISO 8601 or unix seconds; null: never,
+ * a past time expires the key now) or `expires_in` (a duration: `30d`, `12h`), `allowed_models`
+ * (empty: all its tier reaches), `allowed_ips` (CIDR blocks or addresses, IPv4 or IPv6; empty: any).
+ */
+const KeyLifecycleFields = {
+  expires_at: z
+    .union([
+      z.iso.datetime({ offset: true }),
+      z.number().int().min(0).max(32503680000).describe('unix seconds'),
+    ])
+    .nullable()
+    .optional(),
+  expires_in: z
+    .string()
+    .refine((v) => parseDuration(v) !== null, 'must be a duration such as 90m, 24h, 30d')
+    .optional(),
+  allowed_models: z.array(z.string().trim().min(1).max(200)).max(200).optional(),
+  allowed_ips: z
+    .array(z.string().refine((v) => parseCidr(v) !== null, 'must be a CIDR block or an IP address'))
+    .max(200)
+    .optional(),
+};
+const oneExpiry = (v: { expires_at?: unknown; expires_in?: unknown }) =>
+  v.expires_at === undefined || v.expires_in === undefined;
+const ONE_EXPIRY = { message: 'give expires_at or expires_in, not both', path: ['expires_in'] };
+
 export const MintKeyRequestSchema = z
-  .object({ name: z.string().trim().min(1).max(100).default('default') })
+  .object({ name: z.string().trim().min(1).max(100).default('default'), ...KeyLifecycleFields })
   .strict()
+  .refine(oneExpiry, ONE_EXPIRY)
   .meta({ id: 'MintKeyRequest' });
+
+export const UpdateKeyRequestSchema = z
+  .object(KeyLifecycleFields)
+  .strict()
+  .refine(oneExpiry, ONE_EXPIRY)
+  .meta({ id: 'UpdateKeyRequest' });
+export type UpdateKeyRequest = z.infer<typeof UpdateKeyRequestSchema>;
+
+/** `grace`: how long the old secret keeps working (a duration; default 24h, `0` revokes it now). */
+export const RotateKeyRequestSchema = z
+  .object({
+    grace: z
+      .string()
+      .refine((v) => parseDuration(v) !== null, 'must be a duration such as 0, 15m, 24h')
+      .default('24h'),
+  })
+  .strict()
+  .meta({ id: 'RotateKeyRequest' });
 
 export const MintedKeySchema = z
   .object({ object: z.literal('api_key.secret'), key: z.string(), record: AdminKeySchema })
@@ -332,6 +387,8 @@ export const KeyQuerySchema = z
     /** Only the keys of this member. */
     member: NoNul(z.string().min(1).max(100)).optional(),
     status: z.enum(['active', 'revoked']).optional(),
+    /** `newest` (default) or `expiring`: active keys with an expiry, expiring soonest first. */
+    sort: z.enum(['newest', 'expiring']).default('newest'),
     /** Cursor: the `next_after` of the previous page. */
     after: NoNul(z.string().min(1).max(100)).optional(),
     limit: z.coerce.number().int().min(1).max(200).default(50),

@@ -11,6 +11,7 @@ export * from './envelope.js';
 export * from './errors.js';
 export * from './format.js';
 export * from './images.js';
+export * from './key-lifecycle.js';
 export * from './limits.js';
 export * from './mcp.js';
 export * from './openapi.js';

@@ -54,7 +54,7 @@ describe('OpenAPI: the admin API of the operator console', () => {
     );
     assert.deepEqual(
       doc.paths['/admin/keys'].get.parameters.map((p: Json) => p.name),
-      ['q', 'member', 'status', 'after', 'limit'],
+      ['q', 'member', 'status', 'sort', 'after', 'limit'],
     );
     // A member's batches: paged with after / next_after, readable by viewers.
     const batches = doc.paths['/admin/members/{memberId}/batches'].get;

@@ -56,6 +56,32 @@ export interface ApiKeyInfo {
   lastUsedAt: Date | null;
   revokedAt: Date | null;
   limits: unknown;
+  expiresAt: Date | null;
+  allowedModels: string[];
+  allowedIps: string[];
+  rotatedAt: Date | null;
+  /** The latest older secrets, grace ending last first ("old secret valid until T" while in the future). */
+  oldSecrets: { prefix: string; graceUntil: Date }[];
+}
+
+/** What mint() and update() may set on a key's lifecycle. */
+export interface KeyLifecycle {
+  /** null clears it (never expires). */
+  expiresAt?: Date | null;
+  allowedModels?: string[];
+  allowedIps?: string[];
+}
+
+function lifecycleData(l: KeyLifecycle): {
+  expiresAt?: Date | null;
+  allowedModels?: string[];
+  allowedIps?: string[];
+} {
+  return {
+    ...(l.expiresAt !== undefined ? { expiresAt: l.expiresAt } : {}),
+    ...(l.allowedModels !== undefined ? { allowedModels: [...new Set(l.allowedModels)] } : {}),
+    ...(l.allowedIps !== undefined ? { allowedIps: [...new Set(l.allowedIps)] } : {}),
+  };
 }
 
 /** Members matched by a key search before it switches to a relation filter (see search()). */
@@ -86,6 +112,14 @@ export interface AuthKey {
   /** Start of the member's billing periods (chat-G's allowance period). */
   billingPeriodAnchor: Date;
   lastUsedAt: Date | null;
+  /** After this the key answers 401 key_expired (null: never). */
+  expiresAt: Date | null;
+  /** Model ids the key may call (empty: all its tier reaches). */
+  allowedModels: string[];
+  /** CIDR blocks the key may be used from (empty: anywhere). */
+  allowedIps: string[];
+  /** Set when the presented secret is an old one kept by a rotation: it works until then. */
+  graceUntil: Date | null;
 }
 
 const INFO_SELECT = {
@@ -97,7 +131,17 @@ const INFO_SELECT = {
   lastUsedAt: true,
   revokedAt: true,
   limits: true,
-} as const;
+  expiresAt: true,
+  allowedModels: true,
+  allowedIps: true,
+  rotatedAt: true,
+  // The latest few: views show those whose grace has not ended (keyView), whatever the history.
+  oldSecrets: {
+    select: { prefix: true, graceUntil: true },
+    orderBy: { graceUntil: 'desc' as const },
+    take: 3,
+  },
+} satisfies Prisma.ApiKeySelect;
 
 export class ApiKeysRepository {
   constructor(private readonly db: DbClient) {}
@@ -108,7 +152,7 @@ export class ApiKeysRepository {
   async mint(
     memberId: string,
     name = 'default',
-    options: { limits?: Record<string, unknown> } = {},
+    options: { limits?: Record<string, unknown> } & KeyLifecycle = {},
   ): Promise<{ key: string; record: ApiKeyInfo }> {
     const keyName = name.trim();
     if (!keyName) throw new InvalidInputError('key name must not be empty');
@@ -124,6 +168,7 @@ export class ApiKeysRepository {
             prefix,
             hash,
             ...(options.limits ? { limits: options.limits as Prisma.InputJsonValue } : {}),
+            ...lifecycleData(options),
           },
           select: INFO_SELECT,
         });
@@ -243,6 +288,93 @@ export class ApiKeysRepository {
    */
   touchLastUsed(keyId: string, at: Date = new Date(), minIntervalMs = 60_000): Promise<boolean> {
     return touchKeyLastUsed(prismaRunner(this.db), keyId, at, minIntervalMs);
+  }
+
+  /**
+   * Rotation: a new secret for the same key (same id, name, limits and lifecycle). The old secret keeps
+   * working until now + graceMs (0: it stops at once), then answers like an unknown key. The new secret
+   * is returned here only. A revoked key cannot be rotated (InvalidInputError).
+   */
+  async rotate(
+    idOrPrefix: string,
+    graceMs: number,
+    now = new Date(),
+  ): Promise<{ key: string; record: ApiKeyInfo }> {
+    const found = await this.db.apiKey.findUnique({
+      where: idOrPrefix.startsWith(API_KEY_PREFIX) ? { prefix: idOrPrefix } : { id: idOrPrefix },
+      select: { id: true, hash: true, prefix: true, createdAt: true, rotatedAt: true, revokedAt: true },
+    });
+    if (!found) throw new NotFoundError('key', idOrPrefix);
+    if (found.revokedAt) throw new InvalidInputError('a revoked key cannot be rotated; mint a new one');
+    for (let attempt = 0; ; attempt++) {
+      const { key, prefix, hash } = generateApiKey();
+      try {
+        // Compare-and-set on the hash: a concurrent rotation makes this one fail, never lose a secret.
+        const updated = await this.db.apiKey.updateMany({
+          where: { id: found.id, hash: found.hash, revokedAt: null },
+          data: { hash, prefix, rotatedAt: now },
+        });
+        if (updated.count !== 1) throw new InvalidInputError('the key changed during the rotation; retry');
+        // Then the old secret's grace. Should this fail, the old secret simply stopped at once.
+        await this.db.apiKeySecret.create({
+          data: {
+            keyId: found.id,
+            hash: found.hash,
+            prefix: found.prefix,
+            createdAt: found.rotatedAt ?? found.createdAt,
+            rotatedAt: now,
+            graceUntil: new Date(now.getTime() + Math.max(0, graceMs)),
+          },
+        });
+        const record = await this.db.apiKey.findUnique({ where: { id: found.id }, select: INFO_SELECT });
+        return { key, record: record! };
+      } catch (error) {
+        // A display prefix already taken: draw again (inside a transaction the caller retries).
+        if (prismaErrorCode(error) === 'P2002' && attempt < 5) continue;
+        throw error;
+      }
+    }
+  }
+
+  /** Changes a key's expiry, model allow-list and/or IP allow-list (what is omitted stays). */
+  async updateLifecycle(idOrPrefix: string, change: KeyLifecycle): Promise<ApiKeyInfo> {
+    const found = await this.find(idOrPrefix);
+    if (!found) throw new NotFoundError('key', idOrPrefix);
+    return this.db.apiKey.update({
+      where: { id: found.id },
+      data: lifecycleData(change),
+      select: INFO_SELECT,
+    });
+  }
+
+  /**
+   * Keys with an expiry, expiring soonest first (revoked ones left out), keyset-paged on
+   * (expiresAt, id): `after` is the previous page's last `${expiresAt ISO}|${id}`.
+   */
+  async expiringSoonest(query: { memberId?: string; after?: string; limit: number }) {
+    const [at, id] = query.after?.split('|') ?? [];
+    const afterAt = at ? new Date(at) : null;
+    if (afterAt && Number.isNaN(afterAt.getTime())) throw new InvalidInputError('invalid cursor');
+    const where: Prisma.ApiKeyWhereInput = {
+      expiresAt: { not: null },
+      revokedAt: null,
+      ...(query.memberId ? { memberId: query.memberId } : {}),
+      ...(afterAt && id
+        ? { OR: [{ expiresAt: { gt: afterAt } }, { expiresAt: afterAt, id: { gt: id } }] }
+        : {}),
+    };
+    const found = await this.db.apiKey.findMany({
+      where,
+      orderBy: [{ expiresAt: 'asc' }, { id: 'asc' }],
+      take: query.limit + 1,
+      select: { ...INFO_SELECT, member: { select: { id: true, name: true, tier: true, suspendedAt: true } } },
+    });
+    const page = found.slice(0, query.limit);
+    const last = page.at(-1);
+    return {
+      rows: page as ApiKeyWithMember[],
+      nextAfter: found.length > query.limit && last ? `${last.expiresAt?.toISOString()}|${last.id}` : null,
+    };
   }
 
   /** Sets (or clears, with null) a key's limit overrides. */

@@ -46,8 +46,18 @@ export interface AuditQuery {
   limit: number;
 }
 
-/** Keys whose values never go into the audit log (they are replaced by "[redacted]"). */
-const SECRET_KEYS = /pass(word)?|secret|token|hash|^key$/i;
+/**
+ * Field names whose values never go into the audit log (they are replaced by "[redacted]"): passwords,
+ * secrets, hashes, credentials named `...token` (token, access_token, id_token) or `...key` (key,
+ * api_key, secret_key), whole words only, so limit values such as `tokens_per_minute` stay. A `key`
+ * or `...Key` field is redacted only when it holds a string (a credential): the limits' `key` scope
+ * is an object of limit values and is kept.
+ */
+const SECRET_NAME =
+  /(^|[_-])pass(word)?$|^pass|secret|hash|(^|[_-])token$|^[a-z]*Token$|^authorization$|^cookie$/i;
+const KEY_NAME = /(^|[_-])key$|^[a-z]*Key$/;
+const isSecret = (k: string, v: unknown) =>
+  SECRET_NAME.test(k) || (typeof v === 'string' && KEY_NAME.test(k));
 
 export function redactSecrets(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(redactSecrets);
@@ -56,7 +66,7 @@ export function redactSecrets(value: unknown): unknown {
   if (value && typeof value === 'object') {
     const out: Record<string, unknown> = {};
     for (const [k, v] of Object.entries(value))
-      out[k] = SECRET_KEYS.test(k) && v !== null && v !== undefined ? '[redacted]' : redactSecrets(v);
+      out[k] = v !== null && v !== undefined && isSecret(k, v) ? '[redacted]' : redactSecrets(v);
     return out;
   }
   return value;

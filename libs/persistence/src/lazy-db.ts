@@ -17,6 +17,7 @@ import type { Prisma } from './prisma.js';
 const MODELS: Record<Uncapitalize<Prisma.ModelName>, true> = {
   member: true,
   apiKey: true,
+  apiKeySecret: true,
   model: true,
   usageEvent: true,
   requestLog: true,

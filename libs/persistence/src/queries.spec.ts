@@ -73,18 +73,40 @@ describe('queries on pg directly (the gateway) and through Prisma', () => {
       limits: { key: { requests_per_minute: 7 }, models: { 'chat-A': { tokens_per_minute: 9 } } },
       billingPeriodAnchor: member.billingPeriodAnchor,
       lastUsedAt: null,
+      expiresAt: null,
+      allowedModels: [],
+      allowedIps: [],
+      graceUntil: null,
     });
     assert.equal(await findActiveKeyByHash(pool, hashApiKey(`${key}x`)), null);
 
+    // Rotated with a grace: the new and the old secret find the same key (the old with its grace end),
+    // on both drivers; after the grace the old one finds nothing.
+    await repos.keys.updateLifecycle(record.id, { allowedModels: ['chat-A'], allowedIps: ['10.0.0.0/8'] });
+    const at = new Date();
+    const rotated = await repos.keys.rotate(record.id, 60_000, at);
+    assert.equal(rotated.record.id, record.id);
+    const byOld = await findActiveKeyByHash(pool, hash);
+    assert.deepEqual(byOld, await repos.keys.findActiveByHash(hash));
+    assert.equal(byOld?.keyId, record.id);
+    assert.equal(byOld?.graceUntil?.getTime(), at.getTime() + 60_000);
+    assert.deepEqual(byOld?.allowedModels, ['chat-A']);
+    assert.deepEqual(byOld?.allowedIps, ['10.0.0.0/8']);
+    const byNew = await findActiveKeyByHash(pool, hashApiKey(rotated.key));
+    assert.equal(byNew?.keyId, record.id);
+    assert.equal(byNew?.graceUntil, null);
+    assert.equal(await findActiveKeyByHash(pool, hash, { now: new Date(at.getTime() + 60_000) }), null);
+
+    const hashNow = hashApiKey(rotated.key);
     await repos.db.member.update({ where: { id: member.id }, data: { suspendedAt: new Date() } });
-    assert.equal(await findActiveKeyByHash(pool, hash), null);
-    assert.equal((await findActiveKeyByHash(pool, hash, { includeRevoked: true }))?.keyId, record.id);
+    assert.equal(await findActiveKeyByHash(pool, hashNow), null);
+    assert.equal((await findActiveKeyByHash(pool, hashNow, { includeRevoked: true }))?.keyId, record.id);
     await repos.db.member.update({ where: { id: member.id }, data: { suspendedAt: null } });
     await repos.keys.revoke(record.id);
-    assert.equal(await findActiveKeyByHash(pool, hash), null);
-    const revoked = await findActiveKeyByHash(pool, hash, { includeRevoked: true });
+    assert.equal(await findActiveKeyByHash(pool, hashNow), null);
+    const revoked = await findActiveKeyByHash(pool, hashNow, { includeRevoked: true });
     assert.equal(revoked?.revoked, true);
-    assert.deepEqual(revoked, await repos.keys.findActiveByHash(hash, { includeRevoked: true }));
+    assert.deepEqual(revoked, await repos.keys.findActiveByHash(hashNow, { includeRevoked: true }));
   });
 
   it('touchKeyLastUsed writes at most once per interval, on pg as through Prisma', async () => {

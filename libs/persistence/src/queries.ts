@@ -18,11 +18,20 @@ export function prismaRunner(db: DbClient): SqlRunner {
   } as SqlRunner;
 }
 
-/** The auth hot path: key and member in ONE query, by the sha256 hex of the presented key. */
-const AUTH_KEY_SQL = `SELECT k."id" AS "keyId", k."memberId", m."tier"::text AS "tier", k."name", k."prefix",
-       k."revokedAt", k."limits", m."billingPeriodAnchor", k."lastUsedAt", m."suspendedAt"
+/**
+ * The auth hot path: key and member in ONE query, by the sha256 hex of the presented secret: the key's
+ * current secret, or an older one kept by a rotation (with its grace end; both indexed by hash).
+ */
+const AUTH_KEY_COLUMNS = `k."id" AS "keyId", k."memberId", m."tier"::text AS "tier", k."name", k."prefix",
+       k."revokedAt", k."limits", m."billingPeriodAnchor", k."lastUsedAt", m."suspendedAt",
+       k."expiresAt", k."allowedModels", k."allowedIps"`;
+const AUTH_KEY_SQL = `SELECT ${AUTH_KEY_COLUMNS}, NULL::timestamptz AS "graceUntil"
   FROM "ApiKey" k JOIN "Member" m ON m."id" = k."memberId"
  WHERE k."hash" = $1
+UNION ALL
+SELECT ${AUTH_KEY_COLUMNS}, s."graceUntil"
+  FROM "ApiKeySecret" s JOIN "ApiKey" k ON k."id" = s."keyId" JOIN "Member" m ON m."id" = k."memberId"
+ WHERE s."hash" = $1
  LIMIT 1`;
 
 interface AuthKeyRow extends Record<string, unknown> {
@@ -36,21 +45,29 @@ interface AuthKeyRow extends Record<string, unknown> {
   billingPeriodAnchor: Date;
   lastUsedAt: Date | null;
   suspendedAt: Date | null;
+  expiresAt: Date | null;
+  allowedModels: string[] | null;
+  allowedIps: string[] | null;
+  graceUntil: Date | null;
 }
 
 /**
- * The key with this hash and its member. null for an unknown hash and, unless includeRevoked, for a
- * revoked key or a key of a suspended member (operator console: suspend).
+ * The key with this secret's hash and its member. null for an unknown hash, an old secret whose grace
+ * has ended (at `now`) and, unless includeRevoked, for a revoked key or a key of a suspended member
+ * (operator console: suspend). An expired key is returned (with expiresAt): the gateway answers it
+ * with its own error, key_expired.
  */
 export async function findActiveKeyByHash(
   db: SqlRunner,
   hash: string,
-  options: { includeRevoked?: boolean } = {},
+  options: { includeRevoked?: boolean; now?: Date } = {},
 ): Promise<AuthKey | null> {
   const { rows } = await db.query<AuthKeyRow>(AUTH_KEY_SQL, [hash]);
   const row = rows[0];
   if (!row) return null;
   if ((row.revokedAt || row.suspendedAt) && !options.includeRevoked) return null;
+  const graceUntil = row.graceUntil ? new Date(row.graceUntil) : null;
+  if (graceUntil && graceUntil.getTime() <= (options.now ?? new Date()).getTime()) return null;
   return {
     keyId: row.keyId,
     memberId: row.memberId,
@@ -61,6 +78,10 @@ export async function findActiveKeyByHash(
     limits: row.limits ?? null,
     billingPeriodAnchor: new Date(row.billingPeriodAnchor),
     lastUsedAt: row.lastUsedAt ? new Date(row.lastUsedAt) : null,
+    expiresAt: row.expiresAt ? new Date(row.expiresAt) : null,
+    allowedModels: row.allowedModels ?? [],
+    allowedIps: row.allowedIps ?? [],
+    graceUntil,
   };
 }
 

@@ -67,7 +67,18 @@ export function keyView(k: ApiKeyInfo): AdminKey {
     last_used_at: k.lastUsedAt ? secs(k.lastUsedAt) : null,
     revoked_at: k.revokedAt ? secs(k.revokedAt) : null,
     limits: k.limits && limits.success ? limits.data : null,
+    expires_at: k.expiresAt ? secs(k.expiresAt) : null,
+    allowed_models: k.allowedModels,
+    allowed_ips: k.allowedIps,
+    rotated_at: k.rotatedAt ? secs(k.rotatedAt) : null,
+    old_secret_valid_until: oldSecretValidUntil(k),
   };
+}
+
+/** The latest grace end of the key's old secrets, while it is in the future (unix seconds). */
+function oldSecretValidUntil(k: ApiKeyInfo, now = Date.now()): number | null {
+  const until = k.oldSecrets[0]?.graceUntil;
+  return until && until.getTime() > now && !k.revokedAt ? secs(until) : null;
 }
 
 export const memberAudit = (m: Member) => ({
@@ -83,4 +94,7 @@ export const keyAudit = (k: ApiKeyInfo) => ({
   prefix: k.prefix,
   revoked: Boolean(k.revokedAt),
   limits: k.limits ?? null,
+  expires_at: k.expiresAt?.toISOString() ?? null,
+  allowed_models: k.allowedModels,
+  allowed_ips: k.allowedIps,
 });

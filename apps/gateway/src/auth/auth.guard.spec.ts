@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { ApiError } from '@infer/contracts';
+import { ApiError, cidrMatcher } from '@infer/contracts';
 import type { FastifyRequest } from 'fastify';
 import { authenticate } from './auth.guard.js';
 import { type AuthedKey, hashKey, KeyCache, type KeyStore } from './key-cache.js';
@@ -11,6 +11,10 @@ const alice: AuthedKey = {
   tier: 'inference',
   billingAnchor: new Date(0),
   overrides: null,
+  notAfter: Number.POSITIVE_INFINITY,
+  expiresAt: Number.POSITIVE_INFINITY,
+  models: null,
+  ipAllowed: null,
 };
 
 class FakeStore implements KeyStore {
@@ -22,12 +26,12 @@ class FakeStore implements KeyStore {
 }
 
 /** A request whose client address counts how often it is read (only a store lookup needs it). */
-function request(authorization?: string, apiKey?: string) {
+function request(authorization?: string, apiKey?: string, ip = '10.0.0.1') {
   const r = { headers: { authorization, 'x-api-key': apiKey }, ipReads: 0 };
   Object.defineProperty(r, 'ip', {
     get() {
       r.ipReads++;
-      return '10.0.0.1';
+      return ip;
     },
   });
   return r as typeof r & FastifyRequest;
@@ -76,5 +80,53 @@ describe('authenticate', () => {
     assert.equal(await statusOf(() => authenticate(request(undefined, ''), keys)), 401);
     // Authorization wins: a malformed one is refused even with a good x-api-key.
     assert.equal(await statusOf(() => authenticate(request('Basic abc', 'sk-good'), keys)), 401);
+  });
+
+  it("applies the key's own rules from the cache: expiry, an old secret's grace end, the IP allow-list", async () => {
+    const now = Date.now();
+    const variants: Record<string, AuthedKey> = {
+      'sk-expired': { ...alice, notAfter: now - 1, expiresAt: now - 1 },
+      'sk-old': { ...alice, notAfter: now - 1, expiresAt: Number.POSITIVE_INFINITY },
+      'sk-later': { ...alice, notAfter: now + 60_000, expiresAt: now + 60_000 },
+      'sk-ips': { ...alice, ipAllowed: cidrMatcher(['192.0.2.0/24', '2001:db8::/32']) },
+    };
+    const store: KeyStore = {
+      findActiveByHash: async (hash) =>
+        Object.entries(variants).find(([k]) => hashKey(k) === hash)?.[1] ?? null,
+    };
+    const keys = new KeyCache(store, 60_000);
+    const errorOf = async (f: () => unknown) => {
+      try {
+        await f();
+        return null;
+      } catch (e) {
+        return e as ApiError;
+      }
+    };
+    const expired = await errorOf(() => authenticate(request('Bearer sk-expired'), keys));
+    assert.equal(expired?.status, 401);
+    assert.equal(expired?.code, 'key_expired');
+    const old = await errorOf(() => authenticate(request('Bearer sk-old'), keys));
+    assert.equal(old?.status, 401);
+    assert.equal(old?.code, 'invalid_api_key');
+    assert.equal(await errorOf(() => authenticate(request('Bearer sk-later'), keys)), null);
+    const outside = await errorOf(() =>
+      authenticate(request('Bearer sk-ips', undefined, '198.51.100.1'), keys),
+    );
+    assert.equal(outside?.status, 403);
+    assert.equal(outside?.code, 'ip_not_allowed');
+    assert.equal(
+      await errorOf(() => authenticate(request('Bearer sk-ips', undefined, '192.0.2.9'), keys)),
+      null,
+    );
+    assert.equal(
+      await errorOf(() => authenticate(request('Bearer sk-ips', undefined, '2001:db8::9'), keys)),
+      null,
+    );
+    // Cached now: the same answers come synchronously.
+    assert.throws(
+      () => authenticate(request('Bearer sk-ips', undefined, '::1'), keys),
+      (e: unknown) => (e as ApiError).code === 'ip_not_allowed',
+    );
   });
 });

@@ -1,9 +1,10 @@
+import { ApiError, ErrorType } from '@infer/contracts';
 import { type CanActivate, type ExecutionContext, Inject, Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { FastifyRequest } from 'fastify';
 import { type AuthedKey, hashKey, KeyCache } from './key-cache.js';
 import { IS_PUBLIC } from './public.decorator.js';
-import { unauthorized } from './www-authenticate.js';
+import { bearerChallenge, unauthorized } from './www-authenticate.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -89,12 +90,46 @@ function lookup(req: FastifyRequest, keys: KeyCache, key: string): AuthedKey | P
   const hash = hashKey(key);
   const hit = keys.cached(hash);
   // The client address only when the store is asked (it meters invalid-key floods there).
-  return hit !== undefined ? known(hit) : keys.lookupHash(hash, req.ip).then(known);
+  return hit !== undefined
+    ? admit(hit, req)
+    : keys.lookupHash(hash, req.ip).then((found) => admit(found, req));
 }
 
-function known(found: AuthedKey | null): AuthedKey {
+/**
+ * The key's own rules, from what the cache holds: its expiry (or an old secret's grace end), then its
+ * IP allow-list against the client address Fastify derived through TRUSTED_PROXIES. The model
+ * allow-list is checked where the model is resolved (Catalog.resolve).
+ */
+function admit(found: AuthedKey | null, req: FastifyRequest): AuthedKey {
   if (!found) {
     throw unauthorized('Incorrect API key provided.', 'The API key is unknown or revoked.', 'invalid_token');
   }
+  if (Date.now() >= found.notAfter) throw lapsed(found);
+  if (found.ipAllowed !== null && !found.ipAllowed(req.ip)) throw ipNotAllowed(req.ip);
   return found;
+}
+
+function lapsed(found: AuthedKey): ApiError {
+  const e =
+    found.notAfter === found.expiresAt
+      ? new ApiError(401, `This API key expired at ${new Date(found.expiresAt).toISOString()}.`, {
+          type: ErrorType.auth,
+          code: 'key_expired',
+        })
+      : ApiError.invalidKey(
+          `This API key secret was replaced by a rotation and stopped working at ${new Date(found.notAfter).toISOString()}; use the new secret.`,
+        );
+  return new ApiError(e.status, e.message, {
+    type: e.type,
+    code: e.code,
+    param: e.param,
+    headers: { 'www-authenticate': bearerChallenge(e.message, 'invalid_token') },
+  });
+}
+
+function ipNotAllowed(ip: string | undefined): ApiError {
+  return new ApiError(403, `This API key cannot be used from your address (${ip ?? 'unknown'}).`, {
+    type: ErrorType.permission,
+    code: 'ip_not_allowed',
+  });
 }

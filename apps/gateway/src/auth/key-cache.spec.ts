@@ -9,6 +9,10 @@ const alice: AuthedKey = {
   tier: 'inference',
   billingAnchor: new Date(0),
   overrides: null,
+  notAfter: Number.POSITIVE_INFINITY,
+  expiresAt: Number.POSITIVE_INFINITY,
+  models: null,
+  ipAllowed: null,
 };
 
 class FakeStore implements KeyStore {

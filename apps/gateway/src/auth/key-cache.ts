@@ -10,6 +10,18 @@ export interface AuthedKey {
   billingAnchor: Date;
   /** Per-key limit overrides set by the admin CLI (read by the limits engine). */
   overrides: Record<string, unknown> | null;
+  /**
+   * Epoch ms after which the presented secret no longer works: the key's expires_at, or for an old
+   * secret kept by a rotation its grace end, whichever comes first (Infinity: never). One comparison
+   * per request; the cache TTL does not delay it.
+   */
+  notAfter: number;
+  /** The key's expires_at (epoch ms, Infinity: never): tells key_expired from an old secret's end. */
+  expiresAt: number;
+  /** Models the key may call (null: all its tier reaches). */
+  models: ReadonlySet<string> | null;
+  /** Whether a client address is in the key's allow-list (null: any address). Built once per lookup. */
+  ipAllowed: ((address: string | undefined) => boolean) | null;
 }
 
 export interface KeyStore {

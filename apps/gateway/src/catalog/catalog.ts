@@ -87,23 +87,31 @@ export class CatalogSnapshot {
   }
 
   /** GET /models: exactly the models this tier may use, most capable first. */
-  listFor(tier: Tier): { object: 'list'; data: Model[] } {
-    return this.listsByTier.get(tier) ?? { object: 'list', data: [] };
+  listFor(tier: Tier, models: ReadonlySet<string> | null = null): { object: 'list'; data: Model[] } {
+    const list = this.listsByTier.get(tier) ?? { object: 'list', data: [] };
+    return models === null ? list : { object: 'list', data: list.data.filter((m) => models.has(m.id)) };
   }
 
   /**
    * The model a request names (its id or one of its aliases), checked in the spec's order: unknown ->
    * 404 model_not_found; a model of
    * another kind than the endpoint serves -> 400 (param model); a tier that does not reach it -> 401
-   * auth_error.
+   * auth_error; a model outside the key's allow-list (`models`, null: none) -> the same 401.
    */
-  resolve(id: string, tier: Tier, kinds: readonly ModelKind[], endpoint: string): CatalogEntry {
+  resolve(
+    id: string,
+    tier: Tier,
+    kinds: readonly ModelKind[],
+    endpoint: string,
+    models: ReadonlySet<string> | null = null,
+  ): CatalogEntry {
     const entry = this.byName.get(id);
     if (!entry) throw ApiError.modelNotFound(id);
     if (!kinds.includes(entry.kind)) {
       throw ApiError.invalid(`The model '${id}' is not supported on ${endpoint}.`, 'model');
     }
-    if (!tierReaches(tier, entry)) throw ApiError.noModelAccess(id);
+    if (!tierReaches(tier, entry) || (models !== null && !models.has(entry.id)))
+      throw ApiError.noModelAccess(id);
     return entry;
   }
 

@@ -47,7 +47,7 @@ export class ModelGateway {
       body = parseOrThrow(route.schema, input ?? {});
       const modelId = body.model ?? route.defaultModel;
       if (!modelId) throw ApiError.invalid('Missing required parameter: model.', 'model');
-      model = this.catalog.current.resolve(modelId, auth.tier, route.kinds, route.endpoint);
+      model = this.catalog.current.resolve(modelId, auth.tier, route.kinds, route.endpoint, auth.models);
     } catch (e) {
       this.call.refused(refusal(auth, requestId, route, reply), e);
       throw e;

@@ -15,17 +15,21 @@ export class ModelsController {
   /** Exactly the models the calling key may use, most capable first (precomputed per tier). */
   @Get('models')
   list(@Req() req: FastifyRequest) {
-    const tier = req.auth!.tier;
-    if (req.headers['anthropic-version'] !== undefined) return this.catalog.current.anthropicListFor(tier);
-    return this.catalog.current.listFor(tier);
+    const { tier, models } = req.auth!;
+    if (req.headers['anthropic-version'] !== undefined) {
+      const list = this.catalog.current.anthropicListFor(tier);
+      return models === null ? list : { ...list, data: list.data.filter((m) => models.has(m.id)) };
+    }
+    return this.catalog.current.listFor(tier, models);
   }
 
   /** One model, if the calling key may use it (the SDK's models.retrieve); an alias names its model. */
   @Get('models/:id')
   get(@Req() req: FastifyRequest, @Param('id') id: string) {
-    const tier = req.auth!.tier;
+    const { tier, models } = req.auth!;
     const snap = this.catalog.current;
     const modelId = snap.named(id)?.id ?? id;
+    if (models !== null && !models.has(modelId)) throw ApiError.modelNotFound(id);
     if (req.headers['anthropic-version'] !== undefined) {
       const found = snap.anthropicListFor(tier).data.find((m) => m.id === modelId);
       if (!found) throw ApiError.modelNotFound(id);

@@ -46,7 +46,7 @@ export class TranscriptionsController {
     if (!form.file) throw ApiError.invalid("Missing required parameter: 'file'.", 'file');
     const route = Routes.transcriptions;
     // An unknown model, or one the key's tier does not reach, is answered before the audio is parked.
-    this.catalog.current.resolve(parsed.model, auth.tier, route.kinds, route.endpoint);
+    this.catalog.current.resolve(parsed.model, auth.tier, route.kinds, route.endpoint, auth.models);
     const key = `${UPLOAD_PREFIX}${randomUUID()}`;
     await this.redis.set(key, form.file.data, 'PX', this.config.REQUEST_TIMEOUT_MS + 60_000);
     const upload: TranscriptionUpload = {

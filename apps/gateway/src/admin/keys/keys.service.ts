@@ -6,9 +6,13 @@ import {
   type KeyLimitsState,
   KeyQuerySchema,
   LimitsOverrideSchema,
+  lifecycleChange,
   type MintedKey,
+  parseDuration,
   parseOrThrow,
+  RotateKeyRequestSchema,
   SetKeyLimitsRequestSchema,
+  UpdateKeyRequestSchema,
 } from '@infer/contracts';
 import { ApiKeysRepository, MembersRepository } from '@infer/persistence/lazy';
 import { Inject, Injectable } from '@nestjs/common';
@@ -36,13 +40,18 @@ export class KeysService {
 
   async list(query: unknown): Promise<AdminKeyList> {
     const q = parseOrThrow(KeyQuerySchema, query ?? {});
-    const page = await this.keys.search({
-      q: q.q,
-      memberId: q.member,
-      status: q.status,
-      after: q.after,
-      limit: q.limit,
-    });
+    const page =
+      q.sort === 'expiring'
+        ? await this.keys
+            .expiringSoonest({ memberId: q.member, after: q.after, limit: q.limit })
+            .catch(userError)
+        : await this.keys.search({
+            q: q.q,
+            memberId: q.member,
+            status: q.status,
+            after: q.after,
+            limit: q.limit,
+          });
     return {
       object: 'list',
       data: page.rows.map((k) => ({
@@ -80,10 +89,12 @@ export class KeysService {
   }
 
   /**
-   * Rotation: a new key for the same member with the same name and limit overrides; the old key is
-   * revoked at once. The new key is in this answer only.
+   * Rotation: a new secret for the same key (same id, name, limits and lifecycle); the old secret keeps
+   * working for `grace` (default 24h; 0: revoked now). The new secret is in this answer only.
    */
-  async rotate(actor: AdminActor, ref: string): Promise<MintedKey> {
+  async rotate(actor: AdminActor, ref: string, body: unknown): Promise<MintedKey> {
+    const { grace } = parseOrThrow(RotateKeyRequestSchema, body ?? {});
+    const graceMs = parseDuration(grace) ?? 0;
     const old = await this.keys.find(ref);
     if (!old) throw notFound('API key', ref, 'key');
     if (old.revokedAt) {
@@ -93,27 +104,56 @@ export class KeysService {
         param: 'key',
       });
     }
-    const limits = (old.limits as Record<string, unknown> | null) ?? undefined;
-    // Mint, revoke and audit in one transaction: never a new key without the old one revoked.
+    // The new secret, the old one's grace and the audit row in one transaction.
     const { key, record } = await this.access
       .audited(
         actor,
-        async (tx) => {
-          const keys = new ApiKeysRepository(tx);
-          const minted = await keys.mint(old.memberId, old.name, limits ? { limits } : {});
-          return { ...minted, revoked: await keys.revoke(old.id) };
-        },
-        ({ record, revoked }) => ({
+        (tx) => new ApiKeysRepository(tx).rotate(old.id, graceMs),
+        ({ record }) => ({
           action: 'key.rotate',
           targetType: 'api_key',
           targetId: old.id,
           before: keyAudit(old),
-          after: { ...keyAudit(revoked), replaced_by: record.id, new_prefix: record.prefix },
+          after: { ...keyAudit(record), old_prefix: old.prefix, grace: grace },
         }),
       )
       .catch(userError);
     await this.invalidate.keysChanged({ keyIds: [old.id] });
     return { object: 'api_key.secret', key, record: keyView(record) };
+  }
+
+  /** Changes a key's expiry, model allow-list and/or IP allow-list. */
+  async update(actor: AdminActor, ref: string, body: unknown): Promise<AdminKey> {
+    const input = parseOrThrow(UpdateKeyRequestSchema, body ?? {});
+    const change = lifecycleChange(input);
+    if (!Object.keys(change).length) {
+      throw new ApiError(
+        400,
+        'Nothing to change: give expires_at, expires_in, allowed_models or allowed_ips.',
+        {
+          type: 'invalid_request_error',
+          code: 'invalid_request',
+          param: null,
+        },
+      );
+    }
+    const before = await this.keys.find(ref);
+    if (!before) throw notFound('API key', ref, 'key');
+    const after = await this.access
+      .audited(
+        actor,
+        (tx) => new ApiKeysRepository(tx).updateLifecycle(before.id, change),
+        (after) => ({
+          action: 'key.update',
+          targetType: 'api_key',
+          targetId: before.id,
+          before: keyAudit(before),
+          after: keyAudit(after),
+        }),
+      )
+      .catch(userError);
+    await this.invalidate.keysChanged({ keyIds: [before.id] });
+    return keyView(after);
   }
 
   async setLimits(actor: AdminActor, ref: string, body: unknown): Promise<AdminKey> {

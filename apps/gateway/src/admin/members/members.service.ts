@@ -1,6 +1,7 @@
 import {
   type AdminMember,
   CreateMemberRequestSchema,
+  lifecycleChange,
   MemberQuerySchema,
   type MintedKey,
   MintKeyRequestSchema,
@@ -93,11 +94,11 @@ export class MembersService {
   }
 
   async mint(actor: AdminActor, memberId: string, body: unknown): Promise<MintedKey> {
-    const { name } = parseOrThrow(MintKeyRequestSchema, body ?? {});
+    const { name, ...lifecycle } = parseOrThrow(MintKeyRequestSchema, body ?? {});
     const { key, record } = await this.access
       .audited(
         actor,
-        (tx) => new ApiKeysRepository(tx).mint(memberId, name),
+        (tx) => new ApiKeysRepository(tx).mint(memberId, name, lifecycleChange(lifecycle)),
         ({ record }) => ({
           action: 'key.mint',
           targetType: 'api_key',
