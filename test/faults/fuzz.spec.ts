@@ -670,7 +670,12 @@ describe('fuzz: malformed requests across every endpoint', { timeout: 600_000 },
           const group = `${c.name} -> ${problem.slice(0, 60)}`;
           const seen = failures.get(group);
           if (seen) seen.count++;
-          else failures.set(group, { count: 1, example: `#${sent}: ${problem.slice(0, 400)}` });
+          else
+            failures.set(group, {
+              count: 1,
+              // The request too, so a failure can be replayed without re-running the seed.
+              example: `#${sent}: ${problem.slice(0, 400)}; sent ${c.method} ${c.path} ${String(c.body ?? '').slice(0, 600)}`,
+            });
         }
       }
     };

@@ -816,11 +816,21 @@ describe('chat semantics through the gateway (openai SDK, simulator engines)', (
     });
 
     it('400s naming unsupported fields and the rules of tools and text.format', async () => {
-      await bad(
+      // previous_response_id is supported (stored responses): an id this member never stored is a 404
+      // naming the field (test/integration/responses-agents.spec.ts covers the conversation).
+      const missing = await apiError(
         client.responses.create({ model: 'chat-E', input: 'x', previous_response_id: 'resp_1' }),
-        'previous_response_id',
-        /Unsupported/,
       );
+      assert.equal(missing.status, 404);
+      assert.equal(missing.param, 'previous_response_id');
+      // Input items that are not objects are refused by the validator, also on a continued conversation.
+      for (const previous_response_id of [undefined, 'resp_1']) {
+        const e = await apiError(
+          client.responses.create({ model: 'chat-E', input: [null] as never, previous_response_id }),
+        );
+        assert.equal(e.status, 400, e.message);
+        assert.match(String(e.param), /^input/);
+      }
       await bad(
         client.responses.create({ model: 'chat-E', input: 'x', tools: [{ type: 'web_search' }] } as never),
         'tools[0].type',

@@ -103,15 +103,21 @@ describe('chat completions through the gateway (openai SDK)', () => {
     );
     const one = await stack.client('premium').models.retrieve('chat-G');
     assert.deepEqual(Object.keys(one).sort(), ['created', 'endpoints', 'id', 'object', 'owned_by']);
-    // Which endpoints serve a model is discoverable (extension field `endpoints`).
+    // Which endpoints serve a model is discoverable (extension field `endpoints`); every chat model also
+    // answers Anthropic's Messages API.
     const endpoints = (id: string) =>
       stack
         .client('premium')
         .models.retrieve(id)
         .then((m) => (m as unknown as { endpoints: string[] }).endpoints);
-    assert.deepEqual(await endpoints('chat-E'), ['/v1/chat/completions', '/v1/completions', '/v1/responses']);
-    assert.deepEqual(await endpoints('chat-A'), ['/v1/chat/completions']);
-    assert.deepEqual(await endpoints('chat-F'), ['/v1/chat/completions', '/v1/responses']);
+    assert.deepEqual(await endpoints('chat-E'), [
+      '/v1/chat/completions',
+      '/v1/messages',
+      '/v1/completions',
+      '/v1/responses',
+    ]);
+    assert.deepEqual(await endpoints('chat-A'), ['/v1/chat/completions', '/v1/messages']);
+    assert.deepEqual(await endpoints('chat-F'), ['/v1/chat/completions', '/v1/messages', '/v1/responses']);
     assert.deepEqual(await endpoints('embed-model'), ['/v1/embeddings']);
     const e = await apiError(stack.client('inference').models.retrieve('chat-G'));
     assert.equal(e.status, 404);

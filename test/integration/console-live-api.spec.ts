@@ -170,20 +170,21 @@ describe('operator console: live overview, keys, quotas, queue controls (API)', 
     const rotated = await call('POST', `/admin/keys/${target.id}/rotate`, admin);
     assert.equal(rotated.status, 201, JSON.stringify(rotated.body));
     const minted = MintedKeySchema.parse(rotated.body);
+    // Rotation keeps the key's id (a new secret, shown once); the old secret works until its grace ends.
+    assert.equal(minted.record.id, target.id);
     const active = AdminKeyListSchema.parse(
       (await call('GET', `/admin/keys?member=${target.member.id}&status=active`, viewer)).body,
     );
     assert.deepEqual(
       active.data.map((k) => k.id),
-      [minted.record.id],
+      [target.id],
     );
+    // Default grace: 24 h.
+    assert.ok((active.data[0]?.old_secret_valid_until ?? 0) > Date.now() / 1000 + 23 * 3600);
     const revoked = AdminKeyListSchema.parse(
       (await call('GET', `/admin/keys?member=${target.member.id}&status=revoked`, viewer)).body,
     );
-    assert.deepEqual(
-      revoked.data.map((k) => k.id),
-      [target.id],
-    );
+    assert.deepEqual(revoked.data, []);
   });
 
   it("a member's quotas: the allowance used after a request, as the limits engine counts it", async () => {

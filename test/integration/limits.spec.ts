@@ -136,7 +136,9 @@ describe('limits through the gateway (openai SDK)', () => {
       .create({ model: 'chat-A', messages: hi, max_tokens: 200 })
       .withResponse();
     const estimate = estimatePromptTokens({ messages: hi });
-    assert.equal(response.headers.get('x-ratelimit-remaining-tokens'), String(300 - estimate));
+    // Admission reserves the prompt and the output it may produce (here its max_tokens: this replica has
+    // not yet learned the model's typical output), so the per-minute overshoot stays within one output.
+    assert.equal(response.headers.get('x-ratelimit-remaining-tokens'), String(300 - estimate - 200));
     const used = data.usage!.total_tokens;
     assert.ok(used > 200);
     // The next request sees the real usage, not the estimate.

@@ -58,7 +58,7 @@ describe('AppModule wiring (Test.createTestingModule)', () => {
     const observers = moduleRef.get<CallObserver[]>(CALL_OBSERVERS);
     assert.deepEqual(
       observers.map((o) => o.constructor.name),
-      ['UsageObserver', 'TrafficObserver', 'MetricsObserver', 'PressureObserver'],
+      ['UsageObserver', 'RequestLogObserver', 'TrafficObserver', 'MetricsObserver', 'PressureObserver'],
     );
     assert.ok(moduleRef.get(GovernedCall));
     assert.ok(moduleRef.get(ModelGateway));

@@ -47,12 +47,16 @@ export class StoredResponses {
       return { body, items: null, previous: null };
     const b = body as Item;
     const input = b.input;
+    // The body is not validated yet (the governed call does that next): items that are not objects are
+    // left for its 400 naming them, never read here.
     const own: Item[] | null =
       typeof input === 'string'
         ? [{ type: 'message', role: 'user', content: input }]
-        : Array.isArray(input)
+        : Array.isArray(input) && input.every(isItem)
           ? (input as Item[])
           : null;
+    // An input of another shape is the validator's to refuse (a 400 naming it): nothing to chain.
+    if (own === null && input !== undefined && input !== null) return { body, items: null, previous: null };
     const prevId = b.previous_response_id;
     if (typeof prevId !== 'string' || !prevId) {
       return { body, items: own ? withIds(own) : null, previous: null };
@@ -88,6 +92,10 @@ export class StoredResponses {
     if (!r) throw responseNotFound(id, 'response_id');
     return r;
   }
+}
+
+function isItem(it: unknown): boolean {
+  return it !== null && typeof it === 'object' && !Array.isArray(it);
 }
 
 function withIds(items: Item[]): Item[] {
