@@ -10,12 +10,11 @@
  * Times are SIMULATED milliseconds (real ms / --scale). Numbers, not pass/fail.
  */
 import { parseArgs } from 'node:util';
+import { type EngineInput, type EngineMessage, OpenAIUpstreamEngine } from '@infer/chat-service/public';
 import { OpenAIUpstreamEngineSchema } from '@infer/contracts';
 import { chatAffinityKey, EnginePool, type PoolSettings } from '@infer/engine-pool';
 import { VllmSimulator } from '@infer/engine-pool/testing';
 import { pino } from 'pino';
-import type { EngineInput, EngineMessage } from '../apps/chat-service/src/engines/engine.js';
-import { OpenAIUpstreamEngine } from '../apps/chat-service/src/engines/openai-upstream.js';
 import { pct } from './support.js';
 
 const { values: args } = parseArgs({
