@@ -42,8 +42,9 @@ describe('onnxruntime telemetry (voice detection)', () => {
     const proxy = await recordingProxy();
     try {
       const h = home();
-      // Unset in the child, whatever this process has: the default must be off.
-      const env = { ...proxy.env, NO_PROXY: '', no_proxy: '', ORT_DISABLE_TELEMETRY: '' };
+      // Unset in the child, whatever this process has: the default must be off. CI is cleared too, since
+      // onnxruntime keeps its telemetry off under CI by itself, which would hide a regression there.
+      const env = { ...proxy.env, NO_PROXY: '', no_proxy: '', ORT_DISABLE_TELEMETRY: '', CI: '' };
       assert.equal(await detect(h, env), 0);
       assert.equal(existsSync(join(h, ...STORE)), false, 'onnxruntime wrote its telemetry store');
       assert.deepEqual(proxy.attempts, []);
@@ -54,7 +55,7 @@ describe('onnxruntime telemetry (voice detection)', () => {
 
   it('control: with ORT_DISABLE_TELEMETRY=0 the same run writes the telemetry store', async () => {
     const h = home();
-    assert.equal(await detect(h, { ORT_DISABLE_TELEMETRY: '0' }), 0);
+    assert.equal(await detect(h, { ORT_DISABLE_TELEMETRY: '0', CI: '' }), 0);
     assert.equal(existsSync(join(h, ...STORE)), true);
   });
 });
