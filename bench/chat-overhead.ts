@@ -22,7 +22,7 @@ import {
   Subjects,
 } from '@infer/contracts';
 import { loadCatalogFile } from '@infer/persistence';
-import { connectNats, RpcClient } from '@infer/service-kit';
+import { connectNats, RpcClient } from '@infer/rpc';
 import { Pool } from 'undici';
 import { createBenchDatabase, freePort, pct } from './support.js';
 

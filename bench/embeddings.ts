@@ -33,7 +33,8 @@ import {
   tinyLlamaEmbeddingGguf,
   writeModel,
 } from '@infer/embedding-service/public';
-import { connectNats, createLogger, RpcClient } from '@infer/service-kit';
+import { connectNats, RpcClient } from '@infer/rpc';
+import { createLogger } from '@infer/telemetry';
 
 const { values } = parseArgs({
   options: {

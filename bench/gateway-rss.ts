@@ -15,7 +15,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { connectNats } from '@infer/service-kit';
+import { connectNats } from '@infer/rpc';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { Redis } from 'ioredis';
 import { buildProduction, imageEnv, imageNodeFlags } from './stack/lib.js';

@@ -17,7 +17,7 @@
 import { type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { startChatService } from '@infer/chat-service/public';
-import { createRedisClient } from '@infer/service-kit';
+import { createRedisClient } from '@infer/rpc';
 import { type PrivateRedisCluster, privateRedisCluster } from '../test/support/private-servers.js';
 import { createBenchDatabase, pct, type Round, round, startGatewayProcess } from './support.js';
 

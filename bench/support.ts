@@ -12,7 +12,7 @@ import {
   MembersRepository,
   migrateDeploy,
 } from '@infer/persistence';
-import { connectNats } from '@infer/service-kit';
+import { connectNats } from '@infer/rpc';
 import { jetstreamManager } from '@nats-io/jetstream';
 
 export const PG_ROOT = process.env.TEST_PG_URL ?? 'postgresql://postgres@127.0.0.1:5432';

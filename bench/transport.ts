@@ -1,5 +1,5 @@
 // The cost of the Nest transport (issue 15): the same two handlers served by the raw NATS RPC server
-// (libs/service-kit rpc.ts, what the services ran before) and by a NestJS microservice on our custom
+// (libs/rpc rpc.ts, what the services ran before) and by a NestJS microservice on our custom
 // transport (NatsRpcTransport: @MessagePattern controllers, Nest's pipeline around each call), measured
 // side by side in one run, alternating the two to share the machine's noise.
 //
@@ -16,13 +16,13 @@ import { readFileSync } from 'node:fs';
 import type { CatalogEntry, EndFrame, ServiceRequest } from '@infer/contracts';
 import {
   connectNats,
-  createLogger,
   type HandlerContext,
   NatsRpcTransport,
   PassThroughRpcFilter,
   RpcClient,
   RpcServer,
-} from '@infer/service-kit';
+} from '@infer/rpc';
+import { createLogger } from '@infer/telemetry';
 import { Controller, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { Ctx, MessagePattern, Payload } from '@nestjs/microservices';

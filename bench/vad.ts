@@ -32,7 +32,7 @@ import {
   spokenWithPauses,
 } from '@infer/audio-service/public';
 import type { CatalogEntry } from '@infer/contracts';
-import { createLogger } from '@infer/service-kit';
+import { createLogger } from '@infer/telemetry';
 
 const { values: args } = parseArgs({ options: { limit: { type: 'string' }, rounds: { type: 'string' } } });
 const limit = Number(args.limit ?? 20);

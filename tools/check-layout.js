@@ -10,7 +10,9 @@
 //      relative path out of bench/; a lib as @infer/<lib> (its package.json `exports`), an app only as
 //      @infer/<app>/public (its src/public-api.ts: start functions and the parts benches measure);
 //      the shared test doubles of test/support/ are allowed;
-//   4. libs never import apps.
+//   4. libs never import apps;
+//   5. the three runtime libs keep their layers (ADR 0033): @infer/telemetry imports neither @infer/rpc
+//      nor @infer/runtime, and @infer/rpc does not import @infer/runtime (specs not counted).
 // Why a script and not a lint plugin: Biome's noRestrictedImports matches import specifiers, not the
 // folder a relative import resolves to, and cannot express rule 1; this walk is ~100 lines, runs in
 // well under a second and has no dependency. Its own spec (tools/check-layout.spec.ts) feeds it a
@@ -24,6 +26,9 @@ const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 /** Apps whose package name bench/ may import, and then only their `/public` entry. */
 const APP_PACKAGE =
   /^@infer\/(gateway|chat-service|embedding-service|audio-service|image-service|search-service|ledger-writer|admin-cli|console)(\/.*)?$/;
+
+/** The layer of each layered lib (rule 5): a lib imports only libs of a lower layer. */
+const LIB_LAYER = { telemetry: 0, rpc: 1, runtime: 2 };
 
 const IMPORT =
   /(?:^|\s)(?:import|export)\s([^'"]*?)from\s*['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/g;
@@ -133,6 +138,16 @@ export function check(root = ROOT) {
         /^@infer\/(gateway|.*-service|console|admin-cli|ledger-writer)\b/.test(e.spec))
     )
       breaches.push(`a lib imports an app: ${e.from} -> ${e.to ?? e.spec}`);
+    // 5. telemetry < rpc < runtime
+    const fromLib = /^libs\/([^/]+)\//.exec(e.from)?.[1];
+    const toLib = e.to ? /^libs\/([^/]+)\//.exec(e.to)?.[1] : /^@infer\/([^/]+)/.exec(e.spec)?.[1];
+    if (
+      fromLib in LIB_LAYER &&
+      toLib in LIB_LAYER &&
+      LIB_LAYER[toLib] > LIB_LAYER[fromLib] &&
+      !e.from.endsWith('.spec.ts')
+    )
+      breaches.push(`a lib imports a higher layer: ${e.from} -> ${e.to ?? e.spec}`);
   }
   return breaches;
 }
@@ -145,6 +160,6 @@ if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.ur
     process.exit(1);
   }
   console.log(
-    'layout: no folder cycles, no admin imports on the inference path, bench and libs within bounds',
+    'layout: no folder cycles, no admin imports on the inference path, bench and libs within bounds, lib layers kept',
   );
 }

@@ -12,7 +12,7 @@
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ServiceEnvSchema } from '@infer/service-kit';
+import { ServiceEnvSchema } from '@infer/runtime';
 import { z } from 'zod';
 import { AudioEnvSchema } from '../apps/audio-service/src/config.js';
 import { ChatServiceEnvSchema } from '../apps/chat-service/src/config.js';
@@ -25,7 +25,7 @@ import { SearchEnvSchema } from '../apps/search-service/src/config.js';
 export const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));
 export const CONFIGURATION_DOC = 'docs/configuration.md';
 
-/** Doc-only: read by libs/service-kit (telemetry/sdk.ts, status.ts, usage-stream.ts) with their own checks. */
+/** Doc-only: read by libs/telemetry (sdk.ts), libs/runtime (status.ts), libs/rpc (usage-stream.ts) with their own checks. */
 const EveryAppEnvDoc = z.object({
   OTEL_EXPORTER_OTLP_ENDPOINT: z
     .string()
@@ -198,7 +198,7 @@ export interface ConfigSection {
 export const SECTIONS: ConfigSection[] = [
   {
     title: 'every app',
-    source: 'libs/service-kit (telemetry/sdk.ts, status.ts, usage-stream.ts)',
+    source: 'libs/telemetry (sdk.ts), libs/runtime (status.ts), libs/rpc (usage-stream.ts)',
     about:
       "Tracing (OpenTelemetry's standard variables, ADR 0009), the reported version and the usage stream's replicas; a value these do not know stops the start with a message naming it.",
     schema: EveryAppEnvDoc,
@@ -219,7 +219,7 @@ export const SECTIONS: ConfigSection[] = [
   },
   {
     title: 'every service process',
-    source: 'libs/service-kit/src/nest/microservice.ts (ServiceEnvSchema)',
+    source: 'libs/runtime/src/nest/microservice.ts (ServiceEnvSchema)',
     about:
       'Read by every process started as a Nest microservice or application context: chat-, embedding-, audio-, image- and search-service, the ledger writer and the batch runner (not the gateway, which serves /healthz, /readyz and /metrics on its own port).',
     schema: ServiceEnvSchema,

@@ -17,7 +17,7 @@ build_at() {
   # The generated Prisma client is not in git: generated from that commit's schema (its generator options,
   # e.g. the query compiler build, are part of what is compared).
   npx prisma generate --schema "$src/prisma/schema.prisma" >/dev/null
-  for p in libs/contracts libs/persistence libs/service-kit libs/image-store libs/search-index libs/engine-pool \
+  for p in libs/contracts libs/persistence libs/service-kit libs/telemetry libs/rpc libs/runtime libs/image-store libs/search-index libs/engine-pool \
     apps/gateway apps/chat-service apps/ledger-writer; do
     [[ -d "$src/$p" ]] || continue
     rm -rf "$p/dist"

@@ -19,7 +19,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import { type CatalogEntry, CatalogEntrySchema } from '@infer/contracts';
 import { CatalogRepository, loadCatalogFile } from '@infer/persistence';
-import { connectNats } from '@infer/service-kit';
+import { connectNats } from '@infer/rpc';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { Redis } from 'ioredis';
 import type { Pool } from 'undici';
@@ -90,7 +90,9 @@ export function buildProduction(): void {
   const projects = [
     'libs/contracts',
     'libs/persistence',
-    'libs/service-kit',
+    'libs/telemetry',
+    'libs/rpc',
+    'libs/runtime',
     'libs/image-store',
     'libs/search-index',
   ];

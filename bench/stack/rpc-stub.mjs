@@ -5,7 +5,7 @@
 // validation, limits, usage event, metrics, the reply) is unchanged, so the two differ by the NATS hop
 // alone. `user: "bench-stage-no-rpc-no-usage"` also drops the request's usage event (no JetStream publish,
 // no ack to handle): that stage's cost. Bench-only: never in an image.
-const { RpcClient } = await import('../../libs/service-kit/dist/index.js');
+const { RpcClient } = await import('../../libs/rpc/dist/index.js');
 const { UsagePublisher } = await import('../../apps/gateway/dist/usage/usage-publisher.js');
 
 /** Requests marked `user: "bench-stage-no-rpc-no-usage"`: their usage event is dropped (record below). */

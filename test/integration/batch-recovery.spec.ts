@@ -11,7 +11,7 @@ import { rmSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { BatchOutputLineSchema } from '@infer/contracts';
 import { usageReport } from '@infer/persistence';
-import { connectNats } from '@infer/service-kit';
+import { connectNats } from '@infer/rpc';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { toFile } from 'openai';
 import { type RunningBatchRunner, startBatchRunner } from '../../apps/gateway/src/batch/runner/app.js';

@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { BatchOutputLineSchema, type UsageEvent } from '@infer/contracts';
-import { connectNats, type NatsConnection } from '@infer/service-kit';
+import { connectNats, type NatsConnection } from '@infer/rpc';
 import OpenAI, { toFile } from 'openai';
 import { startEmbeddingService } from '../../apps/embedding-service/src/app.js';
 import { type RunningBatchRunner, startBatchRunner } from '../../apps/gateway/src/batch/runner/app.js';

@@ -14,7 +14,7 @@ import {
   MembersRepository,
   migrateDeploy,
 } from '@infer/persistence';
-import { connectNats } from '@infer/service-kit';
+import { connectNats } from '@infer/rpc';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { Redis } from 'ioredis';
 import OpenAI from 'openai';

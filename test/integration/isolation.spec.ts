@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { QueueGroups, Subjects } from '@infer/contracts';
-import { connectNats } from '@infer/service-kit';
+import { connectNats } from '@infer/rpc';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { type SearchService, startSearchService } from '../../apps/search-service/src/app.js';
 import { type Stack, startStack } from './harness.js';

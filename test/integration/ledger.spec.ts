@@ -9,7 +9,7 @@ import { after, before, describe, it } from 'node:test';
 import type { UsageEvent } from '@infer/contracts';
 import { createPrisma } from '@infer/persistence';
 import { createTestDatabase, type TestDatabase } from '@infer/persistence/testing';
-import { connectNats, type NatsConnection } from '@infer/service-kit';
+import { connectNats, type NatsConnection } from '@infer/rpc';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { type LedgerWriter, startLedgerWriter } from '../../apps/ledger-writer/src/app.js';
 

@@ -9,13 +9,8 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { ApiError, type CatalogEntry, CatalogEntrySchema } from '@infer/contracts';
-import {
-  clusterSafeQueuePrefix,
-  createLogger,
-  createRedisClient,
-  failFastRedisOptions,
-  redisSlot,
-} from '@infer/service-kit';
+import { clusterSafeQueuePrefix, createRedisClient, failFastRedisOptions, redisSlot } from '@infer/rpc';
+import { createLogger } from '@infer/telemetry';
 import { Queue, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { type LedgerSource, LimitsEngine } from '../../apps/gateway/src/limits/limits.engine.js';

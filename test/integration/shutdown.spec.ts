@@ -8,7 +8,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { ApiError, CatalogEntrySchema, type ServiceRequest, Subjects } from '@infer/contracts';
-import { connectNats, type NatsConnection, RpcClient } from '@infer/service-kit';
+import { connectNats, type NatsConnection, RpcClient } from '@infer/rpc';
 import { type PrivateServer, privateNats } from '../support/private-servers.js';
 
 const GRACE_MS = 400;

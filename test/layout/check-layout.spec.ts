@@ -85,4 +85,17 @@ describe('tools/check-layout.js (the written boundaries)', () => {
     const found = breaches({ 'libs/k/src/a.ts': "import { s } from '@infer/gateway/public';\n" });
     assert.deepEqual(found, ['a lib imports an app: libs/k/src/a.ts -> @infer/gateway/public']);
   });
+
+  it('keeps the layers of telemetry < rpc < runtime (specs may reach up)', () => {
+    const found = breaches({
+      'libs/telemetry/src/a.ts': "import { b } from '@infer/rpc';\n",
+      'libs/rpc/src/b.ts': "import { c } from '@infer/runtime';\nimport { a } from '@infer/telemetry';\n",
+      'libs/rpc/src/b.spec.ts': "import { c } from '@infer/runtime';\n",
+      'libs/runtime/src/c.ts': "import { b } from '@infer/rpc';\nimport { a } from '@infer/telemetry';\n",
+    });
+    assert.deepEqual(found, [
+      'a lib imports a higher layer: libs/rpc/src/b.ts -> @infer/runtime',
+      'a lib imports a higher layer: libs/telemetry/src/a.ts -> @infer/rpc',
+    ]);
+  });
 });

@@ -1,14 +1,7 @@
 import { QueueGroups, Queues, Subjects } from '@infer/contracts';
-import {
-  bullConnection,
-  createLogger,
-  createRedisClient,
-  type NatsConnection,
-  startAppContext,
-  startMicroservice,
-  watchQueue,
-  watchRedis,
-} from '@infer/service-kit';
+import { bullConnection, createRedisClient, type NatsConnection, watchRedis } from '@infer/rpc';
+import { startAppContext, startMicroservice } from '@infer/runtime';
+import { createLogger, watchQueue } from '@infer/telemetry';
 import { Queue, QueueEvents } from 'bullmq';
 import { AudioServiceModule, TranscriptionWorkerHost } from './audio.module.js';
 import { BlobStore } from './blobs.js';

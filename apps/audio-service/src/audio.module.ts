@@ -5,7 +5,8 @@ import {
   Subjects,
   type TranscriptionServiceBody,
 } from '@infer/contracts';
-import { AppLifetime, type HandlerContext, type RpcHandler } from '@infer/service-kit';
+import { type HandlerContext, type RpcHandler } from '@infer/rpc';
+import { AppLifetime } from '@infer/runtime';
 import { Controller, type DynamicModule, Inject, Module } from '@nestjs/common';
 import { Ctx, MessagePattern, Payload } from '@nestjs/microservices';
 import { TranscriptionWorker, type WorkerDeps } from './jobs/worker.js';

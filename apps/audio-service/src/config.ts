@@ -1,6 +1,7 @@
 import { hostname, tmpdir } from 'node:os';
 import { DEFAULT_QUEUE_PREFIX } from '@infer/contracts';
-import { envInt, NatsUrlSchema, parseConfig, queuePrefixFor, RedisUrlSchema } from '@infer/service-kit';
+import { queuePrefixFor, RedisUrlSchema } from '@infer/rpc';
+import { envInt, NatsUrlSchema, parseConfig } from '@infer/runtime';
 import { z } from 'zod';
 
 export const AUDIO_ROLES = ['api', 'worker', 'all'] as const;

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ApiError, type CatalogEntry } from '@infer/contracts';
-import { createLogger } from '@infer/service-kit';
+import { createLogger } from '@infer/telemetry';
 import { EngineRegistry } from './engines.js';
 
 describe('EngineRegistry', () => {

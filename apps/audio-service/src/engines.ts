@@ -1,19 +1,20 @@
 import { ApiError, type CatalogEntry, type EnginePoolSettings } from '@infer/contracts';
 import { EndpointFailure, EnginePool, networkOutcome, statusOutcome } from '@infer/engine-pool';
-import { type EngineFactory, EngineRegistry as EngineRegistryBase, type Logger } from '@infer/service-kit';
+import { type EngineFactory, EngineRegistry as EngineRegistryBase } from '@infer/runtime';
+import { type Logger } from '@infer/telemetry';
 
-export type { EngineFactory } from '@infer/service-kit';
+export type { EngineFactory } from '@infer/runtime';
 
 /**
  * The engines of one capability (speech, transcription), one instance per model id and settings (see
- * EngineRegistry of service-kit).
+ * EngineRegistry of @infer/runtime).
  */
 export class EngineRegistry<E extends { close?(): Promise<void> }> extends EngineRegistryBase<E> {
   constructor(capability: string, log: Logger, factories: readonly EngineFactory<E>[]) {
     super(log, factories, {
       service: 'audio service',
       capability,
-      // A GenAI span per engine call, with tracing on (see traceEngine of service-kit).
+      // A GenAI span per engine call, with tracing on (see traceEngine of @infer/telemetry).
       spans: capability === 'speech' ? { synthesize: 'speech' } : { transcribe: 'transcription' },
     });
   }

@@ -1,5 +1,5 @@
 import { QueueGroups, Subjects } from '@infer/contracts';
-import { parseConfig, type RunningService, startMicroservice } from '@infer/service-kit';
+import { parseConfig, type RunningService, startMicroservice } from '@infer/runtime';
 import { ChatServiceModule } from './chat.module.js';
 import { ChatServiceEnvSchema } from './config.js';
 import { EngineRegistry } from './engines/registry.js';

@@ -9,7 +9,9 @@ import {
   ChatCompletionSchema,
   type ServiceRequest,
 } from '@infer/contracts';
-import { createLogger, type HandlerContext, ServiceCoreModule } from '@infer/service-kit';
+import { type HandlerContext } from '@infer/rpc';
+import { ServiceCoreModule } from '@infer/runtime';
+import { createLogger } from '@infer/telemetry';
 import type { TestingModule } from '@nestjs/testing';
 import { Test } from '@nestjs/testing';
 import { ChatController, ChatServiceModule } from './chat.module.js';

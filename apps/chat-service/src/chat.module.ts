@@ -7,7 +7,9 @@ import {
   type ServiceRequest,
   Subjects,
 } from '@infer/contracts';
-import { type HandlerContext, type Logger, type RpcHandler, SERVICE_LOG } from '@infer/service-kit';
+import { type HandlerContext, type RpcHandler } from '@infer/rpc';
+import { SERVICE_LOG } from '@infer/runtime';
+import { type Logger } from '@infer/telemetry';
 import { Controller, type DynamicModule, Inject, Module } from '@nestjs/common';
 import { Ctx, MessagePattern, Payload } from '@nestjs/microservices';
 import { chatCompletionsHandler } from './chat/chat.handler.js';

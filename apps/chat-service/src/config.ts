@@ -1,4 +1,4 @@
-import { envBool, envInt, envList, ServiceEnvSchema } from '@infer/service-kit';
+import { envBool, envInt, envList, ServiceEnvSchema } from '@infer/runtime';
 import { z } from 'zod';
 import type { MediaOptions } from './chat/media.js';
 import { DEV_SEAL_KEYS, parseSealKeys, ReasoningSeal } from './responses/reasoning-seal.js';

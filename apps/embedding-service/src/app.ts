@@ -7,7 +7,7 @@ import {
   SERVICE_LOG,
   ServiceEnvSchema,
   startMicroservice,
-} from '@infer/service-kit';
+} from '@infer/runtime';
 import { EMBEDDERS, EmbeddingServiceModule, RANKERS } from './embedding.module.js';
 import type { EmbeddingEngine, RerankEngine } from './engines/engine.js';
 import type { EngineRegistry } from './engines/registry.js';

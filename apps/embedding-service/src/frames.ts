@@ -1,5 +1,5 @@
 import { ApiError } from '@infer/contracts';
-import type { HandlerContext } from '@infer/service-kit';
+import type { HandlerContext } from '@infer/rpc';
 
 /**
  * Most bytes of JSON in one data frame. A NATS message holds 1 MiB by default; replies are cut well

@@ -1,4 +1,4 @@
-import { runMain } from '@infer/service-kit/main';
+import { runMain } from '@infer/runtime/main';
 
 // The app installs its own SIGTERM/SIGINT handlers (it drains its queues before it stops); a process
 // started from here loads its default models before it reports ready.

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { createLogger } from '@infer/service-kit';
+import { createLogger } from '@infer/telemetry';
 import type { TestingModule } from '@nestjs/testing';
 import { Test } from '@nestjs/testing';
 import { AdminGuard } from './admin/access/admin.guard.js';

@@ -1,6 +1,7 @@
 import { createFileStore } from '@infer/image-store';
 import type { Db, SqlRunner } from '@infer/persistence/lazy';
-import { type Logger, NatsRpcClientProxy } from '@infer/service-kit';
+import { NatsRpcClientProxy } from '@infer/rpc';
+import { type Logger } from '@infer/telemetry';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { type DynamicModule, Module } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD } from '@nestjs/core';

@@ -4,15 +4,13 @@ import { createServer, type IncomingMessage, type Server } from 'node:http';
 import multipart from '@fastify/multipart';
 import {
   connectNats,
-  createLogger,
   createRedisClient,
   ensureUsageStream,
   failFastRedisOptions,
-  type Logger,
-  startIdleHeapTrim,
-  startTelemetry,
   watchRedis,
-} from '@infer/service-kit';
+} from '@infer/rpc';
+import { startIdleHeapTrim } from '@infer/runtime';
+import { createLogger, type Logger, startTelemetry } from '@infer/telemetry';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import { type FastifyInstance, type FastifyReply, type FastifyRequest, LogController } from 'fastify';

@@ -1,5 +1,5 @@
 // Entry point of the batch runner role (node apps/gateway/dist/batch-runner.js): see batch/runner/app.ts.
-import { runMain } from '@infer/service-kit/main';
+import { runMain } from '@infer/runtime/main';
 
 // The runner installs its own SIGTERM/SIGINT handlers (it requeues its jobs before it stops).
 void runMain(

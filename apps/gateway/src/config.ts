@@ -5,15 +5,8 @@ import {
   FileStoreEnvShape,
   ImageStoreEnvShape,
 } from '@infer/image-store';
-import {
-  envBool,
-  envInt,
-  envList,
-  NatsUrlSchema,
-  parseConfig,
-  queuePrefixFor,
-  RedisUrlSchema,
-} from '@infer/service-kit';
+import { queuePrefixFor, RedisUrlSchema } from '@infer/rpc';
+import { envBool, envInt, envList, NatsUrlSchema, parseConfig } from '@infer/runtime';
 import { z } from 'zod';
 
 /** An origin as browsers send it: scheme://host[:port], no path. */

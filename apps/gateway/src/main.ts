@@ -1,4 +1,4 @@
-import { runMain } from '@infer/service-kit/main';
+import { runMain } from '@infer/runtime/main';
 
 // SIGTERM/SIGINT close the gateway (runMain): in-flight requests finish, usage is flushed.
 void runMain(

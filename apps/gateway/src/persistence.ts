@@ -6,7 +6,7 @@ import {
   listEnabledModels,
   touchKeyLastUsed,
 } from '@infer/persistence/lazy';
-import type { Logger } from '@infer/service-kit';
+import type { Logger } from '@infer/telemetry';
 import type { AuthedKey, KeyStore } from './auth/key-cache.js';
 import type { CatalogSource } from './catalog/catalog.js';
 

@@ -13,7 +13,7 @@ import {
   type ServiceRequest,
   Subjects,
 } from '@infer/contracts';
-import { connectNats, type NatsConnection, RpcClient } from '@infer/service-kit';
+import { connectNats, type NatsConnection, RpcClient } from '@infer/rpc';
 import { Redis } from 'ioredis';
 import { PNG } from 'pngjs';
 import { type ImageService, startImageService } from './app.js';

@@ -1,14 +1,8 @@
 import { QueueGroups, Queues, Subjects } from '@infer/contracts';
 import { createImageStore, type ImageStore } from '@infer/image-store';
-import {
-  bullConnection,
-  createLogger,
-  createRedisClient,
-  startAppContext,
-  startMicroservice,
-  watchQueue,
-  watchRedis,
-} from '@infer/service-kit';
+import { bullConnection, createRedisClient, watchRedis } from '@infer/rpc';
+import { startAppContext, startMicroservice } from '@infer/runtime';
+import { createLogger, watchQueue } from '@infer/telemetry';
 import { Queue, QueueEvents } from 'bullmq';
 import { type ImageConfig, type ImageRole, loadImageConfig } from './config.js';
 import { ContentPolicy } from './content-policy.js';

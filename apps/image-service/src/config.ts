@@ -1,7 +1,8 @@
 import { hostname } from 'node:os';
 import { DEFAULT_QUEUE_PREFIX } from '@infer/contracts';
 import { checkImageStoreEnv, ImageStoreEnvShape } from '@infer/image-store';
-import { envInt, NatsUrlSchema, parseConfig, queuePrefixFor, RedisUrlSchema } from '@infer/service-kit';
+import { queuePrefixFor, RedisUrlSchema } from '@infer/rpc';
+import { envInt, NatsUrlSchema, parseConfig } from '@infer/runtime';
 import { z } from 'zod';
 
 export const IMAGE_ROLES = ['api', 'worker', 'all'] as const;

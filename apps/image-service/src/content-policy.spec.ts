@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { ApiError } from '@infer/contracts';
-import { ConfigError } from '@infer/service-kit';
+import { ConfigError } from '@infer/runtime';
 import { ContentPolicy } from './content-policy.js';
 
 const dir = await mkdtemp(join(tmpdir(), 'policy-'));

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { ApiError } from '@infer/contracts';
-import { ConfigError } from '@infer/service-kit';
+import { ConfigError } from '@infer/runtime';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 

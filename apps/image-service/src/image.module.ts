@@ -1,5 +1,6 @@
 import { type EndFrame, type ServiceRequest, Subjects } from '@infer/contracts';
-import { AppLifetime, type HandlerContext, type RpcHandler } from '@infer/service-kit';
+import { type HandlerContext, type RpcHandler } from '@infer/rpc';
+import { AppLifetime } from '@infer/runtime';
 import { Controller, type DynamicModule, Inject, Module } from '@nestjs/common';
 import { Ctx, MessagePattern, Payload } from '@nestjs/microservices';
 import { editsHandler, generationsHandler, type ImagesHandlerDeps } from './images/images.handler.js';

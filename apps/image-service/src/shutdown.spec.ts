@@ -8,7 +8,7 @@ import {
   type ServiceRequest,
   Subjects,
 } from '@infer/contracts';
-import { connectNats, RpcClient } from '@infer/service-kit';
+import { connectNats, RpcClient } from '@infer/rpc';
 import { Queue } from 'bullmq';
 import { type ImageService, startImageService } from './app.js';
 import { builtinImageEngineFactories } from './engines/builtin.js';

@@ -5,20 +5,17 @@ import {
   RequestLogRepository,
   UsageRepository,
 } from '@infer/persistence';
+import { connectNats, ensureUsageStream, type NatsConnection } from '@infer/rpc';
 import {
-  connectNats,
-  createLogger,
-  ensureUsageStream,
   envInt,
   envList,
-  type Logger,
-  type NatsConnection,
   NatsUrlSchema,
   parseConfig,
   StatusPublisher,
   serviceVersion,
   startAppContext,
-} from '@infer/service-kit';
+} from '@infer/runtime';
+import { createLogger, type Logger } from '@infer/telemetry';
 import { AckPolicy, DeliverPolicy, type JsMsg, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { z } from 'zod';
 import { LedgerWriterHost, LedgerWriterModule, ledgerMetrics } from './ledger.module.js';

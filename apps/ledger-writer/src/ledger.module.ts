@@ -1,4 +1,4 @@
-import { AppLifetime } from '@infer/service-kit';
+import { AppLifetime } from '@infer/runtime';
 import { type DynamicModule, Module } from '@nestjs/common';
 import { Counter, Gauge, Registry } from 'prom-client';
 import type { LedgerWriter } from './app.js';

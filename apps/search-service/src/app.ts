@@ -1,16 +1,10 @@
 import { resolve } from 'node:path';
 import { QueueGroups, Subjects } from '@infer/contracts';
 import { createPrisma } from '@infer/persistence';
+import { createRedisClient, watchRedis } from '@infer/rpc';
+import { type RunningService, startMicroservice } from '@infer/runtime';
 import { SearchDocumentsRepository, type SeedResult, seedProjectDocs } from '@infer/search-index';
-import {
-  createLogger,
-  createRedisClient,
-  type RunningService,
-  startMicroservice,
-  startTelemetry,
-  traceEngine,
-  watchRedis,
-} from '@infer/service-kit';
+import { createLogger, startTelemetry, traceEngine } from '@infer/telemetry';
 import { loadSearchConfig, type SearchConfig } from './config.js';
 import type { SearchEngine } from './engines/engine.js';
 import { startHybrid } from './engines/hybrid-wiring.js';

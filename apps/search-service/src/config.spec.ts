@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { ConfigError } from '@infer/service-kit';
+import { ConfigError } from '@infer/runtime';
 import { loadSearchConfig } from './config.js';
 
 describe('search-service configuration', () => {

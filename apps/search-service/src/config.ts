@@ -1,4 +1,5 @@
-import { envBool, envInt, envList, NatsUrlSchema, parseConfig, RedisUrlSchema } from '@infer/service-kit';
+import { RedisUrlSchema } from '@infer/rpc';
+import { envBool, envInt, envList, NatsUrlSchema, parseConfig } from '@infer/runtime';
 import { z } from 'zod';
 
 export const SEARCH_ENGINES = ['local', 'searxng', 'brave'] as const;

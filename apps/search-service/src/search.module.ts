@@ -1,5 +1,5 @@
 import { type EndFrame, type ServiceRequest, Subjects } from '@infer/contracts';
-import type { HandlerContext, RpcHandler } from '@infer/service-kit';
+import type { HandlerContext, RpcHandler } from '@infer/rpc';
 import { Controller, type DynamicModule, Inject, Module, type OnApplicationShutdown } from '@nestjs/common';
 import { Ctx, MessagePattern, Payload } from '@nestjs/microservices';
 import { type SearchHandlerDeps, searchHandler } from './search/search.handler.js';

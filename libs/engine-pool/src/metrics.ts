@@ -1,4 +1,4 @@
-import { telemetryRegistry } from '@infer/service-kit';
+import { telemetryRegistry } from '@infer/telemetry';
 import { Counter, Gauge, Histogram } from 'prom-client';
 
 /**

@@ -329,7 +329,7 @@ describe('discovery', () => {
 
 describe('operators', () => {
   it('every service ops server answers GET /status/engine-pools with the live pools', async () => {
-    const { OpsServer } = await import('@infer/service-kit');
+    const { OpsServer } = await import('@infer/runtime');
     const p = pool({ endpoints: four.slice(0, 2) }, { cooldownMs: 60_000 });
     (await p.acquire({})).release('connect');
     const ops = new OpsServer({ service: 't', port: 0, host: '127.0.0.1', log: silentLog });

@@ -1,5 +1,7 @@
 import { ApiError, type EnginePoolSettings, type PriorityClass } from '@infer/contracts';
-import { currentCaller, type Logger, registerOpsStatus } from '@infer/service-kit';
+import { currentCaller } from '@infer/rpc';
+import { registerOpsStatus } from '@infer/runtime';
+import { type Logger } from '@infer/telemetry';
 import { addressUrl, type Resolver, resolveAddresses } from './discovery.js';
 import { poolMetrics } from './metrics.js';
 import { CLASS_RANK, FairQueue, type Queued } from './queue.js';
@@ -506,7 +508,7 @@ export class EnginePool {
   private wait(req: RouteRequest): Promise<Lease> {
     const now = Date.now();
     // Engines that do not pass the caller (embeddings, audio, images) get it from the RPC handler's
-    // context (service-kit withCaller).
+    // context (@infer/rpc withCaller).
     const caller = req.cls === undefined || req.member === undefined ? currentCaller() : undefined;
     const deadline = req.deadline ?? caller?.deadline;
     const left = Math.min(this.queueTimeoutMs, deadline === undefined ? Infinity : deadline - now);

@@ -1,4 +1,5 @@
-import { createRedisClient, envBool, envInt, RedisUrlSchema } from '@infer/service-kit';
+import { createRedisClient, RedisUrlSchema } from '@infer/rpc';
+import { envBool, envInt } from '@infer/runtime';
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import { FsImageStore } from './fs-store.js';

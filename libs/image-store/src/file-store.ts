@@ -4,7 +4,7 @@ import { mkdir, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { envBool, envInt } from '@infer/service-kit';
+import { envBool, envInt } from '@infer/runtime';
 import { z } from 'zod';
 import { S3Bucket, type S3BucketOptions } from './s3-bucket.js';
 

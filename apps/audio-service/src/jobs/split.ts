@@ -1,4 +1,4 @@
-import type { Logger } from '@infer/service-kit';
+import type { Logger } from '@infer/telemetry';
 import type { AudioConfig } from '../config.js';
 import { planSpeechChunks } from '../media/vad.js';
 import { type Pcm16, planSegments, type Segment } from '../media/wav.js';

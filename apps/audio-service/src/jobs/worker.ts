@@ -1,15 +1,8 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ApiError, Queues } from '@infer/contracts';
-import {
-  bullConnection,
-  closeWorkerRequeueing,
-  instrumentJobs,
-  type Logger,
-  requeueOnShutdown,
-  watchRedis,
-  withJobTrace,
-} from '@infer/service-kit';
+import { bullConnection, closeWorkerRequeueing, requeueOnShutdown, watchRedis } from '@infer/rpc';
+import { instrumentJobs, type Logger, withJobTrace } from '@infer/telemetry';
 import { type Job, type Queue, UnrecoverableError, WaitingChildrenError, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { BlobStore } from '../blobs.js';

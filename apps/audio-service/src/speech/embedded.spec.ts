@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { tmpdir } from 'node:os';
 import { describe, it } from 'node:test';
 import type { CatalogEntry } from '@infer/contracts';
-import { createLogger } from '@infer/service-kit';
+import { createLogger } from '@infer/telemetry';
 import { parseWav, wavDuration } from '../media/wav.js';
 import { embeddedSpeechFactory, speakableText, speedPlan } from './embedded.js';
 

@@ -6,7 +6,7 @@ import {
   type SpeechRequest,
   SpeechRequestSchema,
 } from '@infer/contracts';
-import type { RpcHandler } from '@infer/service-kit';
+import type { RpcHandler } from '@infer/rpc';
 import type { BlobStore } from '../blobs.js';
 import type { EngineRegistry } from '../engines.js';
 import type { AudioMetrics } from '../metrics/metrics.js';

@@ -1,6 +1,6 @@
 import { ApiError, type CatalogEntry, OpenAIUpstreamEngineSchema } from '@infer/contracts';
 import type { EnginePool } from '@infer/engine-pool';
-import { parseEngineSettings } from '@infer/service-kit';
+import { parseEngineSettings } from '@infer/runtime';
 import { z } from 'zod';
 import {
   audioPool,

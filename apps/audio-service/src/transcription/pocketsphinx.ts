@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { deflateSync } from 'node:zlib';
 import { ApiError } from '@infer/contracts';
-import { parseEngineSettings } from '@infer/service-kit';
+import { parseEngineSettings } from '@infer/runtime';
 import { z } from 'zod';
 import type { Tools } from '../config.js';
 import type { EngineFactory } from '../engines.js';

@@ -5,7 +5,7 @@ import {
   type TranscriptionServiceBody,
   TranscriptionServiceBodySchema,
 } from '@infer/contracts';
-import type { RpcHandler } from '@infer/service-kit';
+import type { RpcHandler } from '@infer/rpc';
 import type { EngineRegistry } from '../engines.js';
 import type { TranscriptionJobs } from '../jobs/client.js';
 import type { AudioMetrics } from '../metrics/metrics.js';

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { ApiError, type CatalogEntry } from '@infer/contracts';
-import { createLogger } from '@infer/service-kit';
+import { createLogger } from '@infer/telemetry';
 import { encodeWav } from '../media/wav.js';
 import { type FakeAudioUpstream, startFakeAudioUpstream } from '../testing/fake-audio-upstream.js';
 import { checkLanguage } from './engine.js';

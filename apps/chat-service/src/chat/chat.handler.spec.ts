@@ -12,7 +12,7 @@ import {
   ChatCompletionSchema,
   type ServiceRequest,
 } from '@infer/contracts';
-import { connectNats, type NatsConnection, RpcClient } from '@infer/service-kit';
+import { connectNats, type NatsConnection, RpcClient } from '@infer/rpc';
 import { type ChatService, startChatService } from '../app.js';
 import { countPromptTokens } from '../tokens.js';
 import { toEngineInput } from './engine-input.js';

@@ -6,7 +6,7 @@ import {
   type UsageReport,
   ZERO_USAGE,
 } from '@infer/contracts';
-import type { RpcHandler } from '@infer/service-kit';
+import type { RpcHandler } from '@infer/rpc';
 import type { EngineRegistry } from '../engines/registry.js';
 import { countPromptTokens } from '../tokens.js';
 import { checkChatRequest, toEngineInput } from './engine-input.js';

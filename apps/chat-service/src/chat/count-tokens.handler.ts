@@ -1,5 +1,5 @@
 import { type ChatCompletionRequest, ZERO_USAGE } from '@infer/contracts';
-import type { RpcHandler } from '@infer/service-kit';
+import type { RpcHandler } from '@infer/rpc';
 import type { EngineRegistry } from '../engines/registry.js';
 import { countPromptTokens } from '../tokens.js';
 import { checkChatRequest, toEngineInput } from './engine-input.js';

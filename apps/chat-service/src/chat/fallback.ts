@@ -1,6 +1,6 @@
 import type { CatalogEntry, ServiceRequest } from '@infer/contracts';
 import { wantsFallback } from '@infer/engine-pool';
-import type { Logger } from '@infer/service-kit';
+import type { Logger } from '@infer/telemetry';
 import type { ChatEngine, EngineDelta, EngineInput, EngineMeasure } from '../engines/engine.js';
 import type { EngineRegistry } from '../engines/registry.js';
 

@@ -1,5 +1,5 @@
 import { ApiError, type CatalogEntry, type ContentPart } from '@infer/contracts';
-import { SafeFetchError, safeFetch } from '@infer/service-kit';
+import { SafeFetchError, safeFetch } from '@infer/runtime';
 import type { EngineMessage } from '../engines/engine.js';
 
 /**

@@ -8,7 +8,7 @@ import {
   type UsageReport,
   ZERO_USAGE,
 } from '@infer/contracts';
-import type { RpcHandler } from '@infer/service-kit';
+import type { RpcHandler } from '@infer/rpc';
 import { routeOf } from '../chat/fallback.js';
 import { abortedEnd, fitContext, randomId, runChoices, sumUsage } from '../chat/generation.js';
 import type { EngineInput } from '../engines/engine.js';

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { createServer } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { type ApiError, CatalogEntrySchema, type ChatCompletionRequest } from '@infer/contracts';
-import { createLogger } from '@infer/service-kit';
+import { createLogger } from '@infer/telemetry';
 import { type FakeUpstream, startFakeUpstream } from '../../../../test/support/fake-openai-upstream.js';
 import { toEngineInput } from '../chat/engine-input.js';
 import type { EngineDelta, EngineInput } from './engine.js';

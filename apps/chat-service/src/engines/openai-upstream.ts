@@ -15,7 +15,8 @@ import {
   textAffinityKey,
   vllmPriority,
 } from '@infer/engine-pool';
-import { type Logger, parseEngineSettings } from '@infer/service-kit';
+import { parseEngineSettings } from '@infer/runtime';
+import { type Logger } from '@infer/telemetry';
 import { Agent, type Dispatcher } from 'undici';
 import type { z } from 'zod';
 import { countPromptTokens, countTokens } from '../tokens.js';

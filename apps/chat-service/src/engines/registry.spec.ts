@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { type ApiError, CatalogEntrySchema } from '@infer/contracts';
-import { createLogger } from '@infer/service-kit';
+import { createLogger } from '@infer/telemetry';
 import { builtinEngineFactories } from './builtin.js';
 import { EngineRegistry } from './registry.js';
 import { SimulatorEngine } from './simulator.js';

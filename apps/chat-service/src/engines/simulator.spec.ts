@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { type CatalogEntry, CatalogEntrySchema, type ChatCompletionRequest } from '@infer/contracts';
-import { createLogger } from '@infer/service-kit';
+import { createLogger } from '@infer/telemetry';
 import { toEngineInput } from '../chat/engine-input.js';
 import { countPromptTokens, countTokens } from '../tokens.js';
 import type { EngineDelta, EngineFinish } from './engine.js';

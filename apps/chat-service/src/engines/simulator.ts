@@ -1,6 +1,6 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { SimulatorEngineSchema, type Tool } from '@infer/contracts';
-import { parseEngineSettings } from '@infer/service-kit';
+import { parseEngineSettings } from '@infer/runtime';
 import { countPromptTokens, countTokens, splitTokens } from '../tokens.js';
 import { type ChatEngine, type EngineDelta, type EngineInput, type EngineMessage, sleep } from './engine.js';
 import type { EngineFactory } from './registry.js';

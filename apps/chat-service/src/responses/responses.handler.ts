@@ -1,5 +1,5 @@
 import { ApiError, type ResponseRequest, SAMPLING_DEFAULTS, ZERO_USAGE } from '@infer/contracts';
-import type { RpcHandler } from '@infer/service-kit';
+import type { RpcHandler } from '@infer/rpc';
 import { routeOf } from '../chat/fallback.js';
 import { abortedEnd, fitContext, randomId, runChoices, sumReasoning, sumUsage } from '../chat/generation.js';
 import { DEFAULT_MEDIA_OPTIONS, type MediaOptions, resolveMedia } from '../chat/media.js';

@@ -9,7 +9,7 @@ import {
   EmbeddingListSchema,
   type ServiceRequest,
 } from '@infer/contracts';
-import { connectNats, type NatsConnection, RpcClient } from '@infer/service-kit';
+import { connectNats, type NatsConnection, RpcClient } from '@infer/rpc';
 import { type EmbeddingService, startEmbeddingService } from '../app.js';
 import { FRAME_BUDGET_BYTES } from '../frames.js';
 import { catalogEntry, cosine } from '../testing/catalog.js';

@@ -6,7 +6,7 @@ import {
   EmbeddingRequestSchema,
   parseOrThrow,
 } from '@infer/contracts';
-import type { RpcHandler } from '@infer/service-kit';
+import type { RpcHandler } from '@infer/rpc';
 import { DynamicBatcher } from '../batching/batcher.js';
 import type { EmbeddingEngine, EmbeddingEngineInfo } from '../engines/engine.js';
 import type { EngineRegistry } from '../engines/registry.js';

@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
-import type { Logger } from '@infer/service-kit';
+import type { Logger } from '@infer/telemetry';
 import {
   getLlama,
   type Llama,

@@ -1,7 +1,8 @@
-import { type EngineFactory, EngineRegistry as EngineRegistryBase, type Logger } from '@infer/service-kit';
+import { type EngineFactory, EngineRegistry as EngineRegistryBase } from '@infer/runtime';
+import { type Logger } from '@infer/telemetry';
 import { EngineConfigError } from './settings.js';
 
-export type { EngineFactory } from '@infer/service-kit';
+export type { EngineFactory } from '@infer/runtime';
 
 /**
  * The engines of one capability (embeddings, rerank), one instance per model id and configuration:
@@ -17,7 +18,7 @@ export class EngineRegistry<E extends { close?(): Promise<void> }> extends Engin
     factories: ReadonlyArray<EngineFactory<E>> = [],
   ) {
     super(log, factories, {
-      // A GenAI span per engine call, with tracing on (see traceEngine of service-kit).
+      // A GenAI span per engine call, with tracing on (see traceEngine of @infer/telemetry).
       spans: capability === 'rerank' ? { rank: 'rerank' } : { embed: 'embeddings' },
       // The vector size and context window are part of what an engine serves.
       key: (model) => ({

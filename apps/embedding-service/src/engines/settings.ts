@@ -1,5 +1,5 @@
 import { ApiError, type CatalogEntry } from '@infer/contracts';
-import type { EngineContext } from '@infer/service-kit';
+import type { EngineContext } from '@infer/runtime';
 import { z } from 'zod';
 
 /**
@@ -38,7 +38,7 @@ function stripUndefined<T extends object>(o: T): Partial<T> {
 }
 
 /** What a factory gets besides the settings. */
-export type { EngineContext } from '@infer/service-kit';
+export type { EngineContext } from '@infer/runtime';
 
 /**
  * Raised for a model whose catalog configuration cannot work (bad settings, missing weights). The

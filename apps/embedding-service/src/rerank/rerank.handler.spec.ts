@@ -9,7 +9,7 @@ import {
   RerankResponseSchema,
   type ServiceRequest,
 } from '@infer/contracts';
-import { connectNats, type NatsConnection, RpcClient } from '@infer/service-kit';
+import { connectNats, type NatsConnection, RpcClient } from '@infer/rpc';
 import { type EmbeddingService, startEmbeddingService } from '../app.js';
 import type { RerankEngine } from '../engines/engine.js';
 import { EngineRegistry } from '../engines/registry.js';

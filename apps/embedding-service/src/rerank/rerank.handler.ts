@@ -8,7 +8,7 @@ import {
   type RerankResult,
   rerankDocumentText,
 } from '@infer/contracts';
-import type { RpcHandler } from '@infer/service-kit';
+import type { RpcHandler } from '@infer/rpc';
 import type { RerankEngine } from '../engines/engine.js';
 import type { EngineRegistry } from '../engines/registry.js';
 import { EngineConfigError } from '../engines/settings.js';

@@ -1,5 +1,5 @@
 import { type CatalogEntry, type CatalogEntryInput, CatalogEntrySchema } from '@infer/contracts';
-import { createLogger } from '@infer/service-kit';
+import { createLogger } from '@infer/telemetry';
 import type { EngineContext } from '../engines/settings.js';
 
 /** A catalog entry for tests, parsed like the real catalog. */

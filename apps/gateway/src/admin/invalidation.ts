@@ -6,7 +6,7 @@ import {
   type InvalidationScope,
   type InvalidationTarget,
 } from '@infer/contracts';
-import type { Logger } from '@infer/service-kit';
+import type { Logger } from '@infer/telemetry';
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import { Inject, Injectable, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { KeyCache } from '../auth/key-cache.js';

@@ -12,7 +12,7 @@ import {
 } from '@infer/contracts';
 import type { FileStore } from '@infer/image-store';
 import type { Db } from '@infer/persistence/lazy';
-import type { Logger } from '@infer/service-kit';
+import type { Logger } from '@infer/telemetry';
 import { Controller, Delete, Get, HttpCode, Inject, Param, Post, Query, Req, Res } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { multipartError, partName } from '../common/multipart-errors.js';

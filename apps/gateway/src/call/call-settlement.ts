@@ -1,4 +1,4 @@
-import type { Logger } from '@infer/service-kit';
+import type { Logger } from '@infer/telemetry';
 import { Inject, Injectable } from '@nestjs/common';
 import { LOGGER } from '../infra/tokens.js';
 import { CALL_OBSERVERS, type CallObserver, type CallOutcome } from './outcome.js';

@@ -1,5 +1,5 @@
 import { ApiError, type EndFrame, type ServiceRequest } from '@infer/contracts';
-import type { NatsRpcClientProxy } from '@infer/service-kit';
+import type { NatsRpcClientProxy } from '@infer/rpc';
 
 /**
  * Unary endpoints whose JSON reply can be larger than one NATS message (1 MiB by default): 2048

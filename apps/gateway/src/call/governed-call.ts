@@ -5,7 +5,7 @@ import {
   type ServiceRequest,
   type UsageReport,
 } from '@infer/contracts';
-import { NatsRpcClientProxy } from '@infer/service-kit';
+import { NatsRpcClientProxy } from '@infer/rpc';
 import { Inject, Injectable } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { GATEWAY_CONFIG, type GatewayConfig } from '../config.js';

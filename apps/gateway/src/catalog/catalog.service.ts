@@ -1,4 +1,4 @@
-import type { Logger } from '@infer/service-kit';
+import type { Logger } from '@infer/telemetry';
 import { Inject, Injectable, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { GATEWAY_CONFIG, type GatewayConfig } from '../config.js';
 import { CATALOG_SOURCE, LOGGER } from '../infra/tokens.js';

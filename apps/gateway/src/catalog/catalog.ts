@@ -26,7 +26,7 @@ export class CatalogSnapshot {
 
   constructor(entries: CatalogEntry[]) {
     // Frozen copies: the snapshot's entries travel in every envelope, and RpcClient serialises each entry
-    // object once and reuses its JSON (libs/service-kit rpc.ts envelopeJson), so they must never change.
+    // object once and reuses its JSON (libs/rpc rpc.ts envelopeJson), so they must never change.
     const sorted = entries
       .map((e) => deepFreeze(structuredClone(e)))
       .sort((a, b) => a.rank - b.rank || a.id.localeCompare(b.id));

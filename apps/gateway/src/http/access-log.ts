@@ -1,4 +1,4 @@
-import type { Logger } from '@infer/service-kit';
+import type { Logger } from '@infer/telemetry';
 
 /** One request's access line (the gateway's `request` log line). */
 export interface AccessLine {

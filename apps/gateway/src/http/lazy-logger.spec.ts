@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { createLogger } from '@infer/service-kit';
+import { createLogger } from '@infer/telemetry';
 import { LazyChildLogger, lazyChildLoggerFactory } from './lazy-logger.js';
 
 function capture(level: string) {

@@ -1,4 +1,4 @@
-import type { Logger } from '@infer/service-kit';
+import type { Logger } from '@infer/telemetry';
 import type { FastifyBaseLogger } from 'fastify';
 
 type LogFn = (...args: unknown[]) => void;

@@ -16,7 +16,7 @@ import {
   type StoredImage,
   signedImageUrl,
 } from '@infer/image-store';
-import type { Logger } from '@infer/service-kit';
+import type { Logger } from '@infer/telemetry';
 import { Inject, Injectable, type OnApplicationShutdown } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import type { Redis } from 'ioredis';

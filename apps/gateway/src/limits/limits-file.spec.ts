@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { DEFAULT_LIMITS, mergeLimits } from '@infer/contracts';
-import { ConfigError } from '@infer/service-kit';
+import { ConfigError } from '@infer/runtime';
 import { loadLimitsFile } from './limits-file.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'limits-file-'));

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { type LimitsFile, LimitsFileSchema } from '@infer/contracts';
-import { ConfigError } from '@infer/service-kit';
+import { ConfigError } from '@infer/runtime';
 import { parse } from 'yaml';
 
 /**

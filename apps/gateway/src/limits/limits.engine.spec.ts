@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { ApiError, type CatalogEntry, CatalogEntrySchema, type LimitsFile } from '@infer/contracts';
-import { createLogger } from '@infer/service-kit';
+import { createLogger } from '@infer/telemetry';
 import { Redis } from 'ioredis';
 import { estimatePromptTokens } from './estimate.js';
 import { type Admission, type LedgerSource, LimitsEngine } from './limits.engine.js';

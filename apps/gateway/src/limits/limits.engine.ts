@@ -13,7 +13,8 @@ import {
   mergeLimits,
   type Tier,
 } from '@infer/contracts';
-import { isRedisCluster, type Logger, redisSlot } from '@infer/service-kit';
+import { isRedisCluster, redisSlot } from '@infer/rpc';
+import { type Logger } from '@infer/telemetry';
 import type { Redis } from 'ioredis';
 import { estimatePromptTokens, outputReservation, TypicalOutput } from './estimate.js';
 import { formatResetDuration, retryAfterSeconds } from './periods.js';

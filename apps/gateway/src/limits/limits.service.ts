@@ -1,6 +1,6 @@
 import type { CatalogEntry, LimitState } from '@infer/contracts';
 import type { SqlRunner } from '@infer/persistence/lazy';
-import { inSampledTrace, type Logger, withSpan } from '@infer/service-kit';
+import { inSampledTrace, type Logger, withSpan } from '@infer/telemetry';
 import { Inject, Injectable, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import type { Redis } from 'ioredis';
 import { Counter, Gauge } from 'prom-client';

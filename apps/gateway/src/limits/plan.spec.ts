@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { type CatalogEntry, CatalogEntrySchema, DEFAULT_LIMITS, mergeLimits } from '@infer/contracts';
-import { redisSlot } from '@infer/service-kit';
+import { redisSlot } from '@infer/rpc';
 import { type Check, memberTag, planImages, planModel, planSearch, planSlot, redisKeyOf } from './plan.js';
 
 const entry = (id: string, extra: Record<string, unknown> = {}): CatalogEntry =>

@@ -1,5 +1,5 @@
 import { ApiError, JsonRpcErrorCode, type JsonRpcErrorResponse, jsonRpcError } from '@infer/contracts';
-import type { Logger } from '@infer/service-kit';
+import type { Logger } from '@infer/telemetry';
 import { Inject, Injectable, type OnModuleInit } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';

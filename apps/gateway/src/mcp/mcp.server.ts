@@ -9,7 +9,7 @@ import {
   WEB_SEARCH_TOOL,
   WEB_SEARCH_TOOL_NAME,
 } from '@infer/contracts';
-import type { Logger } from '@infer/service-kit';
+import type { Logger } from '@infer/telemetry';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { type CallToolResult, ListToolsRequestSchema, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';

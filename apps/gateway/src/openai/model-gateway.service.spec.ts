@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { EventEmitter } from 'node:events';
 import { describe, it } from 'node:test';
 import { ApiError, type EndFrame } from '@infer/contracts';
-import { NatsRpcClientProxy } from '@infer/service-kit';
+import { NatsRpcClientProxy } from '@infer/rpc';
 import { Test } from '@nestjs/testing';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';

@@ -1,6 +1,6 @@
 import type { ResponseObject } from '@infer/contracts';
 import type { SqlRunner } from '@infer/persistence/lazy';
-import type { Logger } from '@infer/service-kit';
+import type { Logger } from '@infer/telemetry';
 import {
   Controller,
   Delete,

@@ -6,7 +6,7 @@ import {
   SearchResponseSchema,
   Subjects,
 } from '@infer/contracts';
-import type { Logger } from '@infer/service-kit';
+import type { Logger } from '@infer/telemetry';
 import { Inject, Injectable } from '@nestjs/common';
 import type { AuthedKey } from '../auth/key-cache.js';
 import { GovernedCall } from '../call/governed-call.js';

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { EventEmitter } from 'node:events';
 import type { IncomingMessage, Server } from 'node:http';
 import { afterEach, describe, it } from 'node:test';
-import { currentTraceId, startTelemetry, type TelemetryHandle } from '@infer/service-kit';
+import { currentTraceId, startTelemetry, type TelemetryHandle } from '@infer/telemetry';
 import { type Context, context, createContextKey, trace } from '@opentelemetry/api';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { type OtlpReceiver, startOtlpReceiver } from '../../../../test/support/otlp-receiver.js';

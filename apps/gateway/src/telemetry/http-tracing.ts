@@ -4,7 +4,7 @@ import {
   type RequestTraceContext,
   requestContextsWork,
   startRequestTrace,
-} from '@infer/service-kit';
+} from '@infer/telemetry';
 import { context, type Span, SpanKind, type SpanOptions, SpanStatusCode } from '@opentelemetry/api';
 import type {
   FastifyInstance,
@@ -19,7 +19,7 @@ export const TRACE_ID_HEADER = 'x-trace-id';
 
 /**
  * The request's trace, kept on the raw request under one symbol: its context (a RequestTraceContext,
- * service-kit: ids and flag as fields, the span only when asked), in an object of one shape whether
+ * @infer/telemetry: ids and flag as fields, the span only when asked), in an object of one shape whether
  * the request is sampled or not. Node's, Fastify's and Nest's code that handles every request then
  * sees one hidden class of IncomingMessage at any sampling ratio (properties added only to sampled
  * requests made two, and their call sites polymorphic, at 10 %). No WeakMap.

@@ -1,5 +1,6 @@
 import { type UsageEvent, UsageStream } from '@infer/contracts';
-import { type Logger, NumberedTable } from '@infer/service-kit';
+import { NumberedTable } from '@infer/rpc';
+import { type Logger } from '@infer/telemetry';
 import {
   createInbox,
   headers,

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { ApiError, type CatalogEntry } from '@infer/contracts';
-import { createLogger } from '@infer/service-kit';
+import { createLogger } from '@infer/telemetry';
 import { PNG } from 'pngjs';
 import { waitFor } from '../../../../test/support/wait-for.js';
 import { type FakeHttp, startFakeHttp } from '../testing/fake-http.js';

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { ApiError, type CatalogEntry } from '@infer/contracts';
-import { createLogger } from '@infer/service-kit';
+import { createLogger } from '@infer/telemetry';
 import { PNG } from 'pngjs';
 import { type Answer, type FakeHttp, type Received, startFakeHttp } from '../testing/fake-http.js';
 import type { ImageEngineInput } from './engine.js';

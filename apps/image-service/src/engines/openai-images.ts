@@ -1,7 +1,8 @@
 import { ApiError, EnginePoolFields } from '@infer/contracts';
 import { EndpointFailure, EnginePool, networkOutcome, statusOutcome } from '@infer/engine-pool';
 import { extensionOf } from '@infer/image-store';
-import { type Logger, parseEngineSettings } from '@infer/service-kit';
+import { parseEngineSettings } from '@infer/runtime';
+import { type Logger } from '@infer/telemetry';
 import { z } from 'zod';
 import type { ImageEngine, ImageEngineInput, ImageEngineOutput } from './engine.js';
 import type { ImageEngineFactory } from './registry.js';

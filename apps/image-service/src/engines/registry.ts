@@ -1,4 +1,5 @@
-import { type EngineFactory, EngineRegistry, type Logger } from '@infer/service-kit';
+import { type EngineFactory, EngineRegistry } from '@infer/runtime';
+import { type Logger } from '@infer/telemetry';
 import type { ImageEngine } from './engine.js';
 
 /**
@@ -9,12 +10,12 @@ import type { ImageEngine } from './engine.js';
  */
 export type ImageEngineFactory = EngineFactory<ImageEngine>;
 
-/** The image service's engines, one per model id and settings (see EngineRegistry of service-kit). */
+/** The image service's engines, one per model id and settings (see EngineRegistry of @infer/runtime). */
 export class ImageEngineRegistry extends EngineRegistry<ImageEngine> {
   constructor(log: Logger, factories: readonly ImageEngineFactory[] = []) {
     super(log, factories, {
       service: 'image service',
-      // A GenAI span per engine call, with tracing on (see traceEngine of service-kit).
+      // A GenAI span per engine call, with tracing on (see traceEngine of @infer/telemetry).
       spans: {
         generate: (input: { operation?: string }) =>
           input?.operation === 'edit' ? 'image_edit' : 'image_generation',

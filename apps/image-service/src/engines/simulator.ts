@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import { abortableDelay, parseEngineSettings } from '@infer/service-kit';
+import { abortableDelay } from '@infer/rpc';
+import { parseEngineSettings } from '@infer/runtime';
 import { PNG } from 'pngjs';
 import { z } from 'zod';
 import type { EngineImage, ImageEngine, ImageEngineInput, ImageEngineOutput } from './engine.js';

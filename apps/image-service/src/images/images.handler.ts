@@ -12,7 +12,7 @@ import {
   type ServiceRequest,
   ZERO_USAGE,
 } from '@infer/contracts';
-import type { HandlerContext, RpcHandler } from '@infer/service-kit';
+import type { HandlerContext, RpcHandler } from '@infer/rpc';
 import type { ContentPolicy } from '../content-policy.js';
 import type { ImageEngineRegistry } from '../engines/registry.js';
 import type { ImageJobs } from '../jobs/client.js';

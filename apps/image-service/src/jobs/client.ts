@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { ApiError, type StoredImageRef } from '@infer/contracts';
-import { type Logger, untilAborted, withJobTrace } from '@infer/service-kit';
+import { untilAborted } from '@infer/rpc';
+import { type Logger, withJobTrace } from '@infer/telemetry';
 import type { Queue, QueueEvents } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { cancelChannel, IMAGE_JOB, type ImageJobData, type ImageJobResult } from './jobs.js';

@@ -1,14 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { ApiError, type StoredImageRef } from '@infer/contracts';
 import { type ImageStore, pngDimensions, sniffImageType } from '@infer/image-store';
-import {
-  closeWorkerRequeueing,
-  createRedisClient,
-  instrumentJobs,
-  type Logger,
-  requeueOnShutdown,
-  watchRedis,
-} from '@infer/service-kit';
+import { closeWorkerRequeueing, createRedisClient, requeueOnShutdown, watchRedis } from '@infer/rpc';
+import { instrumentJobs, type Logger } from '@infer/telemetry';
 import { type ConnectionOptions, type Job, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { EngineImage } from '../engines/engine.js';

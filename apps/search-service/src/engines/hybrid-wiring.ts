@@ -1,7 +1,7 @@
 import type { Db } from '@infer/persistence';
 import { CatalogRepository } from '@infer/persistence';
 import type { SearchDocumentsRepository } from '@infer/search-index';
-import type { Logger } from '@infer/service-kit';
+import type { Logger } from '@infer/telemetry';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { SearchConfig } from '../config.js';
 import type { SearchEngine } from './engine.js';

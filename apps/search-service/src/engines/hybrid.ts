@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { ApiError, type CatalogEntry, EmbeddingListSchema, Subjects } from '@infer/contracts';
+import { RpcClient } from '@infer/rpc';
 import type { CandidateHit, SearchDocumentsRepository } from '@infer/search-index';
-import { type Logger, RpcClient } from '@infer/service-kit';
+import { type Logger } from '@infer/telemetry';
 import type { NatsConnection } from '@nats-io/transport-node';
 
 /**

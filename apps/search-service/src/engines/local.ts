@@ -1,5 +1,5 @@
 import type { SearchDocumentsRepository } from '@infer/search-index';
-import { createLogger, type Logger } from '@infer/service-kit';
+import { createLogger, type Logger } from '@infer/telemetry';
 import { EngineError, type EngineQuery, type EngineResult, type SearchEngine } from './engine.js';
 import { rankHybrid, type TextEmbedder } from './hybrid.js';
 

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { SearchRequest, SearchResult } from '@infer/contracts';
-import type { Logger } from '@infer/service-kit';
+import type { Logger } from '@infer/telemetry';
 import type { Redis } from 'ioredis';
 
 export interface CacheOptions {

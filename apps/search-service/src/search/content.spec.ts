@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { createLogger } from '@infer/service-kit';
+import { createLogger } from '@infer/telemetry';
 import { addContent, type ContentOptions, capText } from './content.js';
 
 const log = createLogger('content-test', 'silent');

@@ -1,7 +1,7 @@
 import type { SearchResult } from '@infer/contracts';
+import { type SafeFetchOptions, safeFetch } from '@infer/runtime';
 import { decodeBody, extractReadableText, tidyText } from '@infer/search-index';
-import type { Logger } from '@infer/service-kit';
-import { type SafeFetchOptions, safeFetch } from '@infer/service-kit';
+import type { Logger } from '@infer/telemetry';
 import type { EngineResult } from '../engines/engine.js';
 
 export interface ContentOptions {

@@ -9,7 +9,7 @@ import {
   type SearchResult,
   ZERO_USAGE,
 } from '@infer/contracts';
-import type { RpcHandler } from '@infer/service-kit';
+import type { RpcHandler } from '@infer/rpc';
 import type { EngineResult, SearchEngine } from '../engines/engine.js';
 import type { SearchCache } from './cache.js';
 import { addContent, type ContentOptions, toResult } from './content.js';

@@ -9,7 +9,7 @@ import {
   CatalogEntrySchema,
   type ChatCompletionRequest,
 } from '@infer/contracts';
-import { createLogger } from '@infer/service-kit';
+import { createLogger } from '@infer/telemetry';
 import { writeTinyLlamaGguf } from '../../../../../test/support/tiny-llama-gguf.mjs';
 import { toEngineInput } from '../../chat/engine-input.js';
 import { checkJson } from '../../structured/json-schema.js';

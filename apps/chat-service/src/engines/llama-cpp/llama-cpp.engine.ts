@@ -1,6 +1,7 @@
 import { availableParallelism } from 'node:os';
 import { ApiError, type CatalogEntry, LlamaCppEngineSchema, type Tool } from '@infer/contracts';
-import { type Logger, parseEngineSettings } from '@infer/service-kit';
+import { parseEngineSettings } from '@infer/runtime';
+import { type Logger } from '@infer/telemetry';
 import {
   getLlama,
   type Llama,

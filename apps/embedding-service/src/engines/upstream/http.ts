@@ -1,6 +1,6 @@
 import { ApiError, EnginePoolFields, type EnginePoolSettings } from '@infer/contracts';
 import { EndpointFailure, EnginePool, networkOutcome, statusOutcome } from '@infer/engine-pool';
-import type { Logger } from '@infer/service-kit';
+import type { Logger } from '@infer/telemetry';
 import { z } from 'zod';
 import type { EngineContext } from '../settings.js';
 import { EngineConfigError } from '../settings.js';

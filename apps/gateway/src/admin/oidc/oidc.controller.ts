@@ -7,7 +7,7 @@ import {
   OperatorSessionsRepository,
   OperatorsRepository,
 } from '@infer/persistence/lazy';
-import type { Logger } from '@infer/service-kit';
+import type { Logger } from '@infer/telemetry';
 import { Controller, Get, Inject, Req, Res } from '@nestjs/common';
 import { parseCookie, stringifySetCookie } from 'cookie';
 import type { FastifyReply, FastifyRequest } from 'fastify';

@@ -1,5 +1,6 @@
 import { type Overview, Queues, StatusSubjects } from '@infer/contracts';
-import { type Logger, StatusPublisher, serviceVersion } from '@infer/service-kit';
+import { StatusPublisher, serviceVersion } from '@infer/runtime';
+import { type Logger } from '@infer/telemetry';
 import { jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import { Inject, Injectable, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';

@@ -1,21 +1,17 @@
 import { type BatchJobData, Queues } from '@infer/contracts';
 import { checkFileStoreEnv, createFileStore, FileStoreEnvShape } from '@infer/image-store';
 import {
-  AppLifetime,
   bullConnection,
   closeWorkerRequeueing,
   connectNats,
-  createLogger,
   createRedisClient,
   ensureUsageStream,
-  envInt,
-  type Logger,
   NatsRpcClientProxy,
-  parseConfig,
   queuePrefixFor,
   requeueOnShutdown,
-  startAppContext,
-} from '@infer/service-kit';
+} from '@infer/rpc';
+import { AppLifetime, envInt, parseConfig, startAppContext } from '@infer/runtime';
+import { createLogger, type Logger } from '@infer/telemetry';
 import { type DynamicModule, Module } from '@nestjs/common';
 import { Worker } from 'bullmq';
 import { Counter, Gauge, Registry } from 'prom-client';
@@ -113,7 +109,7 @@ class BatchRunnerModule {
 async function openRunner(config: BatchRunnerConfig, log: Logger): Promise<Parts> {
   const persistence = await openPersistence(config.DATABASE_URL, log);
   const prisma = persistence.prisma;
-  // One primary or a Redis Cluster, as the gateway (redis+cluster:// URLs: libs/service-kit/src/redis.ts).
+  // One primary or a Redis Cluster, as the gateway (redis+cluster:// URLs: libs/rpc/src/redis.ts).
   const redis = createRedisClient(config.REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 2 });
   await redis.connect();
   const nc = await connectNats(config.NATS_URL, 'batch-runner');

@@ -15,7 +15,7 @@ import {
 } from '@infer/contracts';
 import type { FileStore } from '@infer/image-store';
 import type { Batch, Db, Prisma } from '@infer/persistence/lazy';
-import type { Logger } from '@infer/service-kit';
+import type { Logger } from '@infer/telemetry';
 import type { GovernedCall } from '../../call/governed-call.js';
 import type { Call } from '../../call/outcome.js';
 import type { CatalogSnapshot } from '../../catalog/catalog.js';
