@@ -741,7 +741,7 @@ async function concurrentStreams(
   const r = await streamsAtOnce(gw, n, stack.key);
   await new Promise((r) => setTimeout(r, 3_000));
   const after = rssKiB(gw.pid);
-  // The idle collection (libs/runtime heap-trim.ts) looks every 10 s and, after start-up, collects after
+  // The idle collection (libs/runtime memory.ts) looks every 10 s and, after start-up, collects after
   // three idle looks in a row: 45 s later it has had its chance.
   await new Promise((r) => setTimeout(r, 12_000));
   const later = rssKiB(gw.pid);
@@ -778,7 +778,7 @@ async function main(): Promise<void> {
       `gateway (limits on) node flags: ${stack.gatewayOnFlags.join(' ') || '(none)'}; memory cgroup: ${memoryLimitMiB > 0 ? `${memoryLimitMiB} MiB` : 'none (the machine)'}`,
     );
     if (opt.rss) {
-      // The idle collection (libs/runtime heap-trim.ts) looks every 10 s; start-up's garbage after one idle look.
+      // The idle collection (libs/runtime memory.ts) looks every 10 s; start-up's garbage after one idle look.
       await new Promise((r) => setTimeout(r, 12_000));
       console.log(
         `gw on idle RSS: ${mib(idle['gw on'] ?? 0)} MiB 3 s after start, ${mib(rssKiB(stack.gatewayOn.pid))} MiB 15 s after`,

@@ -491,7 +491,7 @@ async function main(): Promise<void> {
     // Warm-up: JIT, connection pools, caches; every gateway at once, so that all of them end it
     // together and go straight into the rounds. One after the other, the first ones sat idle for
     // minutes while the others warmed up, and the gateway's idle heap trim (a "last resort" full GC
-    // once idle, libs/runtime/src/heap-trim.ts) ran in them: they came out up to ~170 us per
+    // once idle, libs/runtime/src/memory.ts) ran in them: they came out up to ~170 us per
     // request dearer than the last one started, whatever their tracing mode (bench/README.md).
     await Promise.all(gateways.map((g) => measuredRound(g, key, WARMUP, 8)));
     const rows: Array<Record<string, string | number>> = [];

@@ -83,7 +83,7 @@ ENV GLIBC_TUNABLES=glibc.malloc.mmap_threshold=131072:glibc.malloc.arena_max=2
 # the young generation in one step.
 # A full collection while the gateway is idle leaves it promoting more per request until a collection
 # under load: --no-memory-reducer leaves idle collections to the idle collection (libs/runtime
-# heap-trim.ts), which waits for 30 s of idleness. ADR 0014, "V8 settings of the gateway image".
+# memory.ts), which waits for 30 s of idleness. ADR 0014, "V8 settings of the gateway image".
 # bench/stack reads node flags from this line, so keep the form ["node", <flags>..., <script>].
 CMD ["node", "--initial-old-space-size=128", "--semi-space-growth-factor=32", "--no-memory-reducer", "apps/gateway/dist/main.js"]
 # Last, so that a new revision changes no layer above.

@@ -1,6 +1,6 @@
 // The floor of bench/gateway-rss.ts's idle figure: a NestJS application on Fastify with one controller
 // (GET /hello) and nothing else, the framework the gateway is built on (NestJS on Fastify).
-// The gateway's own idle collection (libs/runtime heap-trim.ts: a "last resort" major collection after
+// The gateway's own idle collection (libs/runtime memory.ts: a "last resort" major collection after
 // start-up's first idle interval, 10 s) is made the same way here, so the two idle figures compare.
 // A test double, not an app of the platform. Port 0; prints `listening <port>`.
 import 'reflect-metadata';

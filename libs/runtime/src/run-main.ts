@@ -1,9 +1,9 @@
-// FIRST: installs the Intl deferral before anything else loads (ES modules evaluate in import order;
-// intl-at-load.ts imports nothing; a bare import is never moved by the import sorter). The app's own
-// modules are loaded by runMain, after this.
-import './intl-at-load.js';
-import { ConfigError } from './config.js';
-import { endIntlDeferral } from './intl-at-load.js';
+// The one static import: memory.ts loads Node built-ins only, so the deferral below begins before
+// anything that could make a formatter loads. The app's modules (and config.ts) are loaded by runMain,
+// after this.
+import { beginIntlDeferral, endIntlDeferral } from './memory.js';
+
+beginIntlDeferral();
 
 /** What an app's start function may hand back: something to close on SIGTERM/SIGINT. */
 export interface Closable {
@@ -51,6 +51,7 @@ export async function runMain<M>(
       }
     }
   } catch (e) {
+    const { ConfigError } = await import('./config.js');
     if (e instanceof ConfigError) {
       console.error(e.message);
       process.exit(2);

@@ -5,7 +5,7 @@ import { ServiceStatusSchema, StatusSubjects } from '@infer/contracts';
 import { connectNats, type NatsConnection } from '@infer/rpc';
 import { Module } from '@nestjs/common';
 import { waitFor } from '../../../test/support/wait-for.js';
-import { idleHeapTrimUsers } from './heap-trim.js';
+import { idleHeapTrimUsers } from './memory.js';
 import { startAppContext } from './nest/microservice.js';
 import { StatusPublisher, serviceVersion } from './status.js';
 

@@ -14,7 +14,7 @@ import { NestFactory } from '@nestjs/core';
 import type { Registry } from 'prom-client';
 import { z } from 'zod';
 import { envInt, NatsUrlSchema, parseConfig } from '../config.js';
-import { startIdleHeapTrim } from '../heap-trim.js';
+import { startIdleHeapTrim } from '../memory.js';
 import { StatusPublisher, serviceVersion } from '../status.js';
 import { OpsServer, type ReadinessCheck } from './ops-server.js';
 
@@ -233,7 +233,7 @@ export async function startMicroservice(opts: NatsServiceOptions): Promise<Runni
     log,
   });
   status.start();
-  // Memory back to the system once idle after a burst (V8's memory reducer does not run: heap-trim.ts).
+  // Memory back to the system once idle after a burst (V8's memory reducer does not run: memory.ts).
   const heapTrim = startIdleHeapTrim();
   log.info({ subjects: transport.subjects, queue: opts.queue, ops: opsUrl }, 'service ready');
   let stopping: Promise<void> | undefined;

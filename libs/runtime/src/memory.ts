@@ -1,10 +1,35 @@
+/**
+ * The process's memory upkeep, all of it (ADR 0014 "Memory", ADR 0015). Each trick below keeps one
+ * invariant, shown by the bench named with it; one may go only when its bench shows the invariant holds
+ * without it. Nothing else in the product code tunes the heap or the allocator (the gateway image's node
+ * flags, docker/gateway.Dockerfile, are the one other place, and say why there).
+ *
+ * 1. The Intl deferral (`beginIntlDeferral`/`endIntlDeferral`, run by `runMain`). Invariant: formatters
+ *    made while the app's modules load (Nest's logger makes two) map no ICU data into a process that never
+ *    formats with them; formatters made at run time are the real ones. Bench: bench/gateway-rss.ts (the
+ *    gateway's idle RSS beside the bare Nest floor).
+ * 2. The idle collection (`startIdleHeapTrim`, every app): V8's last-resort collection, reached through
+ *    `--expose-gc` set at run time and held by one function (`lastResortGc`). Invariant: an app that goes
+ *    idle after a burst comes back near its fresh idle RSS, and it never collects while busy or between
+ *    short pauses. Bench: bench/stack.ts `--rss` (idle RSS before and after load) and `--gc` (bytes
+ *    promoted per request, per round: why it waits for several idle intervals).
+ * 3. glibc's `malloc_trim(0)` through `node:ffi`, right after that collection (`mallocTrim`). Invariant:
+ *    the native memory the collection frees goes back to the system, not only to malloc's arenas.
+ *    Bench: bench/stack.ts `--rss`.
+ *
+ * This module imports Node built-ins only (none of them makes a formatter), so `runMain` can load it and
+ * begin the deferral before anything else loads.
+ */
 import { performance } from 'node:perf_hooks';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 
+// ---------------------------------------------------------------------------------------------------
+// 2 and 3: the idle collection and the trim.
+
 /**
- * Gives memory back to the system once an app is idle again after its heap grew (ADR 0014, "Memory");
- * every app starts it through `startIdleHeapTrim()` (below).
+ * Gives memory back to the system once an app is idle again after its heap grew; every app starts it
+ * through `startIdleHeapTrim()` (below).
  *
  * Why: V8's own memory reducer cannot be relied on here (and the gateway image turns it off, below). In the
  * gateway, after a burst, `--trace-memory-reducer` prints "high alloc, foreground" every 8 s for
@@ -21,7 +46,7 @@ import { runInNewContext } from 'node:vm';
  * (docker/gateway.Dockerfile) make it regrow at once.
  *
  * When: every `intervalMs`, only if the event loop was busy less than `maxIdleUtilization` of that
- * interval (60-90 ms of pauses: a request arriving meanwhile waits that long) and RSS grew by at least
+ * interval (the collection pauses the event loop: a request arriving meanwhile waits for it) and RSS grew by at least
  * `minGrowthBytes` since the last collection this made (or since start-up, whose garbage counts too).
  * Under load it never runs; after a collection RSS is the new reference, so a heap that really holds
  * more (caches) is not collected again and again.
@@ -206,4 +231,67 @@ export function startIdleHeapTrim(): { stop(): void } {
 /** How many apps of this process hold the idle collection (0: not running). */
 export function idleHeapTrimUsers(): number {
   return shared?.users ?? 0;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// 1: the Intl deferral.
+
+/*
+ * Intl.DateTimeFormat objects made while an app's modules load are built on their first use.
+ *
+ * Why: @nestjs/common makes two `Intl.DateTimeFormat`s when its logger modules load (for its console
+ * logger, which our apps do not print with), and the first Intl formatter of a process maps ICU data from
+ * the node binary into the process's RSS, idle or not (ADR 0015; bench/gateway-rss.ts).
+ *
+ * Use: through `runMain` (`@infer/runtime/main`, run-main.ts), which begins the deferral before it loads
+ * the app's modules, then calls `endIntlDeferral()` before starting it. Formatters made after that are
+ * the real ones, so a bad option still throws where it is passed; those made during the load check
+ * their arguments on first use instead, and otherwise answer exactly as the real ones do.
+ */
+const Native = Intl.DateTimeFormat;
+
+/** The prototype's members (format is a getter returning a bound function; the rest are methods). */
+const MEMBERS = Object.getOwnPropertyNames(Native.prototype).filter((name) => name !== 'constructor');
+
+function deferredFormat(args: ConstructorParameters<typeof Intl.DateTimeFormat>): Intl.DateTimeFormat {
+  let real: Intl.DateTimeFormat | undefined;
+  const made = (): Intl.DateTimeFormat => {
+    real ??= new Native(...args);
+    return real;
+  };
+  const own: PropertyDescriptorMap = {};
+  for (const name of MEMBERS) {
+    const d = Object.getOwnPropertyDescriptor(Native.prototype, name);
+    if (d?.get) {
+      own[name] = { get: () => Reflect.get(Native.prototype, name, made()), configurable: true };
+    } else if (typeof d?.value === 'function') {
+      const method = d.value as (...a: unknown[]) => unknown;
+      own[name] = { value: (...a: unknown[]) => method.apply(made(), a), configurable: true, writable: true };
+    }
+  }
+  return Object.create(Native.prototype, own) as Intl.DateTimeFormat;
+}
+
+const Deferring: typeof Intl.DateTimeFormat = new Proxy(Native, {
+  construct: (target, args, newTarget): object =>
+    newTarget === Deferring
+      ? deferredFormat(args as ConstructorParameters<typeof Intl.DateTimeFormat>)
+      : Reflect.construct(target, args, newTarget),
+  apply: (_target, _self, args) => deferredFormat(args as ConstructorParameters<typeof Intl.DateTimeFormat>),
+});
+
+let deferring = false;
+
+/** From now until `endIntlDeferral()`, `new Intl.DateTimeFormat(...)` is built on first use. */
+export function beginIntlDeferral(): void {
+  if (deferring) return;
+  deferring = true;
+  Intl.DateTimeFormat = Deferring;
+}
+
+/** Formatters made from now on are real again. */
+export function endIntlDeferral(): void {
+  if (!deferring) return;
+  deferring = false;
+  Intl.DateTimeFormat = Native;
 }

@@ -5,13 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import {
-  collectAndTrim,
-  IdleHeapTrim,
-  idleHeapTrimUsers,
-  mallocTrim,
-  startIdleHeapTrim,
-} from './heap-trim.js';
+import { collectAndTrim, IdleHeapTrim, idleHeapTrimUsers, mallocTrim, startIdleHeapTrim } from './memory.js';
 
 const MiB = 1024 * 1024;
 
@@ -145,7 +139,7 @@ describe("the idle collection gives malloc's free pages back (glibc malloc_trim 
     // In a fresh process: Node warns once per process, on the first load of node:ffi, and prints the
     // warning on a later tick, so only a process of its own shows what a service's log would.
     const script = `
-      import { mallocTrim } from ${JSON.stringify(new URL('./heap-trim.ts', import.meta.url).href)};
+      import { mallocTrim } from ${JSON.stringify(new URL('./memory.ts', import.meta.url).href)};
       const emitWarning = process.emitWarning;
       const trim = mallocTrim();
       const restored = process.emitWarning === emitWarning;

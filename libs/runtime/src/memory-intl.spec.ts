@@ -7,9 +7,7 @@ import { after, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
 const Native = Intl.DateTimeFormat;
-// Importing the module starts the deferral in this process; every test below ends it again.
-const { beginIntlDeferral, endIntlDeferral } = await import('./intl-at-load.js');
-endIntlDeferral();
+const { beginIntlDeferral, endIntlDeferral } = await import('./memory.js');
 
 const ROOT = resolve(fileURLToPath(import.meta.url), '../../../..');
 const when = new Date(Date.UTC(2026, 10, 24, 22, 5, 9));
@@ -53,10 +51,10 @@ describe('Intl.DateTimeFormat deferred while modules load', () => {
     assert.throws(() => new Intl.DateTimeFormat('en-US', { timeZone: 'Nowhere/Bogus' }), RangeError);
   });
 
-  it('covers what an entry point imports after it, not what runs later', () => {
-    const dir = mkdtempSync(join(tmpdir(), 'intl-at-load-'));
+  it('covers the app runMain loads, not what the app makes once started', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'intl-deferral-'));
     try {
-      const at = JSON.stringify(resolve(ROOT, 'libs/runtime/src/intl-at-load.ts'));
+      const at = JSON.stringify(resolve(ROOT, 'libs/runtime/src/run-main.ts'));
       // A module that makes a formatter with an unknown time zone when it loads (as Nest's logger does).
       writeFileSync(
         join(dir, 'loads.mjs'),
@@ -65,15 +63,14 @@ describe('Intl.DateTimeFormat deferred while modules load', () => {
       writeFileSync(
         join(dir, 'entry.mjs'),
         [
-          `import ${at};`,
-          `import { endIntlDeferral } from ${at};`,
-          "import { f } from './loads.mjs';",
-          'endIntlDeferral();',
-          "let late = 'made';",
-          "try { new Intl.DateTimeFormat('en-US', { timeZone: 'Nowhere/Bogus' }); } catch (e) { late = e.name; }",
-          "let first = 'formatted';",
-          'try { f.format(0); } catch (e) { first = e.name; }',
-          'console.log(JSON.stringify({ late, first }));',
+          `import { runMain } from ${at};`,
+          "runMain('t', () => import('./loads.mjs'), async ({ f }) => {",
+          "  let late = 'made';",
+          "  try { new Intl.DateTimeFormat('en-US', { timeZone: 'Nowhere/Bogus' }); } catch (e) { late = e.name; }",
+          "  let first = 'formatted';",
+          '  try { f.format(0); } catch (e) { first = e.name; }',
+          '  console.log(JSON.stringify({ late, first }));',
+          '});',
         ].join('\n'),
       );
       const out = execFileSync(
@@ -111,7 +108,14 @@ describe('Intl.DateTimeFormat deferred while modules load', () => {
       assert.match(src, /runMain\(\s*'[a-z-]+',\s*\(\) => import\(/, entry);
     }
     const runMain = readFileSync(resolve(ROOT, 'libs/runtime/src/run-main.ts'), 'utf8');
-    assert.equal((runMain.match(/^import .*$/gm) ?? [])[0], "import './intl-at-load.js';");
+    // Its one static import is memory.ts (Node built-ins only), and the deferral begins right after it.
+    assert.deepEqual(runMain.match(/^import .*$/gm), [
+      "import { beginIntlDeferral, endIntlDeferral } from './memory.js';",
+    ]);
+    assert.ok(runMain.indexOf('\nbeginIntlDeferral();') < runMain.indexOf('export async function runMain'));
+    const memory = readFileSync(resolve(ROOT, 'libs/runtime/src/memory.ts'), 'utf8');
+    for (const spec of memory.matchAll(/^import .* from '([^']+)';$/gm))
+      assert.match(spec[1] ?? '', /^node:/);
     const body = runMain.slice(runMain.indexOf('export async function runMain'));
     assert.ok(body.indexOf('await load()') < body.indexOf('endIntlDeferral()'), 'ended after the app loaded');
     assert.ok(body.indexOf('endIntlDeferral()') < body.indexOf('await start(app)'), 'ended before it starts');
