@@ -2,12 +2,11 @@
 // DOM built by happy-dom, then turned into plain text with paragraph breaks.
 //
 // Why happy-dom: Readability needs a DOM and Node has none. Chosen when Node 20 left no other (linkedom
-// cannot be installed here, jsdom 27+ needs Node >= 22), and kept on Node 26 on its merits: measured on
-// Node 26 with Readability on a 28 kB page, jsdom 31 takes 42 ms and happy-dom 21 39 ms after warm-up,
-// so switching buys nothing. It is configured as a parser only: no JavaScript, no CSS or script files,
+// cannot be installed here, jsdom 27+ needs Node >= 22), and kept on Node 26 on its merits: after
+// warm-up jsdom is no faster at Readability's work, so switching buys nothing. It is configured as a parser only: no JavaScript, no CSS or script files,
 // no frames, no navigation, so a page can neither run code nor make the process fetch anything.
 //
-// Both are loaded on first use (about 470 modules): every app that imports @infer/search-index (the
+// Both are loaded on first use (hundreds of modules): every app that imports @infer/search-index (the
 // gateway for its admin routes) would otherwise hold them in memory without ever reading a page.
 import type { Window } from 'happy-dom';
 

@@ -89,8 +89,8 @@ export class LimitsService implements OnModuleInit, OnApplicationShutdown {
 
   /**
    * A `limits.admit` span only where there is an admission to time: with limits off the engine answers
-   * at once, and a sampled request's span for nothing cost ~1/3 of its tracing work (bench/telemetry.ts
-   * runs limits off).
+   * at once, and a sampled request's tracing work stays that of its own spans (bench/telemetry.ts runs
+   * limits off).
    */
   private timed(): boolean {
     return this.engine.enabled && inSampledTrace();
