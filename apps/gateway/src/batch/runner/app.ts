@@ -99,7 +99,7 @@ interface Parts {
 export class BatchRunnerHost extends AppLifetime<Parts> {}
 
 @Module({})
-class BatchRunnerModule {
+export class BatchRunnerModule {
   static forRoot(host: BatchRunnerHost): DynamicModule {
     return { module: BatchRunnerModule, providers: [{ provide: BatchRunnerHost, useValue: host }] };
   }
