@@ -4,7 +4,7 @@
 //   node --conditions=source --import ./tools/ts-register.js --expose-gc bench/api-error.ts
 //
 // The error is built 12 frames deep (about the depth of the 429 path under Nest and Fastify), like the
-// limits engine's refusal: status, message, type, code, a Retry-After header. Numbers, not pass/fail.
+// limits store's refusal: status, message, type, code, a Retry-After header. Numbers, not pass/fail.
 import { ApiError, ErrorCode, ErrorType } from '@infer/contracts';
 
 const N = 200_000;

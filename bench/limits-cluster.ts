@@ -19,7 +19,7 @@ import { createHash } from 'node:crypto';
 import { mkdirSync, rmSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { type CatalogEntry, CatalogEntrySchema, type LimitsFile } from '@infer/contracts';
-import { BATCH_LUA, type LimitSubject, LimitsEngine } from '@infer/gateway/public';
+import { BATCH_LUA, type LimitSubject, LimitsStore } from '@infer/gateway/public';
 import { createRedisClient, failFastRedisOptions } from '@infer/rpc';
 import { createLogger } from '@infer/telemetry';
 import type { Redis } from 'ioredis';
@@ -62,7 +62,7 @@ interface Engine {
   stop(): Promise<void>;
 }
 
-/** The previous engine (two scripts per request), taken from git so the tree keeps one limits engine. */
+/** The previous engine (two scripts per request), taken from git so the tree keeps one limits store. */
 const BASELINE_COMMIT = 'b2aee83';
 const repoRoot = fileURLToPath(new URL('..', import.meta.url));
 const baselineDir = `${repoRoot}var/tmp/limits-baseline-${BASELINE_COMMIT}`;
@@ -81,7 +81,7 @@ execFileSync(
 const baselineModule = (file: string) =>
   import(pathToFileURL(`${baselineDir}/apps/gateway/src/limits/${file}`).href);
 const { LimitsEngine: BaselineEngine } = (await baselineModule('limits.engine.ts')) as {
-  LimitsEngine: new (o: ConstructorParameters<typeof LimitsEngine>[0]) => Engine;
+  LimitsEngine: new (o: ConstructorParameters<typeof LimitsStore>[0]) => Engine;
 };
 const { ADMIT_LUA, SETTLE_LUA } = (await baselineModule('scripts.ts')) as {
   ADMIT_LUA: string;
@@ -288,7 +288,7 @@ async function main(): Promise<void> {
         await measure(
           'batched (this branch)',
           '1 primary',
-          () => new LimitsEngine({ redis: singleRedis, ledger, log, file, prefix: `n${r}:` }),
+          () => new LimitsStore({ redis: singleRedis, ledger, log, file, prefix: `n${r}:` }),
           singlePids,
         ),
       );
@@ -296,7 +296,7 @@ async function main(): Promise<void> {
         await measure(
           'batched (this branch)',
           '3-primary cluster',
-          () => new LimitsEngine({ redis: clusterRedis, ledger, log, file, prefix: `c${r}:` }),
+          () => new LimitsStore({ redis: clusterRedis, ledger, log, file, prefix: `c${r}:` }),
           clusterPids,
         ),
       );

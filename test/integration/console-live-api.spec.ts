@@ -187,7 +187,7 @@ describe('operator console: live overview, keys, quotas, queue controls (API)', 
     assert.deepEqual(revoked.data, []);
   });
 
-  it("a member's quotas: the allowance used after a request, as the limits engine counts it", async () => {
+  it("a member's quotas: the allowance used after a request, as the limits store counts it", async () => {
     const keys = AdminKeyListSchema.parse((await call('GET', '/admin/keys?q=it-community', viewer)).body);
     const memberId = keys.data[0]?.member.id;
     assert.ok(memberId);

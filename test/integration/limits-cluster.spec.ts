@@ -1,5 +1,5 @@
 // The limits on a real Redis Cluster: 3 primaries with one replica each, Debian's redis-server in
-// cluster mode on private loopback ports (test/support/private-servers.ts). Three limits engines (the
+// cluster mode on private loopback ports (test/support/private-servers.ts). Three limits stores (the
 // gateway replicas' admission path) share the cluster: every admission's keys sit in its member's hash
 // slot, every limit stays exact, a primary killed under load is replaced by its replica with the counts
 // kept (within what asynchronous replication may lose, measured and bounded here) and no queued BullMQ
@@ -13,7 +13,7 @@ import { clusterSafeQueuePrefix, createRedisClient, failFastRedisOptions, redisS
 import { createLogger } from '@infer/telemetry';
 import { Queue, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { type LedgerSource, LimitsEngine } from '../../apps/gateway/src/limits/limits.engine.js';
+import { type LedgerSource, LimitsStore } from '../../apps/gateway/src/limits/limits.store.js';
 import { type LimitSubject, memberTag } from '../../apps/gateway/src/limits/plan.js';
 import { type PrivateRedisCluster, privateRedisCluster } from '../support/private-servers.js';
 import { waitFor } from '../support/wait-for.js';
@@ -63,7 +63,7 @@ async function outcome(p: Promise<unknown>): Promise<number> {
 describe('limits on a Redis Cluster (3 primaries + 3 replicas)', () => {
   let cluster: PrivateRedisCluster;
   const clients: Redis[] = [];
-  const engines: LimitsEngine[] = [];
+  const stores: LimitsStore[] = [];
   const now = Date.UTC(2031, 4, 10, 12, 0, 20);
   const used = new Set<string>();
   let primaries: number[] = [];
@@ -87,9 +87,9 @@ describe('limits on a Redis Cluster (3 primaries + 3 replicas)', () => {
     clients.push(c);
     return c;
   };
-  const engine = (c: Redis, file = {}) => {
-    const e = new LimitsEngine({ redis: c, ledger, log, prefix: PREFIX, clock: () => now, file });
-    engines.push(e);
+  const store = (c: Redis, file = {}) => {
+    const e = new LimitsStore({ redis: c, ledger, log, prefix: PREFIX, clock: () => now, file });
+    stores.push(e);
     return e;
   };
 
@@ -104,7 +104,7 @@ describe('limits on a Redis Cluster (3 primaries + 3 replicas)', () => {
   });
 
   after(async () => {
-    for (const e of engines) await e.stop().catch(() => undefined);
+    for (const e of stores) await e.stop().catch(() => undefined);
     for (const c of clients) c.disconnect();
     await cluster?.destroy();
   });
@@ -114,11 +114,7 @@ describe('limits on a Redis Cluster (3 primaries + 3 replicas)', () => {
       key: { requests_per_minute: 50, concurrent: 7 },
       models: { 'chat-A': { tokens_per_minute: null, allowance_tokens: null } },
     };
-    const replicas = [
-      engine(await client(), file),
-      engine(await client(), file),
-      engine(await client(), file),
-    ];
+    const replicas = [store(await client(), file), store(await client(), file), store(await client(), file)];
     const subjects = primaries.map((p) => subjectOn(cluster, p, used));
     const body = { model: 'chat-A', messages: [{ role: 'user', content: 'x'.repeat(52) }], max_tokens: 10 };
     // Concurrency: 60 at once per member, none settled: exactly 7 admitted each.
@@ -156,7 +152,7 @@ describe('limits on a Redis Cluster (3 primaries + 3 replicas)', () => {
       key: { requests_per_minute: null, concurrent: null },
       models: { 'chat-A': { tokens_per_minute: null, allowance_tokens: 3000 } },
     };
-    const q = [engine(await client(), quota), engine(await client(), quota), engine(await client(), quota)];
+    const q = [store(await client(), quota), store(await client(), quota), store(await client(), quota)];
     const s = subjectOn(cluster, primaries[1]!, used);
     const tries = await Promise.allSettled(
       Array.from({ length: 300 }, (_, i) => q[i % 3]!.admitModel(s, chatA, body)),
@@ -220,11 +216,7 @@ describe('limits on a Redis Cluster (3 primaries + 3 replicas)', () => {
       key: { requests_per_minute: limit, concurrent: null },
       models: { 'chat-A': { tokens_per_minute: null, allowance_tokens: null } },
     };
-    const replicas = [
-      engine(await client(), file),
-      engine(await client(), file),
-      engine(await client(), file),
-    ];
+    const replicas = [store(await client(), file), store(await client(), file), store(await client(), file)];
     // The member and the BullMQ queue on the same primary: the one killed.
     const queuePrefix = clusterSafeQueuePrefix(`limc-bull-${randomBytes(3).toString('hex')}`);
     const victim = cluster.primaryOf(redisSlot(queuePrefix));
@@ -247,7 +239,7 @@ describe('limits on a Redis Cluster (3 primaries + 3 replicas)', () => {
     let admitted = 0;
     let unavailable = 0;
     let stop = false;
-    const loop = async (e: LimitsEngine, subject: LimitSubject) => {
+    const loop = async (e: LimitsStore, subject: LimitSubject) => {
       while (!stop) {
         const code = await outcome(e.admitModel(subject, chatA, { input: 'x' }).then((a) => a.settle(0)));
         if (code === 200) {
@@ -335,7 +327,7 @@ describe('limits on a Redis Cluster (3 primaries + 3 replicas)', () => {
       key: { requests_per_minute: null, concurrent: 5 },
       models: { 'chat-A': { tokens_per_minute: null, allowance_tokens: null } },
     };
-    const e = engine(await client(), file);
+    const e = store(await client(), file);
     const live = [...new Set([0, 6000, 12000].map((slot) => cluster.primaryOf(slot).port))];
     assert.equal(live.length, 3);
     const [gone, kept] = live as [number, number];

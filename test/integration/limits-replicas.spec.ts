@@ -133,7 +133,7 @@ describe('limits across three gateway replicas sharing one Redis', () => {
     assert.equal(refusal.code, 'rate_limit_exceeded');
     assert.match(refusal.message, /concurrent/);
     // All slots free again, on both replicas and in Redis.
-    for (const g of [stack.gateway, second]) assert.equal(g.app.get(LimitsService).engine.activeCount, 0);
+    for (const g of [stack.gateway, second]) assert.equal(g.app.get(LimitsService).store.activeCount, 0);
     assert.equal(await stateOf(k, 'key.concurrent', (used) => used === 0), 0);
   });
 

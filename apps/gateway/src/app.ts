@@ -55,7 +55,7 @@ export async function startGateway(env: NodeJS.ProcessEnv = process.env): Promis
     createRedisClient(config.REDIS_URL, {
       lazyConnect: true,
       enableAutoPipelining: true,
-      // Scripts are sent as they are called. The limits engine already sends what one turn of the event
+      // Scripts are sent as they are called. The limits store already sends what one turn of the event
       // loop gathered as one EVALSHA per Redis slot, up to two calls in flight (ADR 0013); through the
       // auto-pipeline each call also paid a Pipeline object, one more event-loop turn (setImmediate), and
       // waited for the slot's previous pipeline to be answered (one pipeline in flight per slot).

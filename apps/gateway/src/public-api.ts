@@ -6,7 +6,7 @@
 export { type RunningGateway, startGateway } from './app.js';
 export { type RunningBatchRunner, startBatchRunner } from './batch/runner/app.js';
 export { TrafficRecorder } from './call/observers/traffic.js';
-export { LimitsEngine } from './limits/limits.engine.js';
+export { LimitsStore } from './limits/limits.store.js';
 export type { LimitSubject } from './limits/plan.js';
 export { BATCH_LUA } from './limits/scripts.js';
 export { MetricsService } from './metrics/metrics.service.js';

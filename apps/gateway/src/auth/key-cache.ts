@@ -8,7 +8,7 @@ export interface AuthedKey {
   tier: Tier;
   /** Start of the member's billing periods (chat-G's allowance period). */
   billingAnchor: Date;
-  /** Per-key limit overrides set by the admin CLI (read by the limits engine). */
+  /** Per-key limit overrides set by the admin CLI (read by the limits store). */
   overrides: Record<string, unknown> | null;
   /**
    * Epoch ms after which the presented secret no longer works: the key's expires_at, or for an old

@@ -8,7 +8,7 @@ import { GATEWAY_CONFIG, type GatewayConfig } from '../config.js';
 import { LOGGER, PG, REDIS } from '../infra/tokens.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { sqlLedgerSource } from './ledger-source.js';
-import { type Admission, LimitsEngine } from './limits.engine.js';
+import { type Admission, LimitsStore } from './limits.store.js';
 import { loadLimitsFile } from './limits-file.js';
 import type { LimitSubject } from './plan.js';
 
@@ -26,7 +26,7 @@ export type { Admission, LimitSubject };
  */
 @Injectable()
 export class LimitsService implements OnModuleInit, OnApplicationShutdown {
-  readonly engine: LimitsEngine;
+  readonly store: LimitsStore;
 
   constructor(
     @Inject(REDIS) redis: Redis,
@@ -47,7 +47,7 @@ export class LimitsService implements OnModuleInit, OnApplicationShutdown {
       labelNames: ['limit'] as const,
       registers: [metrics.registry],
     });
-    this.engine = new LimitsEngine({
+    this.store = new LimitsStore({
       on: {
         refused: (limit, status) => refusals.inc({ limit, status: String(status) }),
         rebuilt: (limit) => rebuilds.inc({ limit }),
@@ -59,67 +59,67 @@ export class LimitsService implements OnModuleInit, OnApplicationShutdown {
       enabled: config.LIMITS_ENABLED,
       prefix: config.LIMITS_REDIS_PREFIX,
     });
-    const engine = this.engine;
+    const store = this.store;
     new Gauge({
       name: 'gateway_limits_held_admissions',
       help: 'Requests of this replica holding concurrency slots (renewed leases)',
       registers: [metrics.registry],
       collect() {
-        this.set(engine.activeCount);
+        this.set(store.activeCount);
       },
     });
   }
 
   get enabled(): boolean {
-    return this.engine.enabled;
+    return this.store.enabled;
   }
 
   onModuleInit(): void {
-    this.engine.start();
+    this.store.start();
   }
 
   async onApplicationShutdown(): Promise<void> {
-    await this.engine.stop();
+    await this.store.stop();
   }
 
   /** For tests: the clock the limits read (epoch ms). Every replica of a test must get the same. */
   setClock(clock: () => number): void {
-    this.engine.clock = clock;
+    this.store.clock = clock;
   }
 
   /**
-   * A `limits.admit` span only where there is an admission to time: with limits off the engine answers
+   * A `limits.admit` span only where there is an admission to time: with limits off the store answers
    * at once, and a sampled request's tracing work stays that of its own spans (bench/telemetry.ts runs
    * limits off).
    */
   private timed(): boolean {
-    return this.engine.enabled && inSampledTrace();
+    return this.store.enabled && inSampledTrace();
   }
 
   /** A request to a model endpoint, once its model is resolved. */
   admitModel(auth: LimitSubject, model: CatalogEntry, body: unknown): Promise<Admission> {
     if (this.timed()) {
       return withSpan('limits.admit', { 'infer.limits.kind': 'model', 'infer.tier': auth.tier }, () =>
-        this.engine.admitModel(auth, model, body),
+        this.store.admitModel(auth, model, body),
       );
     }
-    return this.engine.admitModel(auth, model, body);
+    return this.store.admitModel(auth, model, body);
   }
 
   /** One web search or MCP tool call: 20/min, 3 concurrent (429 rate_limit_exceeded), 500/day (429 insufficient_quota). */
   admitSearch(auth: LimitSubject): Promise<Admission> {
     if (this.timed()) {
-      return withSpan('limits.admit', { 'infer.limits.kind': 'search' }, () => this.engine.admitSearch(auth));
+      return withSpan('limits.admit', { 'infer.limits.kind': 'search' }, () => this.store.admitSearch(auth));
     }
-    return this.engine.admitSearch(auth);
+    return this.store.admitSearch(auth);
   }
 
   /** One image request (whatever `n`): 20/min and 100/month per member, 429. */
   admitImages(auth: LimitSubject): Promise<Admission> {
     if (this.timed()) {
-      return withSpan('limits.admit', { 'infer.limits.kind': 'images' }, () => this.engine.admitImages(auth));
+      return withSpan('limits.admit', { 'infer.limits.kind': 'images' }, () => this.store.admitImages(auth));
     }
-    return this.engine.admitImages(auth);
+    return this.store.admitImages(auth);
   }
 
   state(
@@ -127,6 +127,6 @@ export class LimitsService implements OnModuleInit, OnApplicationShutdown {
     models: readonly CatalogEntry[],
     only?: (limit: Pick<LimitState, 'scope' | 'window'>) => boolean,
   ): Promise<LimitState[]> {
-    return this.engine.state(auth, models, only);
+    return this.store.state(auth, models, only);
   }
 }

@@ -3,7 +3,7 @@
  * N gateway replicas sharing one Redis (or one slot of a Redis Cluster) admit exactly what one would.
  *
  * One call carries a batch: the settlements and admissions a gateway collected since its previous call
- * to the same Redis slot (see LimitsEngine: at most two calls in flight per slot, the next batch builds
+ * to the same Redis slot (see LimitsStore: at most two calls in flight per slot, the next batch builds
  * up meanwhile). Settlements run first, then each admission in order, each all or nothing. Batching
  * pays the script call, the network read and write once for many requests; at low load a batch is a
  * single request and nothing waits.

@@ -63,7 +63,7 @@ class RecordingObserver implements CallObserver {
   }
 }
 
-/** Limits that admit everything (a named fake: the real ones are covered by limits.engine.spec.ts). */
+/** Limits that admit everything (a named fake: the real ones are covered by limits.store.spec.ts). */
 const admitAll = {
   admitModel: async () => ({ headers: {}, settle: async () => undefined }),
   admitSearch: async () => ({ headers: {}, settle: async () => undefined }),

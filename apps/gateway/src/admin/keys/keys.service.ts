@@ -178,7 +178,7 @@ export class KeysService {
     return keyView(after);
   }
 
-  /** Every limit of the key, its member and its models, now (the limits engine's own counters). */
+  /** Every limit of the key, its member and its models, now (the limits store's own counters). */
   async limitsState(keyRef: string): Promise<KeyLimitsState> {
     // No key id or prefix holds a NUL (PostgreSQL text cannot): not found, without asking.
     const key = keyRef.includes('\u0000') ? null : await this.keys.find(keyRef);
@@ -203,7 +203,7 @@ export class KeysService {
       billingAnchor: member.billingPeriodAnchor,
       overrides: (key.limits as Record<string, unknown> | null) ?? null,
     };
-    const now = this.limits.engine.clock();
+    const now = this.limits.store.clock();
     return {
       object: 'limits',
       key: { id: key.id, prefix: key.prefix, member_id: member.id, tier: member.tier },

@@ -15,8 +15,8 @@ const QUOTA_WINDOWS = new Set<LimitState['window']>(['day', 'month', 'billing_pe
 /**
  * The work behind QuotasController (quotas.controller.ts).
  *
- * GET /admin/members/{id}/quotas: every quota of a member as the gateway's limits engine counts it
- * (LimitsEngine.state: the same Redis counters and the same ledger rebuild the admission uses):
+ * GET /admin/members/{id}/quotas: every quota of a member as the gateway's limits store counts it
+ * (LimitsStore.state: the same Redis counters and the same ledger rebuild the admission uses):
  * the member's own (token allowances per month or billing period, images per month) once, and each
  * active key's (rolling token budgets, web searches per day). Any role.
  */
@@ -72,7 +72,7 @@ export class QuotasService {
       object: 'member.quotas',
       member_id: member.id,
       enabled: this.limits.enabled,
-      at: Math.floor(this.limits.engine.clock() / 1000),
+      at: Math.floor(this.limits.store.clock() / 1000),
       member: memberState,
       keys: perKey,
       keys_omitted: Math.max(0, total - active.length),

@@ -47,7 +47,7 @@ export interface LedgerSource {
   total(q: RebuildQuery): Promise<number>;
 }
 
-export interface LimitsEngineOptions {
+export interface LimitsStoreOptions {
   redis: Redis;
   ledger: LedgerSource;
   log: Logger;
@@ -90,7 +90,7 @@ const MAX_PLANS = 50_000;
  * A Lua script called by its SHA1 (EVALSHA), loaded with EVAL when a Redis does not know it yet (a new,
  * restarted or promoted node). Called as plain EVALSHA rather than an ioredis custom command so that
  * ioredis routes it by its first key on a cluster. The gateway's client sends EVALSHA/EVAL outside its
- * auto-pipeline (app.ts): the engine batches per turn itself.
+ * auto-pipeline (app.ts): the store batches per turn itself.
  */
 class Script {
   readonly sha: string;
@@ -161,11 +161,11 @@ type Pending = PendingAdmit | PendingSettle;
  */
 export class Admission {
   private done = false;
-  /** @internal Where the engine's list of admissions holding slots has it (-1: not there). */
+  /** @internal Where the store's list of admissions holding slots has it (-1: not there). */
   activeAt = -1;
 
   constructor(
-    private readonly engine: LimitsEngine | null,
+    private readonly store: LimitsStore | null,
     readonly headers: Record<string, string>,
     readonly leaseId: string,
     readonly checks: readonly Check[],
@@ -191,9 +191,9 @@ export class Admission {
    * settlement rides on the next script call to the member's Redis slot).
    */
   settle(totalTokens = 0): Promise<void> {
-    if (this.done || !this.engine) return Promise.resolve();
+    if (this.done || !this.store) return Promise.resolve();
     this.done = true;
-    return this.engine.settle(this, totalTokens);
+    return this.store.settle(this, totalTokens);
   }
 
   /** settle() for requests that use no tokens (search, images) or whose usage is unknown as 0. */
@@ -212,7 +212,7 @@ export class Admission {
  * the usage ledger before anything is admitted against them. All the keys of one member carry the
  * member's hash tag, so on a Redis Cluster one admission never crosses slots (ADR 0013).
  */
-export class LimitsEngine {
+export class LimitsStore {
   readonly enabled: boolean;
   readonly prefix: string;
   readonly leaseTtlMs: number;
@@ -251,7 +251,7 @@ export class LimitsEngine {
   private leaseSeq = 0;
   private renewTimer: NodeJS.Timeout | undefined;
 
-  constructor(private readonly opts: LimitsEngineOptions) {
+  constructor(private readonly opts: LimitsStoreOptions) {
     this.enabled = opts.enabled ?? true;
     this.prefix = opts.prefix ?? 'lim:';
     if (/[{}]/.test(this.prefix))

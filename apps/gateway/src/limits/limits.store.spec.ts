@@ -1,4 +1,4 @@
-// The limits engine against the machine's real Redis, with an injected clock: every period roll-over
+// The limits store against the machine's real Redis, with an injected clock: every period roll-over
 // (minute, day, calendar month, rolling 4 hours, billing period), leases, settlement, rebuilds.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
@@ -7,7 +7,7 @@ import { ApiError, type CatalogEntry, CatalogEntrySchema, type LimitsFile } from
 import { createLogger } from '@infer/telemetry';
 import { Redis } from 'ioredis';
 import { estimatePromptTokens } from './estimate.js';
-import { type Admission, type LedgerSource, LimitsEngine } from './limits.engine.js';
+import { type Admission, type LedgerSource, LimitsStore } from './limits.store.js';
 import type { LimitSubject, RebuildQuery } from './plan.js';
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -69,17 +69,17 @@ async function refused(p: Promise<unknown>): Promise<ApiError> {
   assert.fail('expected a refusal');
 }
 
-describe('LimitsEngine (real Redis, injected clock)', () => {
+describe('LimitsStore (real Redis, injected clock)', () => {
   let redis: Redis;
   let prefix: string;
   let now: number;
   let ledger: MemoryLedger;
-  const engines: LimitsEngine[] = [];
+  const stores: LimitsStore[] = [];
   let subject: LimitSubject;
 
-  const engine = (file: LimitsFile = {}) => {
-    const e = new LimitsEngine({ redis, ledger, log, file, prefix, clock: () => now });
-    engines.push(e);
+  const store = (file: LimitsFile = {}) => {
+    const e = new LimitsStore({ redis, ledger, log, file, prefix, clock: () => now });
+    stores.push(e);
     return e;
   };
 
@@ -88,7 +88,7 @@ describe('LimitsEngine (real Redis, injected clock)', () => {
     await redis.connect();
   });
   after(async () => {
-    for (const e of engines) await e.stop();
+    for (const e of stores) await e.stop();
     const keys = await redis.keys('limtest:*');
     if (keys.length) await redis.del(...keys);
     redis.disconnect();
@@ -107,7 +107,7 @@ describe('LimitsEngine (real Redis, injected clock)', () => {
 
   it('per-key requests per minute: exact, with Retry-After to the minute, then the minute rolls over', async () => {
     now = Date.UTC(2031, 4, 10, 12, 0, 30, 250);
-    const e = engine({ key: { requests_per_minute: 3, concurrent: null } });
+    const e = store({ key: { requests_per_minute: 3, concurrent: null } });
     const adm: Admission[] = [];
     for (let i = 0; i < 3; i++) adm.push(await e.admitModel(subject, embed, { input: 'hi' }));
     assert.equal(adm[0]!.headers['x-ratelimit-limit-requests'], '3');
@@ -129,7 +129,7 @@ describe('LimitsEngine (real Redis, injected clock)', () => {
 
   it('a per-model rate replaces the key-wide one (rerank 1000/min), null means none (chat-G)', async () => {
     now = Date.UTC(2031, 4, 10, 12, 0, 0);
-    const e = engine({
+    const e = store({
       key: { requests_per_minute: 2, concurrent: null },
       models: { rerank: { requests_per_minute: 4 } },
     });
@@ -147,8 +147,8 @@ describe('LimitsEngine (real Redis, injected clock)', () => {
   it('concurrency: leases are released by settle, and a dead replica’s leases expire', async () => {
     now = Date.UTC(2031, 4, 10, 12, 0, 0);
     const file: LimitsFile = { key: { requests_per_minute: null, concurrent: 2 }, lease_ttl_ms: 3000 };
-    const a = engine(file);
-    const b = engine(file);
+    const a = store(file);
+    const b = store(file);
     const first = await a.admitModel(subject, embed, { input: 'a' });
     await b.admitModel(subject, embed, { input: 'a' });
     const err = await refused(a.admitModel(subject, embed, { input: 'a' }));
@@ -178,7 +178,7 @@ describe('LimitsEngine (real Redis, injected clock)', () => {
   it('concurrency: admissions settled in any order leave exactly the others held and renewed', async () => {
     now = Date.UTC(2031, 4, 10, 12, 0, 5);
     const file: LimitsFile = { key: { requests_per_minute: null, concurrent: 5 }, lease_ttl_ms: 3000 };
-    const e = engine(file);
+    const e = store(file);
     const held: Admission[] = [];
     for (let i = 0; i < 5; i++) held.push(await e.admitModel(subject, embed, { input: 'a' }));
     assert.equal(e.activeCount, 5);
@@ -202,7 +202,7 @@ describe('LimitsEngine (real Redis, injected clock)', () => {
 
   it('tokens per minute: the prompt and the output are reserved, the real usage settles, a prompt too large is refused', async () => {
     now = Date.UTC(2031, 4, 10, 12, 0, 10);
-    const e = engine({
+    const e = store({
       key: { requests_per_minute: null, concurrent: null },
       models: { 'chat-F': { tokens_per_minute: 1000 } },
     });
@@ -233,7 +233,7 @@ describe('LimitsEngine (real Redis, injected clock)', () => {
   it("once a model's typical output is known, requests without max_tokens reserve it, not the context window", async () => {
     now = Date.UTC(2031, 4, 10, 12, 0, 10);
     const window = entry('chat-W', { context_window: 8192 });
-    const e = engine({
+    const e = store({
       key: { requests_per_minute: null, concurrent: null },
       models: { 'chat-W': { tokens_per_minute: 100_000, allowance_tokens: 1_000_000 } },
     });
@@ -263,7 +263,7 @@ describe('LimitsEngine (real Redis, injected clock)', () => {
         key: { requests_per_minute: null, concurrent: null },
         models: { 'chat-B': { [limit]: 2000, [other]: null } },
       };
-      const replicas = [engine(file), engine(file), engine(file)];
+      const replicas = [store(file), store(file), store(file)];
       const body = bodyOf(10);
       const OUTPUT = 17; // what each request produces (total = 10 + 17)
       // Each replica has seen a few requests of the model (it learns their typical output).
@@ -294,7 +294,7 @@ describe('LimitsEngine (real Redis, injected clock)', () => {
 
   it('monthly allowance: 402 monthly_cap_reached, not retryable, until the calendar month turns', async () => {
     now = Date.UTC(2031, 0, 31, 23, 0, 0);
-    const e = engine({
+    const e = store({
       key: { requests_per_minute: null, concurrent: null },
       models: { 'chat-A': { allowance_tokens: 1000, tokens_per_minute: null } },
     });
@@ -316,7 +316,7 @@ describe('LimitsEngine (real Redis, injected clock)', () => {
   it('token allowances hold the possible output: 300 concurrent requests end at most one request over', async () => {
     now = Date.UTC(2031, 5, 10, 12, 0, 0);
     const allowance = 3000;
-    const e = engine({
+    const e = store({
       key: { requests_per_minute: null, concurrent: null },
       models: { 'chat-A': { allowance_tokens: allowance, tokens_per_minute: null } },
     });
@@ -339,7 +339,7 @@ describe('LimitsEngine (real Redis, injected clock)', () => {
   it('chat-G: 429 after the rolling 4-hour budget, freed as the window rolls; 402 per billing period', async () => {
     const premium: LimitSubject = { ...subject, tier: 'premium' };
     now = Date.UTC(2031, 1, 28, 4, 0, 0);
-    const e = engine({
+    const e = store({
       key: { requests_per_minute: null, concurrent: null },
       models: { 'chat-G': { rolling_tokens: { tokens: 1000, window_minutes: 240 }, allowance_tokens: 2000 } },
     });
@@ -380,7 +380,7 @@ describe('LimitsEngine (real Redis, injected clock)', () => {
 
   it('search: 429 rate_limit_exceeded per minute and concurrency, 429 insufficient_quota per UTC day', async () => {
     now = Date.UTC(2031, 4, 10, 23, 58, 0);
-    const e = engine({ search: { requests_per_minute: 3, concurrent: 2, requests_per_day: 5 } });
+    const e = store({ search: { requests_per_minute: 3, concurrent: 2, requests_per_day: 5 } });
     const s1 = await e.admitSearch(subject);
     const s2 = await e.admitSearch(subject);
     const busy = await refused(e.admitSearch(subject));
@@ -410,7 +410,7 @@ describe('LimitsEngine (real Redis, injected clock)', () => {
 
   it('images: per member per minute and per calendar month (429 quota_exceeded), whatever n', async () => {
     now = Date.UTC(2031, 4, 31, 23, 58, 0);
-    const e = engine({ images: { requests_per_minute: 2, requests_per_month: 3 } });
+    const e = store({ images: { requests_per_minute: 2, requests_per_month: 3 } });
     const image = entry('image-model', { kind: 'image' });
     const otherKey = { ...subject, keyId: 'another-key-of-the-member' };
     await (await e.admitModel(subject, image, { prompt: 'p', n: 4 })).release();
@@ -429,7 +429,7 @@ describe('LimitsEngine (real Redis, injected clock)', () => {
 
   it('quota counters lost by Redis are rebuilt from the ledger before anything is admitted', async () => {
     now = Date.UTC(2031, 4, 10, 12, 0, 0);
-    const e = engine({
+    const e = store({
       key: { requests_per_minute: null, concurrent: null },
       models: { 'chat-A': { allowance_tokens: 1000, tokens_per_minute: null } },
     });
@@ -467,7 +467,7 @@ describe('LimitsEngine (real Redis, injected clock)', () => {
 
   it('tier and per-key overrides: defaults < file < tier < key; invalid key overrides are ignored', async () => {
     now = Date.UTC(2031, 4, 10, 12, 0, 0);
-    const e = engine({
+    const e = store({
       key: { requests_per_minute: 10 },
       tiers: { premium: { key: { requests_per_minute: 20 } } },
     });
@@ -491,7 +491,7 @@ describe('LimitsEngine (real Redis, injected clock)', () => {
 
   it('state shows every limit of a key with its use', async () => {
     now = Date.UTC(2031, 4, 10, 12, 0, 0);
-    const e = engine();
+    const e = store();
     const a = await e.admitModel(subject, chatA, { ...bodyOf(100), max_tokens: 50 });
     const st = await e.state(subject, [chatA, chatF, embed]);
     const by = Object.fromEntries(st.map((s) => [s.name, s]));
@@ -511,7 +511,7 @@ describe('LimitsEngine (real Redis, injected clock)', () => {
 
   it('a refusal by a later check gives back what the earlier checks took (rates, quotas, rolling budget)', async () => {
     now = Date.UTC(2031, 4, 10, 12, 0, 10);
-    const e = engine({
+    const e = store({
       key: { requests_per_minute: 3, concurrent: 1 },
       models: {
         'chat-A': {
@@ -562,7 +562,7 @@ describe('LimitsEngine (real Redis, injected clock)', () => {
       return evalsha(...a);
     }) as typeof evalsha;
     try {
-      const e = new LimitsEngine({
+      const e = new LimitsStore({
         redis: counted,
         ledger,
         log,
@@ -570,7 +570,7 @@ describe('LimitsEngine (real Redis, injected clock)', () => {
         file: { key: { requests_per_minute: 1000, concurrent: null } },
         clock: () => now,
       });
-      // Queued before the admission: it runs at the end of this turn, before any batch of the engine.
+      // Queued before the admission: it runs at the end of this turn, before any batch of the store.
       setImmediate(() => {
         turnEnded = true;
       });
@@ -590,7 +590,7 @@ describe('LimitsEngine (real Redis, injected clock)', () => {
   });
 
   it('off: admits everything and counts nothing', async () => {
-    const e = new LimitsEngine({
+    const e = new LimitsStore({
       redis,
       ledger,
       log,
