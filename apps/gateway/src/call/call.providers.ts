@@ -7,7 +7,7 @@ import { RequestLogObserver } from './observers/request-log.observer.js';
 import { TrafficObserver } from './observers/traffic.observer.js';
 import { UsageObserver } from './observers/usage.observer.js';
 import { CALL_OBSERVERS, type CallObserver } from './outcome.js';
-import { ParkedResults } from './parked-results.js';
+import { ParkedResults } from './parked-results.store.js';
 
 /**
  * The observers of every governed call, in the order they run: usage first (nothing may keep a

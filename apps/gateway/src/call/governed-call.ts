@@ -16,7 +16,7 @@ import { refusedLimitOf } from '../limits/limits.store.js';
 import { CallSettlement } from './call-settlement.js';
 import { type CollectSpec, collectList } from './collect.js';
 import type { Call, CallKind, CallOutcome, CallSpec } from './outcome.js';
-import { ParkedResults } from './parked-results.js';
+import { ParkedResults } from './parked-results.store.js';
 import type { WireFormat } from './wire.js';
 
 /** What a refusal before admission knows of its caller (the fields of CallOutcome it can fill). */

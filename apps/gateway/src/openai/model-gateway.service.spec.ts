@@ -9,7 +9,7 @@ import { z } from 'zod';
 import { CallSettlement } from '../call/call-settlement.js';
 import { GovernedCall } from '../call/governed-call.js';
 import { CALL_OBSERVERS, type CallObserver, type CallOutcome } from '../call/outcome.js';
-import { ParkedResults } from '../call/parked-results.js';
+import { ParkedResults } from '../call/parked-results.store.js';
 import { CatalogService } from '../catalog/catalog.service.js';
 import { GATEWAY_CONFIG } from '../config.js';
 import { LOGGER } from '../infra/tokens.js';

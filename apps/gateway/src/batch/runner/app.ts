@@ -20,7 +20,7 @@ import { CallSettlement } from '../../call/call-settlement.js';
 import { GovernedCall } from '../../call/governed-call.js';
 import { PRESSURE_KEY_SUFFIX, readPressure } from '../../call/observers/pressure.js';
 import { UsageObserver } from '../../call/observers/usage.observer.js';
-import { ParkedResults } from '../../call/parked-results.js';
+import { ParkedResults } from '../../call/parked-results.store.js';
 import { CatalogService } from '../../catalog/catalog.service.js';
 import { type GatewayConfig, GatewayEnvFields } from '../../config.js';
 import { LimitsService } from '../../limits/limits.service.js';
