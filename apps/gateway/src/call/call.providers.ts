@@ -1,5 +1,5 @@
 import type { Provider } from '@nestjs/common';
-import { CallSettlement } from './call-settlement.js';
+import { CallSettlement } from './call-settlement.service.js';
 import { GovernedCall } from './governed-call.js';
 import { MetricsObserver } from './observers/metrics.observer.js';
 import { PressureObserver } from './observers/pressure.observer.js';

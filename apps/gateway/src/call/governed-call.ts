@@ -13,7 +13,7 @@ import { hijackEventStream } from '../http/event-stream.js';
 import { estimatePromptTokens } from '../limits/estimate.js';
 import { type Admission, LimitsService } from '../limits/limits.service.js';
 import { refusedLimitOf } from '../limits/limits.store.js';
-import { CallSettlement } from './call-settlement.js';
+import { CallSettlement } from './call-settlement.service.js';
 import { type CollectSpec, collectList } from './collect.js';
 import type { Call, CallKind, CallOutcome, CallSpec } from './outcome.js';
 import { ParkedResults } from './parked-results.store.js';

@@ -6,7 +6,7 @@ import { NatsRpcClientProxy } from '@infer/rpc';
 import { Test } from '@nestjs/testing';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { CallSettlement } from '../call/call-settlement.js';
+import { CallSettlement } from '../call/call-settlement.service.js';
 import { GovernedCall } from '../call/governed-call.js';
 import { CALL_OBSERVERS, type CallObserver, type CallOutcome } from '../call/outcome.js';
 import { ParkedResults } from '../call/parked-results.store.js';

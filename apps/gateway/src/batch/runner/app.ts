@@ -16,7 +16,7 @@ import { type DynamicModule, Module } from '@nestjs/common';
 import { Worker } from 'bullmq';
 import { Counter, Gauge, Registry } from 'prom-client';
 import { z } from 'zod';
-import { CallSettlement } from '../../call/call-settlement.js';
+import { CallSettlement } from '../../call/call-settlement.service.js';
 import { GovernedCall } from '../../call/governed-call.js';
 import { PRESSURE_KEY_SUFFIX, readPressure } from '../../call/observers/pressure.js';
 import { UsageObserver } from '../../call/observers/usage.observer.js';
