@@ -21,7 +21,7 @@ import { GATEWAY_CONFIG, type GatewayConfig } from './config.js';
 import { HealthController } from './health/health.controller.js';
 import { CLOCK, systemClock } from './images/clock.js';
 import { ImageDelivery } from './images/image-delivery.service.js';
-import { BullQueues } from './infra/bull-queues.js';
+import { BullQueues } from './infra/bull-queues.service.js';
 import { CATALOG_SOURCE, FILE_STORE, LOGGER, NATS, PG, PRISMA, REDIS } from './infra/tokens.js';
 import { LimitsService } from './limits/limits.service.js';
 import { McpEndpoint } from './mcp/mcp.endpoint.js';

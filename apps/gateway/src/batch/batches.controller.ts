@@ -12,7 +12,7 @@ import type { Db, Prisma } from '@infer/persistence/lazy';
 import { Controller, Get, HttpCode, Inject, Param, Post, Query, Req } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import { GATEWAY_CONFIG, type GatewayConfig } from '../config.js';
-import { BullQueues } from '../infra/bull-queues.js';
+import { BullQueues } from '../infra/bull-queues.service.js';
 import { PRISMA } from '../infra/tokens.js';
 import { batchView, caller, notFound } from './views.js';
 

@@ -8,7 +8,7 @@ import {
 } from '@infer/contracts';
 import { Inject, Injectable } from '@nestjs/common';
 import type { Job, Queue } from 'bullmq';
-import { BullQueues } from '../../infra/bull-queues.js';
+import { BullQueues } from '../../infra/bull-queues.service.js';
 import { AdminAccess, type AdminActor } from '../access/admin-access.service.js';
 
 const NAMES = new Set<string>(Object.values(Queues));

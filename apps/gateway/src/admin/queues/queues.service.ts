@@ -2,7 +2,7 @@ import { Queues } from '@infer/contracts';
 import { Inject, Injectable } from '@nestjs/common';
 import type { Job, Queue } from 'bullmq';
 import { GATEWAY_CONFIG, type GatewayConfig } from '../../config.js';
-import { BullQueues } from '../../infra/bull-queues.js';
+import { BullQueues } from '../../infra/bull-queues.service.js';
 
 /** How many of the latest finished jobs the timings are computed from. */
 const RECENT = 200;
