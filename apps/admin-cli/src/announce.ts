@@ -1,6 +1,6 @@
 // Tells every gateway replica that the CLI changed something they cache (keys, members, limits, the
 // catalog), on the same core NATS subject the console's admin API uses (apps/gateway/src/admin/
-// invalidation.ts). Best effort: when NATS cannot be reached within a second, the gateways follow at
+// invalidation.service.ts). Best effort: when NATS cannot be reached within a second, the gateways follow at
 // their cache TTLs (KEY_CACHE_TTL_MS, CATALOG_REFRESH_MS) and the CLI says so.
 import { randomUUID } from 'node:crypto';
 import {

@@ -14,7 +14,7 @@ import { AuditController } from './audit/audit.controller.js';
 import { AuditService } from './audit/audit.service.js';
 import { BatchesAdminController } from './batches/batches.controller.js';
 import { BatchesAdminService } from './batches/batches.service.js';
-import { AdminInvalidation } from './invalidation.js';
+import { AdminInvalidation } from './invalidation.service.js';
 import { KeysAdminController } from './keys/keys.controller.js';
 import { KeysService } from './keys/keys.service.js';
 import { LogsController } from './logs/logs.controller.js';

@@ -19,7 +19,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { CatalogService } from '../../catalog/catalog.service.js';
 import { LimitsService } from '../../limits/limits.service.js';
 import { AdminAccess, type AdminActor } from '../access/admin-access.service.js';
-import { AdminInvalidation } from '../invalidation.js';
+import { AdminInvalidation } from '../invalidation.service.js';
 import { notFound, userError } from '../user-error.js';
 import { keyAudit, keyView } from '../views.js';
 

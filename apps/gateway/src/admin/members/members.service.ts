@@ -11,7 +11,7 @@ import {
 import { ApiKeysRepository, MembersRepository } from '@infer/persistence/lazy';
 import { Inject, Injectable } from '@nestjs/common';
 import { AdminAccess, type AdminActor } from '../access/admin-access.service.js';
-import { AdminInvalidation } from '../invalidation.js';
+import { AdminInvalidation } from '../invalidation.service.js';
 import { notFound, userError } from '../user-error.js';
 import { keyAudit, keyView, memberAudit, memberView } from '../views.js';
 

@@ -3,7 +3,7 @@ import type { Db } from '@infer/persistence/lazy';
 import { Inject, Injectable } from '@nestjs/common';
 import { PRISMA } from '../../infra/tokens.js';
 import { AdminAccess, type AdminActor } from '../access/admin-access.service.js';
-import { AdminInvalidation } from '../invalidation.js';
+import { AdminInvalidation } from '../invalidation.service.js';
 import { notFound } from '../user-error.js';
 import { secs } from '../views.js';
 
