@@ -12,7 +12,11 @@
 //      the shared test doubles of test/support/ are allowed;
 //   4. libs never import apps;
 //   5. the three runtime libs keep their layers (ADR 0033): @infer/telemetry imports neither @infer/rpc
-//      nor @infer/runtime, and @infer/rpc does not import @infer/runtime (specs not counted).
+//      nor @infer/runtime, and @infer/rpc does not import @infer/runtime (specs not counted);
+//   6. one suffix per role in the gateway: a file with a Nest @Controller is *.controller.ts, one with an
+//      @Injectable is *.service.ts, *.store.ts (state in Redis or PostgreSQL), *.observer.ts (a call
+//      observer), *.guard.ts or *.filter.ts; the governed call (governed-call.ts) and the MCP endpoint
+//      (mcp.endpoint.ts, a raw route on the HTTP adapter) are named for what they are.
 // Why a script and not a lint plugin: Biome's noRestrictedImports matches import specifiers, not the
 // folder a relative import resolves to, and cannot express rule 1; this walk is ~100 lines, runs in
 // well under a second and has no dependency. Its own spec (tools/check-layout.spec.ts) feeds it a
@@ -26,6 +30,12 @@ const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 /** Apps whose package name bench/ may import, and then only their `/public` entry. */
 const APP_PACKAGE =
   /^@infer\/(gateway|chat-service|embedding-service|audio-service|image-service|search-service|ledger-writer|admin-cli|console)(\/.*)?$/;
+
+/** Rule 6: the file names a gateway class with a Nest role may have. */
+const ROLE_FILE = {
+  Controller: /\.controller\.ts$/,
+  Injectable: /(\.(service|store|observer|guard|filter)\.ts|\/governed-call\.ts|\/mcp\.endpoint\.ts)$/,
+};
 
 /** The layer of each layered lib (rule 5): a lib imports only libs of a lower layer. */
 const LIB_LAYER = { telemetry: 0, rpc: 1, runtime: 2 };
@@ -44,8 +54,8 @@ function walk(dir, out) {
   return out;
 }
 
-/** Every relative import of the files under `dirs` (root-relative paths, .js -> .ts). */
-export function importsOf(root, dirs) {
+/** Every relative import of the files under `dirs` (root-relative paths, .js -> .ts); `roles` collects rule 6's misnamed files. */
+export function importsOf(root, dirs, roles = []) {
   const edges = [];
   for (const d of dirs) {
     let files;
@@ -58,6 +68,9 @@ export function importsOf(root, dirs) {
     for (const abs of files) {
       const from = relative(root, abs).split(sep).join('/');
       const src = readFileSync(abs, 'utf8');
+      if (from.startsWith('apps/gateway/src/') && !from.endsWith('.spec.ts'))
+        for (const [role, name] of Object.entries(ROLE_FILE))
+          if (new RegExp(`^@${role}\\(`, 'm').test(src) && !name.test(from)) roles.push({ from, role });
       for (const m of src.matchAll(IMPORT)) {
         const spec = m[2] ?? m[3];
         if (!spec) continue;
@@ -90,7 +103,10 @@ export function folderOf(path) {
 
 export function check(root = ROOT) {
   const breaches = [];
-  const edges = importsOf(root, ['apps', 'libs', 'bench']);
+  const roles = [];
+  const edges = importsOf(root, ['apps', 'libs', 'bench'], roles);
+  // 6. one suffix per role (gateway)
+  for (const r of roles) breaches.push(`a gateway @${r.role} outside a file named for its role: ${r.from}`);
   // 1. folder pairs both ways
   const pairs = new Map();
   for (const e of edges) {
@@ -160,6 +176,6 @@ if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.ur
     process.exit(1);
   }
   console.log(
-    'layout: no folder cycles, no admin imports on the inference path, bench and libs within bounds, lib layers kept',
+    'layout: no folder cycles, no admin imports on the inference path, bench and libs within bounds, lib layers kept, gateway files named for their role',
   );
 }

@@ -98,4 +98,19 @@ describe('tools/check-layout.js (the written boundaries)', () => {
       'a lib imports a higher layer: libs/telemetry/src/a.ts -> @infer/rpc',
     ]);
   });
+
+  it('names each gateway file with a Nest role for its role (rule 6)', () => {
+    const found = breaches({
+      'apps/gateway/src/x/things.ts': "@Controller('things')\nexport class Things {}\n",
+      'apps/gateway/src/x/helper.ts': '@Injectable()\nexport class Helper {}\n',
+      'apps/gateway/src/x/things.controller.ts': "@Controller('things')\nexport class Things {}\n",
+      'apps/gateway/src/x/helper.service.ts': '@Injectable()\nexport class Helper {}\n',
+      'apps/gateway/src/x/counts.store.ts': '@Injectable()\nexport class Counts {}\n',
+      'apps/gateway/src/x/helper.spec.ts': '@Injectable()\nclass Fake {}\n',
+    });
+    assert.deepEqual(found.sort(), [
+      'a gateway @Controller outside a file named for its role: apps/gateway/src/x/things.ts',
+      'a gateway @Injectable outside a file named for its role: apps/gateway/src/x/helper.ts',
+    ]);
+  });
 });
