@@ -22,9 +22,17 @@ build_at() {
     [[ -d "$src/$p" ]] || continue
     rm -rf "$p/dist"
     node tools/build.js "$src/$p" >/dev/null
+    # A lib of that commit that this tree no longer has (libs/service-kit before ADR 0033): its manifest
+    # and a node_modules link too, so that commit's dist resolves it; removed again at the end.
+    if [[ ! -f "$p/package.json" ]]; then
+      mkdir -p "$p" && cp "$src/$p/package.json" "$p/" && extra+=("$p")
+      [[ -e "node_modules/@infer/${p#*/}" ]] || { ln -s "../../$p" "node_modules/@infer/${p#*/}" && extra+=("node_modules/@infer/${p#*/}"); }
+    fi
     mv "$src/$p/dist" "$p/dist"
   done
 }
+extra=()
+trap 'for x in "${extra[@]}"; do rm -rf "$x"; done' EXIT
 for c in "$BEFORE" "$AFTER"; do
   build_at "$c"
   # The gateway's node flags from that commit's image (docker/gateway.Dockerfile CMD).
