@@ -111,7 +111,7 @@ describe('openai upstream engine (against a local fake OpenAI-compatible server)
     await e.close();
   });
 
-  it("reports the stop string that ended the answer, as vLLM (stop_reason) and SGLang (matched_stop) name it", async () => {
+  it('reports the stop string that ended the answer, as vLLM (stop_reason) and SGLang (matched_stop) name it', async () => {
     for (const scenario of ['vllm-stop', 'sglang-stop']) {
       const e = engine(up.url, scenario);
       try {

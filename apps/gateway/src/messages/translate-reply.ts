@@ -96,7 +96,8 @@ export function toAnthropicMessage(c: ChatCompletion, model: string): AnthropicM
 type Block = 'text' | 'thinking' | 'tool_use';
 
 const event = (type: string, json: string) => `event: ${type}\ndata: ${json}\n\n`;
-const PING = event('ping', '{"type":"ping"}');
+/** Anthropic's keep-alive event: one after message_start, more while a stream is silent. */
+export const PING = event('ping', '{"type":"ping"}');
 const MESSAGE_STOP = event('message_stop', '{"type":"message_stop"}');
 
 /**
