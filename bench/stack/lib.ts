@@ -95,6 +95,7 @@ export function buildProduction(): void {
     'libs/runtime',
     'libs/image-store',
     'libs/search-index',
+    'libs/engine-pool',
   ];
   for (const p of [...projects, 'apps/gateway', 'apps/chat-service', 'apps/ledger-writer']) {
     if (!existsSync(p)) continue;

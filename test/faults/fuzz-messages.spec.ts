@@ -13,8 +13,15 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { AnthropicErrorBodySchema, AnthropicStreamEventSchema } from '@infer/contracts';
 import { type Stack, startStack } from '../integration/harness.js';
-import { type Answer, type Case, mutate, send, weirdString } from './fuzz-support.js';
-import { mulberry32, type Rng } from './rng.js';
+import {
+  type Answer,
+  type Case,
+  jsonBodyCase,
+  runCases,
+  statusLine,
+  weirdString,
+} from '../support/fuzz-support.js';
+import { mulberry32, type Rng } from '../support/rng.js';
 
 const SEED = Number(process.env.FUZZ_SEED ?? 34);
 const COUNT = Number(process.env.FUZZ_COUNT ?? 1500);
@@ -103,57 +110,20 @@ const PATHS = [
   '/v1/models/nope',
 ];
 
-function bodyCase(r: Rng, headers: Record<string, string>): Case {
-  const base = r.pick(BASES);
-  const kind = r.int(10);
-  if (kind === 0) {
-    const text = JSON.stringify(base.body);
-    return {
-      name: `${base.path} truncated JSON`,
-      method: 'POST',
-      path: base.path,
-      headers,
-      body: text.slice(0, r.int(text.length)),
-    };
-  }
-  if (kind === 1) {
-    const body = r.pick([
-      '',
-      'null',
-      '[]',
-      '"x"',
-      '{"model": "chat-E"}}',
-      '{'.repeat(5000),
-      '{"messages": {}}',
-    ]);
-    return { name: `${base.path} odd JSON document`, method: 'POST', path: base.path, headers, body };
-  }
-  if (kind === 2) {
-    const type = r.pick([
-      'text/plain',
-      'application/x-www-form-urlencoded',
-      'multipart/form-data; boundary=x',
-      '',
-    ]);
-    return {
-      name: `${base.path} content-type '${type}'`,
-      method: 'POST',
-      path: base.path,
-      headers: { ...headers, 'content-type': type },
-      body: JSON.stringify(base.body),
-    };
-  }
-  let body = base.body as unknown;
-  const rounds = r.int(3) + 1;
-  for (let i = 0; i < rounds; i++) body = mutate(r, body);
-  return {
-    name: `${base.path} mutated body`,
-    method: 'POST',
-    path: base.path,
-    headers,
-    body: JSON.stringify(body),
-  };
-}
+const HEADERS = (key: string) => ({
+  'x-api-key': key,
+  'anthropic-version': '2023-06-01',
+  'content-type': 'application/json',
+});
+
+const bodyCase = (r: Rng, key: string): Case =>
+  jsonBodyCase(
+    r,
+    BASES,
+    () => HEADERS(key),
+    ['', 'null', '[]', '"x"', '{"model": "chat-E"}}', '{'.repeat(5000), '{"messages": {}}'],
+    ['text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', ''],
+  );
 
 function headerCase(r: Rng, key: string): Case {
   const base = r.pick(BASES);
@@ -207,17 +177,16 @@ function routeCase(r: Rng, key: string): Case {
 
 function* generate(seed: number, count: number, key: string): Generator<Case> {
   const r = mulberry32(seed);
-  const headers = { 'x-api-key': key, 'anthropic-version': '2023-06-01', 'content-type': 'application/json' };
   for (let i = 0; i < count; i++) {
     const k = r.int(10);
-    if (k < 7) yield bodyCase(r, headers);
+    if (k < 7) yield bodyCase(r, key);
     else if (k < 9) yield headerCase(r, key);
     else yield routeCase(r, key);
   }
 }
 
 /** What is wrong with an answer, or null. */
-function judge(a: Answer | 'closed'): string | null {
+function judge(_c: Case, a: Answer | 'closed'): string | null {
   if (a === 'closed') return 'connection closed without an answer';
   if (a.status >= 500) return `${a.status}: ${a.body.toString().slice(0, 300)}`;
   const text = a.body.toString();
@@ -264,37 +233,11 @@ describe('fuzz: malformed requests to the Anthropic Messages front door', { time
 
   it(`answers ${COUNT} generated malformed requests (seed ${SEED}) in Anthropic's shape, never a 5xx or a hang`, async () => {
     const url = new URL(stack.url);
-    const cases = generate(SEED, COUNT, stack.keys.premium);
-    const failures = new Map<string, { count: number; example: string }>();
-    const statuses = new Map<number, number>();
-    let sent = 0;
-    const worker = async () => {
-      for (let next = cases.next(); !next.done; next = cases.next()) {
-        const c = next.value;
-        sent++;
-        let problem: string | null;
-        try {
-          const a = await send(url, c);
-          if (a !== 'closed') statuses.set(a.status, (statuses.get(a.status) ?? 0) + 1);
-          problem = judge(a);
-        } catch (e) {
-          problem = `request failed: ${(e as Error).message}`;
-        }
-        if (problem) {
-          const group = `${c.name} -> ${problem.slice(0, 60)}`;
-          const seen = failures.get(group);
-          if (seen) seen.count++;
-          else failures.set(group, { count: 1, example: `#${sent}: ${problem.slice(0, 400)}` });
-        }
-      }
-    };
-    await Promise.all(Array.from({ length: PARALLEL }, worker));
-    console.log(
-      `fuzz-messages: ${sent} requests; statuses ${JSON.stringify(Object.fromEntries([...statuses].sort((a, b) => a[0] - b[0])))}`,
-    );
-    assert.equal(sent, COUNT);
-    const bad = [...failures].map(([group, f]) => `${f.count} x ${group}\n    ${f.example}`);
-    assert.deepEqual(bad, [], `${bad.length} kinds of bad answer`);
+    const run = await runCases(url, generate(SEED, COUNT, stack.keys.premium), PARALLEL, judge);
+    console.log(`fuzz-messages: ${run.sent} requests; statuses ${statusLine(run.statuses)}`);
+    assert.equal(run.sent, COUNT);
+    assert.deepEqual(run.bad, [], `${run.bad.length} kinds of bad answer`);
+    const statuses = run.statuses;
     // Some bodies the fuzzer left valid were served (the test reaches the model, not only the validator).
     assert.ok((statuses.get(200) ?? 0) > 0, 'no request was served at all');
     const ok = await fetch(`${stack.url}/v1/messages`, {

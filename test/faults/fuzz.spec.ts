@@ -19,8 +19,17 @@ import { startEmbeddingService } from '../../apps/embedding-service/src/app.js';
 import { type ImageService, startImageService } from '../../apps/image-service/src/app.js';
 import { type SearchService, startSearchService } from '../../apps/search-service/src/app.js';
 import { type Stack, startStack } from '../integration/harness.js';
-import { type Answer, type Case, mutate, send, weirdString, weirdValue } from './fuzz-support.js';
-import { mulberry32, type Rng } from './rng.js';
+import {
+  type Answer,
+  type Case,
+  jsonBodyCase,
+  runCases,
+  send,
+  statusLine,
+  weirdString,
+  weirdValue,
+} from '../support/fuzz-support.js';
+import { mulberry32, type Rng } from '../support/rng.js';
 
 const SEED = Number(process.env.FUZZ_SEED ?? 14);
 const COUNT = Number(process.env.FUZZ_COUNT ?? 2500);
@@ -278,25 +287,15 @@ function multipartCase(r: Rng, auth: string): Case {
   };
 }
 
-function jsonCase(r: Rng, auth: string, admin: string): Case {
-  const base = r.pick(JSON_BASES);
-  const headers: Record<string, string> = {
-    authorization: base.path.startsWith('/admin') ? `Bearer ${admin}` : auth,
-    'content-type': 'application/json',
-  };
-  const kind = r.int(10);
-  if (kind === 0) {
-    const text = JSON.stringify(base.body);
-    return {
-      name: `${base.path} truncated JSON`,
-      method: 'POST',
-      path: base.path,
-      headers,
-      body: text.slice(0, r.int(text.length)),
-    };
-  }
-  if (kind === 1) {
-    const body = r.pick([
+const jsonCase = (r: Rng, auth: string, admin: string): Case =>
+  jsonBodyCase(
+    r,
+    JSON_BASES,
+    (base) => ({
+      authorization: base.path.startsWith('/admin') ? `Bearer ${admin}` : auth,
+      'content-type': 'application/json',
+    }),
+    [
       '',
       'null',
       '[]',
@@ -307,37 +306,16 @@ function jsonCase(r: Rng, auth: string, admin: string): Case {
       '\u0000',
       '{'.repeat(5000),
       `${'['.repeat(20_000)}${']'.repeat(20_000)}`,
-    ]);
-    return { name: `${base.path} odd JSON document`, method: 'POST', path: base.path, headers, body };
-  }
-  if (kind === 2) {
-    headers['content-type'] = r.pick([
+    ],
+    [
       'text/plain',
       'application/x-www-form-urlencoded',
       'application/json; charset=latin1',
       'multipart/form-data; boundary=x',
       '',
       'application/jsonx',
-    ]);
-    return {
-      name: `${base.path} content-type '${headers['content-type']}'`,
-      method: 'POST',
-      path: base.path,
-      headers,
-      body: JSON.stringify(base.body),
-    };
-  }
-  let body = base.body as unknown;
-  const rounds = r.int(3) + 1;
-  for (let i = 0; i < rounds; i++) body = mutate(r, body);
-  return {
-    name: `${base.path} mutated body`,
-    method: 'POST',
-    path: base.path,
-    headers,
-    body: JSON.stringify(body),
-  };
-}
+    ],
+  );
 
 function headerCase(r: Rng, auth: string, url: URL): Case {
   const kind = r.int(6);
@@ -648,45 +626,12 @@ describe('fuzz: malformed requests across every endpoint', { timeout: 600_000 },
   it(`answers ${COUNT} generated malformed requests (seed ${SEED}) with 4xx envelopes, never a 5xx or a hang`, async () => {
     const url = new URL(stack.url);
     const auth = `Bearer ${stack.keys.premium}`;
-    const cases = generate(SEED, COUNT, auth, ADMIN_TOKEN, url);
-    const failures = new Map<string, { count: number; example: string }>();
-    const statuses = new Map<number, number>();
-    let sent = 0;
-    const started = performance.now();
-    const worker = async () => {
-      for (let next = cases.next(); !next.done; next = cases.next()) {
-        const c = next.value;
-        sent++;
-        let problem: string | null;
-        try {
-          const a = await send(url, c);
-          if (a !== 'closed') statuses.set(a.status, (statuses.get(a.status) ?? 0) + 1);
-          problem = judge(c, a);
-        } catch (e) {
-          problem = `request failed: ${(e as Error).message}`;
-        }
-        if (problem) {
-          // Grouped by request kind and answer, with the first example, to keep the report readable.
-          const group = `${c.name} -> ${problem.slice(0, 60)}`;
-          const seen = failures.get(group);
-          if (seen) seen.count++;
-          else
-            failures.set(group, {
-              count: 1,
-              // The request too, so a failure can be replayed without re-running the seed.
-              example: `#${sent}: ${problem.slice(0, 400)}; sent ${c.method} ${c.path} ${String(c.body ?? '').slice(0, 600)}`,
-            });
-        }
-      }
-    };
-    await Promise.all(Array.from({ length: PARALLEL }, worker));
-    const seconds = (performance.now() - started) / 1000;
+    const run = await runCases(url, generate(SEED, COUNT, auth, ADMIN_TOKEN, url), PARALLEL, judge);
     console.log(
-      `fuzz: ${sent} requests in ${seconds.toFixed(1)} s; statuses ${JSON.stringify(Object.fromEntries([...statuses].sort((a, b) => a[0] - b[0])))}`,
+      `fuzz: ${run.sent} requests in ${run.seconds.toFixed(1)} s; statuses ${statusLine(run.statuses)}`,
     );
-    assert.equal(sent, COUNT);
-    const bad = [...failures].map(([group, f]) => `${f.count} x ${group}\n    ${f.example}`);
-    assert.deepEqual(bad, [], `${bad.length} kinds of bad answer`);
+    assert.equal(run.sent, COUNT);
+    assert.deepEqual(run.bad, [], `${run.bad.length} kinds of bad answer`);
 
     // Still alive: the stack answers a normal request after the storm.
     const models = await fetch(`${stack.url}/v1/models`, { headers: { authorization: auth } });

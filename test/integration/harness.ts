@@ -67,16 +67,55 @@ export interface StackOptions {
   pgRoot?: string;
 }
 
-export async function startStack(opts: StackOptions = {}): Promise<Stack> {
-  // Each stack talks on its own NATS subjects and publishes usage to its own stream, so test runs
-  // (and a development stack) on the same NATS never answer each other or mix their usage events.
-  const tag = randomBytes(4).toString('hex');
-  const env: Record<string, string> = {
+/**
+ * The namespaces of one test stack, all named after `tag`: its NATS subjects (model routes, search;
+ * its ledger writer's status follows MODEL_SUBJECT_PREFIX, see stackLedgerEnv), its usage stream and subjects, and every Redis key prefix (limits, console, BullMQ queues,
+ * images, search cache). So test runs, and a development stack (`scripts/setup.sh`) on the same NATS
+ * and Redis, never answer each other, take each other's jobs, share counters or mix usage events.
+ * isolation.spec.ts checks that every such variable of every app's config schema is set here to a
+ * value apart from its default (the development stack's).
+ */
+export function isolatedEnv(tag: string): Record<string, string> {
+  return {
     MODEL_SUBJECT_PREFIX: `t${tag}.`,
+    SEARCH_SUBJECT_PREFIX: `t${tag}.`,
     USAGE_STREAM: `USAGE_T${tag}`,
     USAGE_SUBJECT_ROOT: `usage_t${tag}.events`,
-    ...opts.env,
+    LIMITS_REDIS_PREFIX: `t${tag}:lim:`,
+    CONSOLE_REDIS_PREFIX: `t${tag}:console:`,
+    BULLMQ_PREFIX: `t${tag}:bull`,
+    IMAGE_STORE_REDIS_PREFIX: `t${tag}:images:`,
+    SEARCH_CACHE_PREFIX: `t${tag}:search:`,
   };
+}
+
+/** The Redis keys of a stack's own prefixes (`t<tag>:`), deleted when it closes. */
+async function deleteRedisKeys(match: string, redisUrl?: string): Promise<void> {
+  const url = redisUrl ?? process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+  // A cluster (limits-cluster.spec) is the test's own, gone with it.
+  if (!url.startsWith('redis://')) return;
+  const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1 });
+  redis.on('error', () => undefined);
+  try {
+    await redis.connect();
+    for await (const keys of redis.scanStream({ match, count: 500 }) as AsyncIterable<string[]>) {
+      if (keys.length) await redis.del(...keys);
+    }
+  } catch {
+    // A test that stopped Redis (outages): nothing to clean here.
+  } finally {
+    redis.disconnect();
+  }
+}
+
+export async function startStack(opts: StackOptions = {}): Promise<Stack> {
+  // Each stack has its own NATS subjects, usage stream and Redis prefixes (isolatedEnv); a test's env wins.
+  const tag = randomBytes(4).toString('hex');
+  const env: Record<string, string> = { ...isolatedEnv(tag), ...opts.env };
+  // A test that names its own model subjects gets the search subject beside them (it starts its
+  // search-service with that prefix), unless it names that one too.
+  if (opts.env?.MODEL_SUBJECT_PREFIX && !opts.env.SEARCH_SUBJECT_PREFIX)
+    env.SEARCH_SUBJECT_PREFIX = opts.env.MODEL_SUBJECT_PREFIX;
   const databaseUrl = `${opts.pgRoot ?? PG_ROOT}/infer_it_${randomBytes(5).toString('hex')}`;
   await ensureDatabase(databaseUrl);
   await migrateDeploy(databaseUrl);
@@ -137,6 +176,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       await prisma.$disconnect();
       await dropDatabase(databaseUrl);
       if (env.USAGE_STREAM !== UsageStream.name) await deleteStream(env.USAGE_STREAM, env.NATS_URL);
+      await deleteRedisKeys(`t${tag}:*`, env.REDIS_URL);
     },
   };
 }
@@ -146,18 +186,23 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
  * STATUS_SUBJECT_PREFIX so that its status reaches this stack's gateway). Stop it with stop().
  */
 export function startStackLedger(stack: Stack, extra: Record<string, string> = {}): Promise<LedgerWriter> {
-  const { USAGE_STREAM, USAGE_SUBJECT_ROOT } = stack.gatewayEnv;
-  return startLedgerWriter({
-    env: {
-      ...process.env,
-      DATABASE_URL: stack.databaseUrl,
-      LOG_LEVEL: 'silent',
-      LEDGER_STREAM: USAGE_STREAM,
-      LEDGER_SUBJECTS: `${USAGE_SUBJECT_ROOT}.>`,
-      LEDGER_CONSUMER: 'ledger-writer',
-      ...extra,
-    },
-  });
+  return startLedgerWriter({ env: { ...process.env, ...stackLedgerEnv(stack), ...extra } });
+}
+
+/**
+ * The ledger writer's environment on `stack`: its database, its usage stream and subjects, and its
+ * status messages on the stack's subjects (the stack's gateway lists it; a development stack's does not).
+ */
+export function stackLedgerEnv(stack: Pick<Stack, 'databaseUrl' | 'gatewayEnv'>): Record<string, string> {
+  const { USAGE_STREAM, USAGE_SUBJECT_ROOT, MODEL_SUBJECT_PREFIX } = stack.gatewayEnv;
+  return {
+    DATABASE_URL: stack.databaseUrl,
+    LOG_LEVEL: 'silent',
+    LEDGER_STREAM: String(USAGE_STREAM),
+    LEDGER_SUBJECTS: `${USAGE_SUBJECT_ROOT}.>`,
+    LEDGER_CONSUMER: 'ledger-writer',
+    STATUS_SUBJECT_PREFIX: String(MODEL_SUBJECT_PREFIX ?? ''),
+  };
 }
 
 export interface LiveStack {

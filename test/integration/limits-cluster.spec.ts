@@ -178,7 +178,8 @@ describe('limits on a Redis Cluster (3 primaries + 3 replicas)', () => {
       },
     });
     try {
-      assert.equal(stack.gateway.config.BULLMQ_PREFIX, '{infer:bull}');
+      // The stack's own queue prefix, in a hash tag on a cluster.
+      assert.equal(stack.gateway.config.BULLMQ_PREFIX, `{${stack.gatewayEnv.BULLMQ_PREFIX}}`);
       new TestClock(Date.UTC(2031, 4, 10, 12, 0, 15)).install(stack.gateway);
       const k = await newKey(stack, 'inference', { key: { requests_per_minute: 20, concurrent: null } });
       const ok = await k.client.chat.completions.create({

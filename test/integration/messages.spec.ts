@@ -42,7 +42,16 @@ describe('Anthropic Messages API with @anthropic-ai/sdk', () => {
     // chat-F slowed down (a simulator, test double): the 429 test holds its one concurrency slot.
     for (const m of catalog.models)
       if (m.id === 'chat-F') m.engine = { type: 'simulator', ttft_ms: 3000, itl_ms: 0 };
+    // chat-slow: chat-E with 350 ms between tokens (a simulator, test double), for the keep-alive pings.
+    const chatE = catalog.models.find((m) => m.id === 'chat-E');
     catalog.models.push(
+      {
+        ...chatE,
+        id: 'chat-slow',
+        aliases: [],
+        rank: 999,
+        engine: { type: 'simulator', ttft_ms: 0, itl_ms: 350, default_output_tokens: 6 },
+      },
       {
         ...scriptedModel(up, 'scripted-think', 'think', { reasoning: 'default_on' }),
         aliases: ['claude-test-thinker'],
@@ -53,7 +62,12 @@ describe('Anthropic Messages API with @anthropic-ai/sdk', () => {
     writeFileSync(catalogFile, JSON.stringify(catalog));
     stack = await startStack({
       catalogFile,
-      env: { LIMITS_ENABLED: '1', LIMITS_REDIS_PREFIX: `test:messages:${Date.now()}:` },
+      env: {
+        LIMITS_ENABLED: '1',
+        LIMITS_REDIS_PREFIX: `test:messages:${Date.now()}:`,
+        // Keep-alive pings after 150 ms of silence, so that chat-slow's 350 ms gaps get some.
+        MESSAGES_PING_INTERVAL_MS: '150',
+      },
     });
     ledger = await startStackLedger(stack);
     client = anthropic(stack.keys.inference);
@@ -207,6 +221,63 @@ describe('Anthropic Messages API with @anthropic-ai/sdk', () => {
     );
     assert.equal(sent[1]?.tool_calls && (sent[1].tool_calls as Array<{ id: string }>)[0]?.id, use.id);
     assert.equal(up.remaining('tools'), 0);
+  });
+
+  it('stop_sequences: the answer a stop string ended says stop_sequence and names it, created and streamed', async () => {
+    const ask = {
+      model: 'chat-E',
+      max_tokens: 40,
+      thinking: { type: 'disabled' as const },
+      messages: [{ role: 'user' as const, content: 'Tell me a story.' }],
+    };
+    const whole = await client.messages.create(ask);
+    assert.equal(whole.stop_reason, 'end_turn');
+    assert.equal(whole.stop_sequence, null);
+    const full = whole.content.find((b) => b.type === 'text')?.text ?? '';
+    const stop = ` ${full.split(' ')[4]}`;
+    const cut = full.indexOf(stop);
+    assert.ok(cut > 0, full);
+    const stop_sequences = ['NEVER-THERE', stop];
+    const m = await client.messages.create({ ...ask, stop_sequences });
+    assert.equal(m.stop_reason, 'stop_sequence');
+    assert.equal(m.stop_sequence, stop);
+    assert.deepEqual(m.content, [{ type: 'text', text: full.slice(0, cut) }]);
+    const streamed = await client.messages.stream({ ...ask, stop_sequences }).finalMessage();
+    assert.equal(streamed.stop_reason, 'stop_sequence');
+    assert.equal(streamed.stop_sequence, stop);
+    assert.deepEqual(streamed.content, m.content);
+  });
+
+  it('pings: one after message_start and keep-alives while the model is silent; the SDK rebuilds the same message', async () => {
+    const ask = {
+      model: 'chat-slow',
+      max_tokens: 100,
+      thinking: { type: 'disabled' as const },
+      messages: [{ role: 'user' as const, content: 'Say something slowly.' }],
+    };
+    // On the wire: the event names in order.
+    const res = await fetch(`${stack.url}/v1/messages`, {
+      method: 'POST',
+      headers: {
+        'x-api-key': stack.keys.inference,
+        'anthropic-version': '2023-06-01',
+        'content-type': 'application/json',
+      },
+      body: JSON.stringify({ ...ask, stream: true }),
+    });
+    assert.equal(res.status, 200);
+    const names = [...(await res.text()).matchAll(/^event: (\w+)$/gm)].map((x) => x[1]);
+    assert.deepEqual(names.slice(0, 2), ['message_start', 'ping']);
+    assert.equal(names.at(-1), 'message_stop');
+    const firstDelta = names.indexOf('content_block_delta');
+    const idle = names.slice(firstDelta).filter((n) => n === 'ping').length;
+    assert.ok(idle >= 1, `keep-alive pings between the deltas: ${names.join(',')}`);
+    // Through the SDK: pings are ignored and the final message equals the unary answer.
+    const streamed = await client.messages.stream(ask).finalMessage();
+    const unary = await client.messages.create(ask);
+    assert.deepEqual(streamed.content, unary.content);
+    assert.equal(streamed.stop_reason, unary.stop_reason);
+    assert.equal(streamed.usage.output_tokens, unary.usage.output_tokens);
   });
 
   it("GET /v1/models answers in Anthropic's list shape to the SDK, and retrieves by alias", async () => {

@@ -6,8 +6,10 @@
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { SearchResponseSchema } from '@infer/contracts';
+import { seedProjectDocs } from '@infer/search-index';
 import { startEmbeddingService } from '../../apps/embedding-service/src/app.js';
 import { type SearchService, startSearchService } from '../../apps/search-service/src/app.js';
 import { type Stack, startStack } from './harness.js';
@@ -124,5 +126,27 @@ describe('local search, hybrid ranking with stored vectors', () => {
       now = await stored();
     }
     assert.ok(now && now !== before, 'a new vector for the new text');
+  });
+
+  it("setup's printed example: 'quick start' finds the README's Quick start section first, vectors and all", async () => {
+    // What a fresh setup's index holds: the project documentation (`search seed-docs`), every section embedded.
+    const seeded = await seedProjectDocs(svc.repo, process.cwd());
+    assert.ok(seeded.documents > 50, `${seeded.documents} sections`);
+    const deadline = Date.now() + 120_000;
+    let missing = await svc.repo.missingEmbeddings('embed-model', 10);
+    while (missing.length && Date.now() < deadline) {
+      await new Promise((ok) => setTimeout(ok, 200));
+      missing = await svc.repo.missingEmbeddings('embed-model', 10);
+    }
+    assert.deepEqual(missing, [], 'every section has a vector');
+    // The query scripts/start.sh prints.
+    const printed = /JSON\.stringify\(\{query: '([^']+)'\}\)/.exec(
+      readFileSync('scripts/start.sh', 'utf8'),
+    )?.[1];
+    assert.ok(printed, "start.sh's search example");
+    const res = await post('/v1/search', { query: printed }, stack.keys.inference);
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    const found = SearchResponseSchema.parse(res.body).results;
+    assert.equal(found[0]?.url, 'docs:/README.md#quick-start', found.map((x) => x.url).join(', '));
   });
 });

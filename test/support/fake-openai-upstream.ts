@@ -9,6 +9,10 @@
  *   tools-native   `tool_calls` deltas (arguments streamed in pieces), finish_reason tool_calls
  *   tools-hermes   a Hermes `<tool_call>{...}</tool_call>` inside `content`, finish_reason stop
  *   length         finish_reason length after 3 words
+ *   vllm-stop      applies the request's `stop` to "Hello from the upstream." as vLLM does: the text cut
+ *                  before the earliest match, the matched string in the finish chunk's `stop_reason`
+ *                  (null when none matched)
+ *   sglang-stop    the same, the matched string in `matched_stop` (SGLang's name)
  *   json-only      ignores `stream` and answers one plain JSON ChatCompletion
  *   no-usage       streams without a usage chunk
  *   bad-request    400 `{"error": {"message", "param"}}` (vLLM/OpenAI style)
@@ -110,14 +114,21 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
     const send = (s: string) => {
       if (!res.writableEnded) res.write(s);
     };
-    const streamText = async (pieces: string[], finish = 'stop', withUsage = true) => {
+    const streamText = async (
+      pieces: string[],
+      finish = 'stop',
+      withUsage = true,
+      finishExtra: Record<string, unknown> = {},
+    ) => {
       sse();
       send(enc(chunk({ role: 'assistant', content: '' })));
       for (const p of pieces) {
         await later(1);
         send(enc(chunk({ content: p })));
       }
-      send(enc(chunk({}, finish)));
+      const end = chunk({}, finish);
+      Object.assign(end.choices[0] ?? {}, finishExtra);
+      send(enc(end));
       if (withUsage)
         send(enc({ id, object: 'chat.completion.chunk', created, model: scenario, choices: [], usage }));
       send('data: [DONE]\n\n');
@@ -131,6 +142,24 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
         return streamText(words('Hello from the upstream.'));
       case 'echo':
         return streamText([JSON.stringify(body)]);
+      case 'vllm-stop':
+      case 'sglang-stop': {
+        const text = 'Hello from the upstream.';
+        const stops = (Array.isArray(body.stop) ? body.stop : [body.stop]).filter(
+          (x): x is string => typeof x === 'string' && x.length > 0,
+        );
+        let cut = text.length;
+        let hit: string | null = null;
+        for (const st of stops) {
+          const i = text.indexOf(st);
+          if (i >= 0 && i < cut) {
+            cut = i;
+            hit = st;
+          }
+        }
+        const field = scenario === 'vllm-stop' ? 'stop_reason' : 'matched_stop';
+        return streamText(words(text.slice(0, cut)), 'stop', true, { [field]: hit });
+      }
       case 'think-inline':
         return streamText(['<thi', 'nk>Let me ', 'think.</th', 'ink>\n\n', 'The answer', ' is 4.']);
       case 'think-native': {

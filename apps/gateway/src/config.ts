@@ -73,6 +73,9 @@ export const GatewayEnvFields = z.object({
   IDLE_TIMEOUT_MS: envInt(120_000, 100).describe(
     'Longest silence between two frames of a stream, and the longest wait for the first frame (ms).',
   ),
+  MESSAGES_PING_INTERVAL_MS: envInt(10_000, 100).describe(
+    'A /v1/messages stream that has written nothing for this long gets a keep-alive `ping` event (ms), so proxies and clients do not drop a stream while the model thinks.',
+  ),
   BODY_LIMIT_BYTES: envInt(32 * 1024 * 1024, 1024).describe(
     'Largest request body accepted (bytes); larger bodies get 413.',
   ),

@@ -230,6 +230,8 @@ export const ChatCompletionSchema = z
       z.object({
         index: z.number().int(),
         finish_reason: FinishReasonSchema,
+        /** vLLM's extension: the request's stop string that ended the choice; absent when none did. */
+        stop_reason: z.string().optional(),
         message: AssistantOutputMessageSchema,
         logprobs: z.null().optional(),
       }),
@@ -262,6 +264,8 @@ export const ChatCompletionChunkSchema = z
           tool_calls: z.array(ToolCallDeltaSchema).optional(),
         }),
         finish_reason: FinishReasonSchema.nullable(),
+        /** On the finish chunk: the request's stop string that ended the choice (vLLM's extension). */
+        stop_reason: z.string().optional(),
         logprobs: z.null().optional(),
       }),
     ),

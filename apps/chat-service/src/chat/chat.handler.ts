@@ -30,6 +30,9 @@ export interface ChatHandlerOptions {
  * with an empty delta and the finish_reason. With `stream_options.include_usage` every chunk carries
  * `usage: null` and one last chunk has `choices: []` and the usage. All chunks share `id` and `created`.
  *
+ * A choice that a stop string ended carries it as `stop_reason` beside `finish_reason: 'stop'` (as vLLM
+ * does; the Messages front door turns it into Anthropic's `stop_sequence`); absent otherwise.
+ *
  * n > 1 runs n generations concurrently (choices 0..n-1; their chunks interleave); usage counts the
  * prompt once and sums the completions. A failing choice aborts the others.
  *
@@ -100,19 +103,23 @@ export function chatCompletionsHandler(
     // Per choice, a first chunk {role: 'assistant', content: ''} before its first delta.
     const sinkFor = (index: number): ChoiceSink => {
       let started = false;
-      const send = (delta: ChunkChoice['delta'], finish: FinishReason | null) => {
+      const send = (delta: ChunkChoice['delta'], finish: FinishReason | null, stop: string | null) => {
         if (!started) {
           started = true;
           emit([{ index, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }]);
         }
-        emit([{ index, delta, logprobs: null, finish_reason: finish }]);
+        emit([
+          stop === null
+            ? { index, delta, logprobs: null, finish_reason: finish }
+            : { index, delta, logprobs: null, finish_reason: finish, stop_reason: stop },
+        ]);
       };
       return {
         delta: (d) => {
           sentDeltas++;
-          send(d, null);
+          send(d, null, null);
         },
-        finish: (reason) => send({}, reason),
+        finish: (reason, stop) => send({}, reason, stop),
       };
     };
 
@@ -149,6 +156,7 @@ export function chatCompletionsHandler(
         },
         logprobs: null,
         finish_reason: r.finish as FinishReason,
+        ...(r.stopSequence !== null ? { stop_reason: r.stopSequence } : {}),
       })),
       usage,
     };

@@ -23,6 +23,8 @@ export interface ChoiceResult {
   toolCalls: ToolCall[];
   /** null when the work was cancelled. */
   finish: FinishReason | null;
+  /** The request's stop string that ended the choice (finish 'stop'), when the engine reports one. */
+  stopSequence: string | null;
   usage: EngineUsage;
 }
 
@@ -41,7 +43,8 @@ export interface ChoiceDelta {
 /** Receives a streamed choice's deltas as the engine produces them, then its finish reason. */
 export interface ChoiceSink {
   delta(d: ChoiceDelta): void;
-  finish(reason: FinishReason): void;
+  /** `stopSequence`: the stop string that ended the choice, or null. */
+  finish(reason: FinishReason, stopSequence: string | null): void;
 }
 
 export const randomId = (bytes = 12) => randomBytes(bytes).toString('base64url');
@@ -84,6 +87,7 @@ export async function runChoice(
     reasoning: '',
     toolCalls: [],
     finish: null,
+    stopSequence: null,
     usage: { prompt_tokens: 0, completion_tokens: 0, reasoning_tokens: 0 },
   };
   const calls = new Map<number, ToolCall>();
@@ -155,8 +159,9 @@ export async function runChoice(
     return r;
   }
   r.finish = end.reason;
+  r.stopSequence = end.reason === 'stop' ? (end.stop_sequence ?? null) : null;
   r.usage = end.usage;
-  if (sink && !signal.aborted) sink.finish(end.reason);
+  if (sink && !signal.aborted) sink.finish(end.reason, r.stopSequence);
   return r;
 }
 

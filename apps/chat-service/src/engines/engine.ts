@@ -154,8 +154,12 @@ export type EngineDelta =
    * engine has one; otherwise the handler makes one), later pieces carry `arguments` text to append.
    */
   | { type: 'tool_call'; index: number; id?: string; name?: string; arguments?: string }
-  /** The last delta: why generation ended and the exact usage of this choice. */
-  | { type: 'finish'; reason: EngineFinishReason; usage: EngineUsage };
+  /**
+   * The last delta: why generation ended and the exact usage of this choice. `stop_sequence` is the
+   * request's stop string that ended it (reason 'stop'), when one did: engines that cut the text
+   * themselves know it, an upstream reports it (vLLM's `stop_reason`, SGLang's `matched_stop`).
+   */
+  | { type: 'finish'; reason: EngineFinishReason; usage: EngineUsage; stop_sequence?: string };
 
 export type EngineFinish = Extract<EngineDelta, { type: 'finish' }>;
 

@@ -111,6 +111,23 @@ describe('openai upstream engine (against a local fake OpenAI-compatible server)
     await e.close();
   });
 
+  it('reports the stop string that ended the answer, as vLLM (stop_reason) and SGLang (matched_stop) name it', async () => {
+    for (const scenario of ['vllm-stop', 'sglang-stop']) {
+      const e = engine(up.url, scenario);
+      try {
+        const hit = await collect(e, input({ stop: ['NEVER', ' the'] }));
+        assert.equal(hit.content, 'Hello from');
+        assert.equal(hit.finish.reason, 'stop');
+        assert.equal(hit.finish.stop_sequence, ' the', scenario);
+        const none = await collect(e, input({ stop: ['NEVER'] }));
+        assert.equal(none.finish.reason, 'stop');
+        assert.equal(none.finish.stop_sequence, undefined, `${scenario}: no match, no stop_sequence`);
+      } finally {
+        await e.close();
+      }
+    }
+  });
+
   it('complete answers keep their connection (reused, not aborted)', async () => {
     const e = engine(up.url, 'plain');
     const conns = up.connections;

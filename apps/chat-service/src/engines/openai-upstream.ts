@@ -404,6 +404,8 @@ async function drainRest(
 class Run {
   done = false;
   finishReason: string | null = null;
+  /** The request's stop string the upstream reported as the end (see matchedStop). */
+  stopSequence: string | null = null;
   private usage: { prompt_tokens?: number; completion_tokens?: number; reasoning_tokens?: number } | null =
     null;
   private parser: OutputParser | null = null;
@@ -467,7 +469,19 @@ class Run {
         for (const [pos, tc] of d.tool_calls.entries()) yield* this.nativeCall(tc, pos);
       }
     }
-    if (choice.finish_reason) this.finishReason = choice.finish_reason;
+    if (choice.finish_reason) {
+      this.finishReason = choice.finish_reason;
+      this.stopSequence = this.matchedStop(choice.stop_reason ?? choice.matched_stop);
+    }
+  }
+
+  /**
+   * The stop string that ended the answer, as the upstream names it: vLLM's `stop_reason` and
+   * SGLang's `matched_stop` hold the matched string (or a stop token's id, a number: not a sequence of
+   * the request). Only one of the request's own stop strings counts.
+   */
+  private matchedStop(v: unknown): string | null {
+    return typeof v === 'string' && this.input.stop.includes(v) ? v : null;
   }
 
   /** A non-streamed answer (a server that ignored `stream: true`). */
@@ -502,6 +516,7 @@ class Run {
     this.priorCompletion = produced;
     this.usage = null;
     this.finishReason = null;
+    this.stopSequence = null;
     if (raw) {
       body.prompt = (this.input.prompt ?? '') + sofar;
     } else {
@@ -589,7 +604,9 @@ class Run {
       completion_tokens: completion,
       reasoning_tokens: Math.min(completion, u?.reasoning_tokens ?? countTokens(this.reasoning)),
     };
-    return { type: 'finish', reason, usage };
+    return reason === 'stop' && this.stopSequence !== null
+      ? { type: 'finish', reason, usage, stop_sequence: this.stopSequence }
+      : { type: 'finish', reason, usage };
   }
 }
 
@@ -611,6 +628,9 @@ interface UpstreamChunk {
     delta?: UpstreamDelta;
     message?: UpstreamDelta;
     finish_reason?: string | null;
+    /** vLLM: the matched stop string (or stop token id); SGLang calls it `matched_stop`. */
+    stop_reason?: unknown;
+    matched_stop?: unknown;
   }>;
 }
 interface UpstreamDelta {

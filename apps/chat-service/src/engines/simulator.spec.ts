@@ -95,13 +95,16 @@ describe('simulator engine (test double)', () => {
 
   it('cuts the content before a stop sequence and finishes with stop', async () => {
     const m = model({ default_output_tokens: 40 });
-    const full = (await run(m, ask('Say something long.'))).content;
+    const whole = await run(m, ask('Say something long.'));
+    const full = whole.content;
+    assert.equal(whole.finish.stop_sequence, undefined, 'no stop string ended it');
     const words = full.split(' ');
     const stop = ` ${words[6]}`;
     const cut = full.indexOf(stop);
     assert.ok(cut > 0);
     const r = await run(m, ask('Say something long.', { stop: ['NEVER-THERE', stop] }));
     assert.equal(r.finish.reason, 'stop');
+    assert.equal(r.finish.stop_sequence, stop, 'the matched stop string is reported');
     assert.equal(r.content, full.slice(0, cut));
     assert.ok(r.finish.usage.completion_tokens < 40);
     assert.ok(r.finish.usage.completion_tokens >= countTokens(r.content));

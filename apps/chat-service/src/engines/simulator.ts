@@ -62,10 +62,14 @@ export class SimulatorEngine implements ChatEngine {
     let produced = 0;
     let reasoningTokens = 0;
 
-    const finish = (reason: Extract<EngineDelta, { type: 'finish' }>['reason']): EngineDelta => ({
+    const finish = (
+      reason: Extract<EngineDelta, { type: 'finish' }>['reason'],
+      stopSequence: string | null = null,
+    ): EngineDelta => ({
       type: 'finish',
       reason,
       usage: { prompt_tokens: promptTokens, completion_tokens: produced, reasoning_tokens: reasoningTokens },
+      ...(stopSequence !== null ? { stop_sequence: stopSequence } : {}),
     });
     /**
      * Waits until the next token is due; false when the signal aborted. Token 0 is due `ttft_ms` after
@@ -148,7 +152,7 @@ export class SimulatorEngine implements ChatEngine {
       const text = stops.push(piece);
       if (text) yield { type: 'content', text };
       if (stops.stopped) {
-        yield finish('stop');
+        yield finish('stop', stops.matched);
         return;
       }
     }

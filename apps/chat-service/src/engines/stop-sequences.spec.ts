@@ -38,6 +38,22 @@ describe('StopSequenceFilter', () => {
     assert.equal(run(['yy', 'b'], ['a b yy']).out.join(''), 'a ');
   });
 
+  it('names the stop sequence that matched: the earliest, across pieces; none before or without a match', () => {
+    const f = new StopSequenceFilter(['yy', 'b', 'END']);
+    assert.equal(f.push('a E'), 'a ');
+    assert.equal(f.matched, null, 'a held prefix is not a match');
+    f.push('N');
+    f.push('D b');
+    assert.equal(f.matched, 'END');
+    const g = new StopSequenceFilter(['yy', 'b']);
+    g.push('a b yy');
+    assert.equal(g.matched, 'b');
+    const h = new StopSequenceFilter(['END']);
+    h.push('no stop here');
+    h.flush();
+    assert.equal(h.matched, null);
+  });
+
   it('ignores empty stop strings', () => {
     assert.deepEqual(run([''], ['a']), { out: ['a'], stopped: false });
   });

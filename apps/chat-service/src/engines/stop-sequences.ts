@@ -7,6 +7,7 @@
 export class StopSequenceFilter {
   private held = '';
   private done = false;
+  private hit: string | null = null;
   private readonly stops: string[];
 
   constructor(stops: readonly string[]) {
@@ -18,18 +19,28 @@ export class StopSequenceFilter {
     return this.done;
   }
 
+  /** The stop sequence that ended the text (the earliest match), or null while none did. */
+  get matched(): string | null {
+    return this.hit;
+  }
+
   /** Feeds generated text; returns the part that is safe to emit now (maybe ''). */
   push(text: string): string {
     if (this.done) return '';
     if (!this.stops.length) return text;
     const buf = this.held + text;
     let cut = -1;
+    let hit = '';
     for (const s of this.stops) {
       const i = buf.indexOf(s);
-      if (i >= 0 && (cut < 0 || i < cut)) cut = i;
+      if (i >= 0 && (cut < 0 || i < cut)) {
+        cut = i;
+        hit = s;
+      }
     }
     if (cut >= 0) {
       this.done = true;
+      this.hit = hit;
       this.held = '';
       return buf.slice(0, cut);
     }

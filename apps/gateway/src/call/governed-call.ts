@@ -346,6 +346,17 @@ export class GovernedCall {
     let failure: unknown;
     // Data frames relayed: the fallback measure of what the client received if the replica dies.
     let relayed = 0;
+    // Keep-alive: one timer per stream, no work per chunk (a tick compares the relayed count).
+    let keepAlive: NodeJS.Timeout | undefined;
+    if (wire.keepAlive) {
+      const { frame, everyMs } = wire.keepAlive;
+      let seen = relayed;
+      keepAlive = setInterval(() => {
+        if (relayed === seen && !raw.writableEnded && !clientGone) raw.write(frame);
+        seen = relayed;
+      }, everyMs);
+      keepAlive.unref();
+    }
     try {
       if (!first.done) {
         const w = wire.chunk(first.value, raw, call);
@@ -366,6 +377,7 @@ export class GovernedCall {
       // Headers are out: report the failure in the front door's shape, then end.
       if (!clientGone) wire.streamError(err, raw, call);
     } finally {
+      clearInterval(keepAlive);
       if (!raw.writableEnded) raw.end();
     }
     if (clientGone) status = 499;

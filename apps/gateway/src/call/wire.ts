@@ -20,6 +20,11 @@ export interface WireFormat {
   chunk(payload: Uint8Array, out: SseSink, call: Call): void | Promise<void>;
   /** After the last chunk of a stream that completed (OpenAI chat: `data: [DONE]`; Messages: `message_stop`). */
   end?(out: SseSink, call: Call): void;
+  /**
+   * A keep-alive event (Anthropic's `ping`) and its interval: written whenever the stream has relayed
+   * nothing for a whole interval. Without it a stream says nothing while the model is silent.
+   */
+  keepAlive?: { frame: string; everyMs: number };
   /** A failure after the stream started (headers are out): the front door's error event. */
   streamError(err: ApiError, out: SseSink, call: Call): void;
   /**

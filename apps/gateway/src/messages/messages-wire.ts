@@ -1,6 +1,6 @@
 import { anthropicErrorType, type ChatCompletion, type ChatCompletionChunk } from '@infer/contracts';
 import type { WireFormat } from '../call/wire.js';
-import { MessagesStream, toAnthropicMessage } from './translate-reply.js';
+import { MessagesStream, PING, toAnthropicMessage } from './translate-reply.js';
 
 const utf8 = new TextDecoder();
 
@@ -9,9 +9,10 @@ const utf8 = new TextDecoder();
  * chat chunk as Anthropic's events (one MessagesStream per request keeps the block state), its
  * terminal events (message_delta, message_stop) and its error event after the stream started.
  * `model` is the name the request used (an alias stays the alias); `inputEstimate` is message_start's
- * input_tokens until message_delta carries the engine's count.
+ * input_tokens until message_delta carries the engine's count. A stream silent for `pingEveryMs` gets a
+ * `ping` event (as Anthropic sends them during long pauses; MESSAGES_PING_INTERVAL_MS).
  */
-export function messagesWire(model: string, inputEstimate: number): WireFormat {
+export function messagesWire(model: string, inputEstimate: number, pingEveryMs: number): WireFormat {
   let stream: MessagesStream | null = null;
   const events = () => {
     stream ??= new MessagesStream(model, inputEstimate);
@@ -29,6 +30,7 @@ export function messagesWire(model: string, inputEstimate: number): WireFormat {
     streamError: (err, out) => {
       out.write(events().fail(anthropicErrorType(err.status), err.message));
     },
+    keepAlive: { frame: PING, everyMs: pingEveryMs },
   };
 }
 

@@ -52,7 +52,14 @@ export class MessagesController {
     );
     // The chat body keeps the name the request used (an alias stays the alias): the Message echoes it.
     const estimate = body.stream === true ? estimatePromptTokens(body) : 0;
-    await this.run(route, req, reply, entry, body, messagesWire(body.model, estimate));
+    await this.run(
+      route,
+      req,
+      reply,
+      entry,
+      body,
+      messagesWire(body.model, estimate, this.config.MESSAGES_PING_INTERVAL_MS),
+    );
   }
 
   @Post('messages/count_tokens')

@@ -120,6 +120,19 @@ describe('chat result -> Message', () => {
     );
     assert.deepEqual(bad.content, [{ type: 'tool_use', id: 'c', name: 'f', input: {} }]);
   });
+  it('a choice ended by a stop string: stop_reason stop_sequence with the matched string; without one: end_turn, null', () => {
+    const c = completion({ role: 'assistant', content: 'one two' }, 'stop');
+    const choice = c.choices[0];
+    assert.ok(choice);
+    choice.stop_reason = '\n\nHuman:';
+    const m = toAnthropicMessage(c, 'm');
+    AnthropicMessageSchema.parse(m);
+    assert.equal(m.stop_reason, 'stop_sequence');
+    assert.equal(m.stop_sequence, '\n\nHuman:');
+    const plain = toAnthropicMessage(completion({ role: 'assistant', content: 'x' }, 'stop'), 'm');
+    assert.equal(plain.stop_reason, 'end_turn');
+    assert.equal(plain.stop_sequence, null);
+  });
 });
 
 describe('chat chunks -> Anthropic events', () => {
@@ -200,6 +213,22 @@ describe('chat chunks -> Anthropic events', () => {
     const empty = await finalMessage(sse([], false));
     assert.deepEqual(empty.content, []);
     assert.equal(empty.stop_reason, 'end_turn');
+  });
+
+  it('a stream a stop string ended: message_delta names it, and the SDK helper reports it', async () => {
+    const end = { ...chunk({}, 'stop') };
+    const choice = end.choices[0];
+    assert.ok(choice);
+    choice.stop_reason = 'END "now"';
+    const text = sse([chunk({ content: 'one two' }), end]);
+    const delta = events(text).find((e) => e.type === 'message_delta');
+    assert.deepEqual(delta?.type === 'message_delta' && delta.delta, {
+      stop_reason: 'stop_sequence',
+      stop_sequence: 'END "now"',
+    });
+    const m = await finalMessage(text);
+    assert.equal(m.stop_reason, 'stop_sequence');
+    assert.equal(m.stop_sequence, 'END "now"');
   });
 
   it('a failure after the start is an error event the SDK raises', async () => {

@@ -14,16 +14,22 @@ import type {
  *
  * Content order in a message: thinking, then text, then tool_use blocks (a stream keeps the order in
  * which the engine produced them: a new block starts whenever the kind of delta changes).
- * stop_reason: stop -> end_turn, length -> max_tokens, tool_calls (or any tool call) -> tool_use.
- * `stop_sequence` is never claimed: the chat result does not say whether a stop sequence or the model
- * ended the answer (docs/api-decisions.md).
+ * stop_reason: stop -> end_turn, or stop_sequence when the chat choice names the stop string that ended
+ * it (`stop_reason`, reported by the engine: the chat-service's own engines cut at stop strings and
+ * know which one matched, vLLM and SGLang upstreams say so); length -> max_tokens; tool_calls (or any
+ * tool call) -> tool_use. `stop_sequence` is the matched string, else null.
  * A thinking block's `signature` is a SHA-256 digest of its text (base64): Anthropic's clients require
  * one and send it back; nothing here verifies it.
  */
 
-export function stopReason(finish: FinishReason | null, calledTools: boolean): AnthropicStopReason {
+export function stopReason(
+  finish: FinishReason | null,
+  calledTools: boolean,
+  stopSequence: string | null = null,
+): AnthropicStopReason {
   if (finish === 'tool_calls' || calledTools) return 'tool_use';
   if (finish === 'length') return 'max_tokens';
+  if (stopSequence !== null) return 'stop_sequence';
   return 'end_turn';
 }
 
@@ -51,6 +57,8 @@ export function parseInput(args: string): Record<string, unknown> {
 export function toAnthropicMessage(c: ChatCompletion, model: string): AnthropicMessage {
   const choice = c.choices[0];
   const m = choice?.message;
+  const stopSequence = choice?.stop_reason ?? null;
+  const reason = stopReason(choice?.finish_reason ?? null, (m?.tool_calls?.length ?? 0) > 0, stopSequence);
   const content: AnthropicContentBlock[] = [];
   if (m?.reasoning_content) {
     content.push({
@@ -74,8 +82,8 @@ export function toAnthropicMessage(c: ChatCompletion, model: string): AnthropicM
     role: 'assistant',
     model,
     content,
-    stop_reason: stopReason(choice?.finish_reason ?? null, (m?.tool_calls?.length ?? 0) > 0),
-    stop_sequence: null,
+    stop_reason: reason,
+    stop_sequence: reason === 'stop_sequence' ? stopSequence : null,
     usage: {
       input_tokens: c.usage.prompt_tokens,
       output_tokens: c.usage.completion_tokens,
@@ -88,7 +96,8 @@ export function toAnthropicMessage(c: ChatCompletion, model: string): AnthropicM
 type Block = 'text' | 'thinking' | 'tool_use';
 
 const event = (type: string, json: string) => `event: ${type}\ndata: ${json}\n\n`;
-const PING = event('ping', '{"type":"ping"}');
+/** Anthropic's keep-alive event: one after message_start, more while a stream is silent. */
+export const PING = event('ping', '{"type":"ping"}');
 const MESSAGE_STOP = event('message_stop', '{"type":"message_stop"}');
 
 /**
@@ -107,6 +116,7 @@ export class MessagesStream {
   private readonly toolBlocks = new Map<number, number>();
   private thinkingHash: Hash | null = null;
   private finish: FinishReason | null = null;
+  private stopSequence: string | null = null;
   private usage: UsageReport | null = null;
   private calledTools = false;
 
@@ -156,6 +166,7 @@ export class MessagesStream {
     }
     if (choice.finish_reason) {
       this.finish = choice.finish_reason;
+      this.stopSequence = choice.stop_reason ?? null;
       out += this.closeBlock();
     }
     return out;
@@ -166,11 +177,12 @@ export class MessagesStream {
     let out = this.started ? '' : this.start('');
     out += this.closeBlock();
     const u = usage ?? this.usage;
-    const reason = stopReason(this.finish, this.calledTools);
+    const reason = stopReason(this.finish, this.calledTools, this.stopSequence);
     const input = u ? `,"input_tokens":${u.prompt_tokens}` : '';
+    const sequence = reason === 'stop_sequence' ? JSON.stringify(this.stopSequence) : 'null';
     out += event(
       'message_delta',
-      `{"type":"message_delta","delta":{"stop_reason":"${reason}","stop_sequence":null},"usage":{"output_tokens":${u?.completion_tokens ?? 0}${input}}}`,
+      `{"type":"message_delta","delta":{"stop_reason":"${reason}","stop_sequence":${sequence}},"usage":{"output_tokens":${u?.completion_tokens ?? 0}${input}}}`,
     );
     return out + MESSAGE_STOP;
   }

@@ -100,6 +100,8 @@ describe('embedded llama.cpp engine (tiny random-weight GGUF)', () => {
     assert.equal(stop.length, 3);
     const cut = await run(eng, input({ max_tokens: 24, stop }));
     assert.equal(cut.finish.reason, 'stop');
+    assert.equal(cut.finish.stop_sequence, stop, 'the matched stop string is reported');
+    assert.equal(full.finish.stop_sequence, undefined);
     assert.equal(cut.content, full.content.slice(0, full.content.indexOf(stop)));
     assert.ok(cut.finish.usage.completion_tokens < 24);
   });

@@ -265,8 +265,11 @@ class Generation {
     this.budget = Math.max(1, Math.round(engine.settings.reasoning_budget * EFFORT_SCALE[effort]));
   }
 
-  private finish(reason: EngineFinishReason): EngineDelta {
-    return { type: 'finish', reason, usage: { ...this.usage } };
+  private finish(reason: EngineFinishReason, stopSequence: string | null = null): EngineDelta {
+    const usage = { ...this.usage };
+    return reason === 'stop' && stopSequence !== null
+      ? { type: 'finish', reason, usage, stop_sequence: stopSequence }
+      : { type: 'finish', reason, usage };
   }
 
   async *run(): AsyncGenerator<EngineDelta> {
@@ -319,7 +322,7 @@ class Generation {
       const rest = stops.flush();
       if (rest) yield { type: 'content', text: rest };
       if (outcome === 'length') yield this.finish('length');
-      else yield this.finish(calls > 0 && !raw ? 'tool_calls' : 'stop');
+      else yield this.finish(calls > 0 && !raw ? 'tool_calls' : 'stop', stops.matched);
       return;
     }
 

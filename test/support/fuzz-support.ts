@@ -1,7 +1,8 @@
 /**
- * Shared by the fuzz specs (fuzz.spec.ts, fuzz-messages.spec.ts): the request and answer types, the value
- * generators that break a valid body, and sending a case (fetch, or a raw socket for what fetch would
- * refuse or fix).
+ * Shared by the fuzz specs (test/faults/fuzz.spec.ts, fuzz-messages.spec.ts): the request and answer
+ * types, the value generators that break a valid body, the JSON body cases built from a valid base,
+ * sending a case (fetch, or a raw socket for what fetch would refuse or fix) and the run that sends
+ * the cases in parallel and groups the bad answers.
  */
 import { connect } from 'node:net';
 import type { Rng } from './rng.js';
@@ -110,6 +111,130 @@ export function mutate(r: Rng, value: unknown, depth = 0): unknown {
   }
   return copy;
 }
+
+// ---- JSON body cases ----
+
+/** A valid request of one endpoint, which the fuzzer breaks. */
+export interface JsonBase {
+  path: string;
+  body: Record<string, unknown>;
+}
+
+/**
+ * A broken JSON request from one of `bases`: truncated JSON (1 in 10), an odd JSON document (1 in 10,
+ * from `oddDocuments`), a wrong Content-Type (1 in 10, from `contentTypes`) or a body mutated one to
+ * three times. `headersFor` gives the headers of the chosen base (auth, content type). The random
+ * draws are the same whatever the lists, so that a seed replays the same cases.
+ */
+export function jsonBodyCase(
+  r: Rng,
+  bases: readonly JsonBase[],
+  headersFor: (base: JsonBase) => Record<string, string>,
+  oddDocuments: readonly string[],
+  contentTypes: readonly string[],
+): Case {
+  const base = r.pick(bases);
+  const headers = headersFor(base);
+  const kind = r.int(10);
+  if (kind === 0) {
+    const text = JSON.stringify(base.body);
+    return {
+      name: `${base.path} truncated JSON`,
+      method: 'POST',
+      path: base.path,
+      headers,
+      body: text.slice(0, r.int(text.length)),
+    };
+  }
+  if (kind === 1) {
+    const body = r.pick(oddDocuments);
+    return { name: `${base.path} odd JSON document`, method: 'POST', path: base.path, headers, body };
+  }
+  if (kind === 2) {
+    const type = r.pick(contentTypes);
+    return {
+      name: `${base.path} content-type '${type}'`,
+      method: 'POST',
+      path: base.path,
+      headers: { ...headers, 'content-type': type },
+      body: JSON.stringify(base.body),
+    };
+  }
+  let body = base.body as unknown;
+  const rounds = r.int(3) + 1;
+  for (let i = 0; i < rounds; i++) body = mutate(r, body);
+  return {
+    name: `${base.path} mutated body`,
+    method: 'POST',
+    path: base.path,
+    headers,
+    body: JSON.stringify(body),
+  };
+}
+
+// ---- the run ----
+
+export interface FuzzRun {
+  /** Cases sent. */
+  sent: number;
+  /** Answers by status. */
+  statuses: Map<number, number>;
+  /** The bad answers, grouped by request kind and problem: `<count> x <group>` and its first example. */
+  bad: string[];
+  seconds: number;
+}
+
+/**
+ * Sends every case `parallel` at a time and judges each answer (`judge` returns what is wrong, or
+ * null). Bad answers are grouped by request kind and answer, each with its first example and the
+ * request, so that a failure can be replayed without re-running the seed.
+ */
+export async function runCases(
+  base: URL,
+  cases: Iterator<Case>,
+  parallel: number,
+  judge: (c: Case, a: Answer | 'closed') => string | null,
+): Promise<FuzzRun> {
+  const failures = new Map<string, { count: number; example: string }>();
+  const statuses = new Map<number, number>();
+  let sent = 0;
+  const started = performance.now();
+  const worker = async () => {
+    for (let next = cases.next(); !next.done; next = cases.next()) {
+      const c = next.value;
+      sent++;
+      let problem: string | null;
+      try {
+        const a = await send(base, c);
+        if (a !== 'closed') statuses.set(a.status, (statuses.get(a.status) ?? 0) + 1);
+        problem = judge(c, a);
+      } catch (e) {
+        problem = `request failed: ${(e as Error).message}`;
+      }
+      if (problem) {
+        const group = `${c.name} -> ${problem.slice(0, 60)}`;
+        const seen = failures.get(group);
+        if (seen) seen.count++;
+        else
+          failures.set(group, {
+            count: 1,
+            example: `#${sent}: ${problem.slice(0, 400)}; sent ${c.method} ${c.path} ${String(c.body ?? '').slice(0, 600)}`,
+          });
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: parallel }, worker));
+  return {
+    sent,
+    statuses,
+    bad: [...failures].map(([group, f]) => `${f.count} x ${group}\n    ${f.example}`),
+    seconds: (performance.now() - started) / 1000,
+  };
+}
+
+/** `{"200": 12, "400": 900, ...}` for the log line. */
+export const statusLine = (statuses: Map<number, number>) =>
+  JSON.stringify(Object.fromEntries([...statuses].sort((a, b) => a[0] - b[0])));
 
 // ---- sending ----
 
