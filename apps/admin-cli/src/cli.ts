@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import {
   type InvalidationTarget,
+  formatMoney,
   type KeyLifecycleInput,
   KeyLimitsStateSchema,
   LimitsOverrideSchema,
@@ -486,28 +487,44 @@ const commands: Record<string, Handler> = {
       .map((x) => x.trim())
       .filter(Boolean)) {
       const r = UsageGroupSchema.safeParse(g);
-      if (!r.success) throw new UsageError(`--by takes member, key and/or model (got ${g})`);
+      if (!r.success) throw new UsageError(`--by takes member, key, model and/or day (got ${g})`);
       if (!groupBy.includes(r.data)) groupBy.push(r.data);
     }
-    const rows = await usageReport(ctx.repos().db, {
-      from,
-      to,
-      memberId: ctx.values.member,
-      keyId: ctx.values.key,
-      model: ctx.values.model,
-      groupBy,
-    });
-    ctx.print({ from, to, groupBy, rows }, () =>
+    const rows = (
+      await usageReport(ctx.repos().db, {
+        from,
+        to,
+        memberId: ctx.values.member,
+        keyId: ctx.values.key,
+        model: ctx.values.model,
+        groupBy,
+      })
+    ).map((r) => ({ ...r, cost: formatMoney(r.cost) }));
+    const label = (r: (typeof rows)[number], g: UsageGroup) =>
+      g === 'member'
+        ? `${r.memberName ?? ''} ${r.memberId}`.trim()
+        : g === 'key'
+          ? `${r.keyName ?? ''} ${r.keyPrefix ?? r.keyId}`.trim()
+          : String(g === 'day' ? r.day : r.model);
+    ctx.print({ from, to, groupBy, currency: 'usd', rows }, () =>
       rows.length
         ? `usage ${iso(from)} .. ${iso(to)}\n` +
           table([
-            [...groupBy.map((g) => g.toUpperCase()), 'REQUESTS', 'PROMPT', 'COMPLETION', 'TOTAL TOKENS'],
+            [
+              ...groupBy.map((g) => g.toUpperCase()),
+              'REQUESTS',
+              'PROMPT',
+              'COMPLETION',
+              'TOTAL TOKENS',
+              'COST (USD)',
+            ],
             ...rows.map((r) => [
-              ...groupBy.map((g) => String(g === 'member' ? r.memberId : g === 'key' ? r.keyId : r.model)),
+              ...groupBy.map((g) => label(r, g)),
               String(r.requests),
               String(r.promptTokens),
               String(r.completionTokens),
               String(r.totalTokens),
+              r.cost,
             ]),
           ])
         : `no usage between ${iso(from)} and ${iso(to)}`,

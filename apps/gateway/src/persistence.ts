@@ -1,4 +1,4 @@
-import { cidrMatcher } from '@infer/contracts';
+import { cidrMatcher, withMemberLimits } from '@infer/contracts';
 import {
   createPgPool,
   findActiveKeyByHash,
@@ -35,7 +35,7 @@ export async function openPersistence(databaseUrl: string, log?: Logger) {
         memberId: k.memberId,
         tier: k.tier,
         billingAnchor: k.billingPeriodAnchor,
-        overrides: (k.limits as Record<string, unknown> | null) ?? null,
+        overrides: withMemberLimits(k.limits, k.memberLimits),
         ...keyRules(k),
       };
     },

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { PricingSchema } from './pricing.js';
 
 /** Membership tiers, lowest first. */
 export const TIERS = ['community', 'inference', 'premium'] as const;
@@ -224,6 +225,12 @@ export const CatalogEntrySchema = z.object({
   default_max_output_tokens: z.number().int().positive().optional(),
   /** Price of a batch line's tokens relative to interactive ones (usage reports apply it). */
   batch_price_factor: z.number().min(0).max(1).default(0.5),
+  /**
+   * Prices in dollars (per million input / output tokens, per image, per search, per audio minute):
+   * the gateway prices every request with them when it ends, and the ledger keeps that cost, so a
+   * later price change never rewrites history (docs/adr/0101-money.md). Absent: free.
+   */
+  pricing: PricingSchema.default({}),
   /**
    * Models tried, in order, when no endpoint of this one can take a request (all down, or saturated
    * past the queue); the gateway keeps those the caller's tier may use (ServiceRequest.fallbacks).

@@ -339,6 +339,12 @@ export const DailyUsageRowSchema = z.object({
   prompt_tokens: z.number().int(),
   completion_tokens: z.number().int(),
   total_tokens: z.number().int(),
+  /** Dollars, an exact decimal string (docs/adr/0101-money.md). */
+  cost: z.string(),
+  /** Names beside the ids (group_by member / key). */
+  member_name: z.string().optional(),
+  key_name: z.string().optional(),
+  key_prefix: z.string().optional(),
 });
 export type DailyUsageRow = z.infer<typeof DailyUsageRowSchema>;
 export const DailyUsageSchema = z

@@ -16,6 +16,7 @@ export * from './limits.js';
 export * from './mcp.js';
 export * from './openapi.js';
 export * from './openapi-reference.js';
+export * from './pricing.js';
 export * from './queues.js';
 export * from './rerank.js';
 export * from './responses.js';

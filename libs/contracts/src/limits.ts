@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { TierSchema } from './catalog.js';
+import { MoneySchema } from './pricing.js';
 
 /**
  * Limits and quotas of the spec ("Limits" table), as configuration. The spec's numbers are the
@@ -65,12 +66,25 @@ export const ImageLimitsSchema = z.strictObject({
   requests_per_month: Count.nullable(),
 });
 
+/**
+ * Monthly budgets in dollars (calendar months, UTC), decimal strings (docs/adr/0101-money.md): every
+ * request's cost is reserved at admission (its prompt estimate and held output at the model's prices)
+ * and settled with the real cost. Spent: 402 budget_exceeded until the next month. null: no budget.
+ */
+export const BudgetLimitsSchema = z.strictObject({
+  /** The member's spend over all its keys (set per member, or for a tier in the limits file). */
+  member_per_month: MoneySchema.nullable(),
+  /** One key's spend (a key's own override, or for a tier in the limits file). */
+  key_per_month: MoneySchema.nullable(),
+});
+
 /** The fully resolved limits that apply to one request's key. */
 export interface EffectiveLimits {
   key: z.infer<typeof KeyLimitsSchema>;
   models: Record<string, ModelLimits>;
   search: z.infer<typeof SearchLimitsSchema>;
   images: z.infer<typeof ImageLimitsSchema>;
+  budget: z.infer<typeof BudgetLimitsSchema>;
 }
 
 /** A partial set of limits: what a tier section of the limits file, or a key's overrides, may say. */
@@ -79,6 +93,7 @@ export const LimitsOverrideSchema = z.strictObject({
   models: z.record(z.string().min(1), ModelLimitsSchema).optional(),
   search: SearchLimitsSchema.partial().optional(),
   images: ImageLimitsSchema.partial().optional(),
+  budget: BudgetLimitsSchema.partial().optional(),
 });
 export type LimitsOverride = z.infer<typeof LimitsOverrideSchema>;
 
@@ -113,9 +128,23 @@ export const DEFAULT_LIMITS: EffectiveLimits = Object.freeze({
   },
   search: { requests_per_minute: 20, concurrent: 3, requests_per_day: 500 },
   images: { requests_per_minute: 20, requests_per_month: 100 },
+  budget: { member_per_month: null, key_per_month: null },
 }) as EffectiveLimits;
 
 export const DEFAULT_LEASE_TTL_MS = 30_000;
+
+/**
+ * What the limits engine reads as a key's overrides: the key's own (ApiKey.limits), with its member's
+ * own limits (Member.limits: the member's budget) over them. Built once per key lookup, not per request.
+ */
+export function withMemberLimits(key: unknown, member: unknown): Record<string, unknown> | null {
+  const k = key && typeof key === 'object' ? (key as Record<string, unknown>) : null;
+  const m = member && typeof member === 'object' ? (member as { budget?: unknown }) : null;
+  const mb = m?.budget && typeof m.budget === 'object' ? (m.budget as Record<string, unknown>) : null;
+  if (!mb || !('member_per_month' in mb)) return k;
+  const kb = k?.budget && typeof k.budget === 'object' ? (k.budget as Record<string, unknown>) : {};
+  return { ...(k ?? {}), budget: { ...kb, member_per_month: mb.member_per_month } };
+}
 
 /** Deep-merges overrides over a base (a later layer wins field by field; `null` is a value). */
 export function mergeLimits(
@@ -127,9 +156,11 @@ export function mergeLimits(
     models: { ...base.models },
     search: { ...base.search },
     images: { ...base.images },
+    budget: { ...base.budget },
   };
   for (const layer of layers) {
     if (!layer) continue;
+    if (layer.budget) Object.assign(out.budget, defined(layer.budget));
     if (layer.key) Object.assign(out.key, defined(layer.key));
     if (layer.search) Object.assign(out.search, defined(layer.search));
     if (layer.images) Object.assign(out.images, defined(layer.images));
@@ -167,7 +198,8 @@ export const LimitStateSchema = z
     /** Whose counter it is: the key's, or its member's (allowances, images). */
     scope: z.enum(['key', 'member']),
     model: z.string().nullable(),
-    unit: z.enum(['requests', 'tokens']),
+    /** `nano_usd`: a budget, in nano-dollars (limit, used and remaining; ADR 0101). */
+    unit: z.enum(['requests', 'tokens', 'nano_usd']),
     window: LimitWindowSchema,
     limit: z.number().int(),
     used: z.number().int(),
@@ -195,13 +227,19 @@ export const KeyLimitsStateSchema = z
   .meta({ id: 'KeyLimitsState' });
 export type KeyLimitsState = z.infer<typeof KeyLimitsStateSchema>;
 
-export const UsageGroupSchema = z.enum(['member', 'key', 'model']);
+export const UsageGroupSchema = z.enum(['member', 'key', 'model', 'day']);
 export type UsageGroup = z.infer<typeof UsageGroupSchema>;
 
 export const AdminUsageRowSchema = z.object({
   member_id: z.string().optional(),
+  /** The member's name (null: deleted since). */
+  member_name: z.string().nullable().optional(),
   key_id: z.string().optional(),
+  key_name: z.string().nullable().optional(),
+  key_prefix: z.string().nullable().optional(),
   model: z.string().optional(),
+  /** UTC day, YYYY-MM-DD (group_by day). */
+  day: z.string().optional(),
   requests: z.number().int(),
   prompt_tokens: z.number().int(),
   completion_tokens: z.number().int(),
@@ -210,6 +248,11 @@ export const AdminUsageRowSchema = z.object({
   batch_requests: z.number().int(),
   /** Tokens to bill: batch lines' tokens at their model's `batch_price_factor`, the rest in full. */
   billable_tokens: z.number().int(),
+  /**
+   * What it cost, in dollars, as an exact decimal string (`"12.3456789"`): the sum of each request's
+   * cost at the prices of its time, batch lines at their batch price (docs/adr/0101-money.md).
+   */
+  cost: z.string(),
 });
 
 /** GET /admin/usage: ledger totals for a period, grouped by member, key and/or model. */
@@ -221,6 +264,8 @@ export const AdminUsageReportSchema = z
     /** Unix seconds, exclusive. */
     to: z.number().int(),
     group_by: z.array(UsageGroupSchema),
+    /** The currency of every `cost`. */
+    currency: z.literal('usd'),
     rows: z.array(AdminUsageRowSchema),
     totals: AdminUsageRowSchema.pick({
       requests: true,
@@ -229,6 +274,7 @@ export const AdminUsageReportSchema = z
       total_tokens: true,
       batch_requests: true,
       billable_tokens: true,
+      cost: true,
     }),
   })
   .meta({ id: 'AdminUsageReport' });

@@ -21,6 +21,12 @@ export const UsageEventSchema = z.object({
   /** A line of a batch (POST /v1/batches): billed at the model's `batch_price_factor`. */
   batch: z.boolean().optional(),
   /**
+   * What the request cost, in nano-dollars (1e-9 dollars), priced when it ended at the model's prices
+   * of that moment (catalog `pricing`, batch lines at `batch_price_factor`): the ledger stores it as
+   * it is, so a later price change never rewrites history (docs/adr/0101-money.md). Absent: 0.
+   */
+  cost: z.number().int().min(0).optional(),
+  /**
    * Who recorded it: the gateway that answered the client (the default), or the service that did the
    * work. A service records every request it served as well, so that usage reaches the ledger when the
    * gateway that admitted the request dies; the ledger writer keeps the gateway's event when both

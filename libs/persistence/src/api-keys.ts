@@ -109,6 +109,8 @@ export interface AuthKey {
   revoked: boolean;
   /** Per-key limit overrides (null: the defaults). */
   limits: unknown;
+  /** The member's own limits (Member.limits: its budget; null: its tier's). */
+  memberLimits?: unknown;
   /** Start of the member's billing periods (chat-G's allowance period). */
   billingPeriodAnchor: Date;
   lastUsedAt: Date | null;

@@ -70,6 +70,7 @@ export function entryToRow(entry: CatalogEntry): ModelData {
     dimensions: entry.dimensions ?? null,
     defaultMaxOutputTokens: entry.default_max_output_tokens ?? null,
     batchPriceFactor: entry.batch_price_factor,
+    pricing: entry.pricing as Prisma.InputJsonValue,
     fallbacks: entry.fallbacks,
     enabled: true,
   };
@@ -98,6 +99,8 @@ export interface CatalogRow {
   defaultMaxOutputTokens: number | null;
   batchPriceFactor: number;
   /** Absent in rows read before the column existed. */
+  pricing?: unknown;
+  /** Absent in rows read before the column existed. */
   fallbacks?: string[] | null;
 }
 
@@ -121,6 +124,7 @@ export function rowToEntry(row: CatalogRow): CatalogEntry {
     ...(row.dimensions !== null ? { dimensions: row.dimensions } : {}),
     ...(row.defaultMaxOutputTokens !== null ? { default_max_output_tokens: row.defaultMaxOutputTokens } : {}),
     batch_price_factor: row.batchPriceFactor,
+    pricing: row.pricing ?? {},
     fallbacks: row.fallbacks ?? [],
     engine: row.engine,
   };
@@ -135,7 +139,7 @@ export function rowToEntry(row: CatalogRow): CatalogEntry {
 const ENABLED_MODELS_SQL = `SELECT "id", "kind", "rank", "ownedBy", "created", "description", "aliases", "tiers"::text[] AS "tiers",
        "contextWindow", "allowanceTokens", "allowancePeriod"::text AS "allowancePeriod", "capabilities",
        "engine", "dimensions", "defaultMaxOutputTokens", "batchPriceFactor",
-       "fallbacks"
+       "fallbacks", "pricing"
   FROM "Model"
  WHERE "enabled"
  ORDER BY "rank" ASC, "id" ASC`;

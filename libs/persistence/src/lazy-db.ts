@@ -33,6 +33,8 @@ const MODELS: Record<Uncapitalize<Prisma.ModelName>, true> = {
   batch: true,
   batchLine: true,
   storedResponse: true,
+  alertEvent: true,
+  alertDelivery: true,
 };
 const RAW = new Set(['$queryRaw', '$queryRawUnsafe', '$executeRaw', '$executeRawUnsafe']);
 const STATE = Symbol('lazyPrisma');

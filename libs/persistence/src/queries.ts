@@ -24,7 +24,7 @@ export function prismaRunner(db: DbClient): SqlRunner {
  */
 const AUTH_KEY_COLUMNS = `k."id" AS "keyId", k."memberId", m."tier"::text AS "tier", k."name", k."prefix",
        k."revokedAt", k."limits", m."billingPeriodAnchor", k."lastUsedAt", m."suspendedAt",
-       k."expiresAt", k."allowedModels", k."allowedIps"`;
+       k."expiresAt", k."allowedModels", k."allowedIps", m."limits" AS "memberLimits"`;
 const AUTH_KEY_SQL = `SELECT ${AUTH_KEY_COLUMNS}, NULL::timestamptz AS "graceUntil"
   FROM "ApiKey" k JOIN "Member" m ON m."id" = k."memberId"
  WHERE k."hash" = $1
@@ -42,6 +42,7 @@ interface AuthKeyRow extends Record<string, unknown> {
   prefix: string;
   revokedAt: Date | null;
   limits: unknown;
+  memberLimits: unknown;
   billingPeriodAnchor: Date;
   lastUsedAt: Date | null;
   suspendedAt: Date | null;
@@ -76,6 +77,7 @@ export async function findActiveKeyByHash(
     prefix: row.prefix,
     revoked: row.revokedAt !== null,
     limits: row.limits ?? null,
+    memberLimits: row.memberLimits ?? null,
     billingPeriodAnchor: new Date(row.billingPeriodAnchor),
     lastUsedAt: row.lastUsedAt ? new Date(row.lastUsedAt) : null,
     expiresAt: row.expiresAt ? new Date(row.expiresAt) : null,

@@ -142,8 +142,13 @@ export class RequestLogRepository {
       WITH ins AS (
         INSERT INTO "request_log" ("time", "request_id", "member_id", "key_id", "model", "endpoint", "status",
                                    "error_code", "limit_name", "refused", "batch", "prompt_tokens",
-                                   "completion_tokens", "total_tokens", "latency_ms", "first_token_ms", "trace_id")
-        SELECT v.* FROM unnest(
+                                   "completion_tokens", "total_tokens", "latency_ms", "first_token_ms", "trace_id", "cost")
+        SELECT v."time", v."request_id", v."member_id", v."key_id", v."model", v."endpoint", v."status",
+               v."error_code", v."limit_name", v."refused", v."batch", v."prompt_tokens", v."completion_tokens",
+               v."total_tokens", v."latency_ms", v."first_token_ms", v."trace_id",
+               -- nano-dollars -> dollars (the column keeps 8 decimals: rounded half up)
+               CASE WHEN v."refused" THEN NULL ELSE round(v."cost"::numeric / 1000000000, 8) END
+          FROM unnest(
             ${batch.map((e) => new Date(e.at).toISOString())}::timestamptz[],
             ${batch.map((e) => e.requestId)}::text[], ${batch.map((e) => e.memberId)}::text[],
             ${batch.map((e) => e.keyId)}::text[], ${batch.map((e) => e.model || null)}::text[],
@@ -152,10 +157,11 @@ export class RequestLogRepository {
             ${batch.map((e) => e.refused === true)}::boolean[], ${batch.map((e) => e.batch === true)}::boolean[],
             ${batch.map((e) => e.promptTokens)}::int[], ${batch.map((e) => e.completionTokens)}::int[],
             ${batch.map((e) => e.totalTokens)}::int[], ${batch.map((e) => e.latencyMs)}::int[],
-            ${batch.map((e) => e.firstTokenMs ?? null)}::int[], ${batch.map((e) => e.traceId ?? null)}::text[]
+            ${batch.map((e) => e.firstTokenMs ?? null)}::int[], ${batch.map((e) => e.traceId ?? null)}::text[],
+            ${batch.map((e) => e.cost ?? 0)}::bigint[]
           ) AS v("time", "request_id", "member_id", "key_id", "model", "endpoint", "status", "error_code",
                  "limit_name", "refused", "batch", "prompt_tokens", "completion_tokens", "total_tokens",
-                 "latency_ms", "first_token_ms", "trace_id")
+                 "latency_ms", "first_token_ms", "trace_id", "cost")
          WHERE NOT EXISTS (
            SELECT 1 FROM "request_log" r
             WHERE r."request_id" = v."request_id"

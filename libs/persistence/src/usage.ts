@@ -77,7 +77,7 @@ export class UsageRepository {
     const rows = await this.db.$queryRaw<{ inserted: number }[]>`
       WITH ins AS (
         INSERT INTO "UsageEvent" ("requestId", "memberId", "keyId", "model", "endpoint", "promptTokens",
-                                  "completionTokens", "totalTokens", "status", "latencyMs", "createdAt", "batch")
+                                  "completionTokens", "totalTokens", "status", "latencyMs", "createdAt", "batch", "cost")
         SELECT v.* FROM unnest(
             ${batch.map((e) => e.requestId)}::text[], ${batch.map((e) => e.memberId)}::text[],
             ${batch.map((e) => e.keyId)}::text[], ${batch.map((e) => e.model)}::text[],
@@ -85,60 +85,61 @@ export class UsageRepository {
             ${batch.map((e) => e.completionTokens)}::int[], ${batch.map((e) => e.totalTokens)}::int[],
             ${batch.map((e) => e.status)}::int[], ${batch.map((e) => e.latencyMs)}::int[],
             ${batch.map((e) => new Date(e.at).toISOString())}::timestamptz[],
-            ${batch.map((e) => e.batch === true)}::boolean[]
+            ${batch.map((e) => e.batch === true)}::boolean[], ${batch.map((e) => e.cost ?? 0)}::bigint[]
           ) AS v("requestId", "memberId", "keyId", "model", "endpoint", "promptTokens", "completionTokens",
-                 "totalTokens", "status", "latencyMs", "createdAt", "batch")
+                 "totalTokens", "status", "latencyMs", "createdAt", "batch", "cost")
          WHERE NOT EXISTS (
            SELECT 1 FROM "UsageEvent" u
             WHERE u."requestId" = v."requestId"
               AND u."createdAt" BETWEEN v."createdAt" - ${DEDUP_WINDOW}::interval AND v."createdAt" + ${DEDUP_WINDOW}::interval)
         ON CONFLICT DO NOTHING
         RETURNING "memberId", "keyId", "model", "promptTokens", "completionTokens", "totalTokens", "status",
-                  "latencyMs", "createdAt"
+                  "latencyMs", "createdAt", "cost"
       ), daily AS (
         INSERT INTO "UsageDaily" AS d ("day", "memberId", "keyId", "model", "requests", "errors", "promptTokens",
-                                       "completionTokens", "totalTokens")
+                                       "completionTokens", "totalTokens", "cost")
         SELECT ("createdAt" AT TIME ZONE 'UTC')::date, "memberId", "keyId", "model", count(*),
                count(*) FILTER (WHERE "status" >= 400), sum("promptTokens"), sum("completionTokens"),
-               sum("totalTokens")
+               sum("totalTokens"), sum("cost")
           FROM ins GROUP BY 1, 2, 3, 4
         ON CONFLICT ("day", "memberId", "keyId", "model") DO UPDATE SET
           "requests" = d."requests" + excluded."requests", "errors" = d."errors" + excluded."errors",
           "promptTokens" = d."promptTokens" + excluded."promptTokens",
           "completionTokens" = d."completionTokens" + excluded."completionTokens",
-          "totalTokens" = d."totalTokens" + excluded."totalTokens"
+          "totalTokens" = d."totalTokens" + excluded."totalTokens", "cost" = d."cost" + excluded."cost"
         RETURNING 1
       ), members AS (
         INSERT INTO "UsageDailyMember" AS dm ("day", "memberId", "requests", "errors", "promptTokens",
-                                              "completionTokens", "totalTokens")
+                                              "completionTokens", "totalTokens", "cost")
         SELECT ("createdAt" AT TIME ZONE 'UTC')::date, "memberId", count(*), count(*) FILTER (WHERE "status" >= 400),
-               sum("promptTokens"), sum("completionTokens"), sum("totalTokens")
+               sum("promptTokens"), sum("completionTokens"), sum("totalTokens"), sum("cost")
           FROM ins GROUP BY 1, 2
         ON CONFLICT ("day", "memberId") DO UPDATE SET
           "requests" = dm."requests" + excluded."requests", "errors" = dm."errors" + excluded."errors",
           "promptTokens" = dm."promptTokens" + excluded."promptTokens",
           "completionTokens" = dm."completionTokens" + excluded."completionTokens",
-          "totalTokens" = dm."totalTokens" + excluded."totalTokens"
+          "totalTokens" = dm."totalTokens" + excluded."totalTokens", "cost" = dm."cost" + excluded."cost"
         RETURNING 1
       ), monthly AS (
-        INSERT INTO "UsageMonthlyMember" AS wm ("month", "memberId", "requests", "totalTokens")
-        SELECT date_trunc('month', "createdAt", 'UTC')::date, "memberId", count(*), sum("totalTokens")
+        INSERT INTO "UsageMonthlyMember" AS wm ("month", "memberId", "requests", "totalTokens", "cost")
+        SELECT date_trunc('month', "createdAt", 'UTC')::date, "memberId", count(*), sum("totalTokens"), sum("cost")
           FROM ins GROUP BY 1, 2
         ON CONFLICT ("month", "memberId") DO UPDATE SET
-          "requests" = wm."requests" + excluded."requests", "totalTokens" = wm."totalTokens" + excluded."totalTokens"
+          "requests" = wm."requests" + excluded."requests", "totalTokens" = wm."totalTokens" + excluded."totalTokens",
+          "cost" = wm."cost" + excluded."cost"
         RETURNING 1
       ), hourly AS (
         INSERT INTO "UsageHourlyModel" AS h ("hour", "model", "requests", "errors", "promptTokens",
-                                             "completionTokens", "totalTokens", "latencyMsSum")
+                                             "completionTokens", "totalTokens", "latencyMsSum", "cost")
         SELECT date_trunc('hour', "createdAt", 'UTC'), "model", count(*), count(*) FILTER (WHERE "status" >= 400),
-               sum("promptTokens"), sum("completionTokens"), sum("totalTokens"), sum("latencyMs")
+               sum("promptTokens"), sum("completionTokens"), sum("totalTokens"), sum("latencyMs"), sum("cost")
           FROM ins GROUP BY 1, 2
         ON CONFLICT ("hour", "model") DO UPDATE SET
           "requests" = h."requests" + excluded."requests", "errors" = h."errors" + excluded."errors",
           "promptTokens" = h."promptTokens" + excluded."promptTokens",
           "completionTokens" = h."completionTokens" + excluded."completionTokens",
           "totalTokens" = h."totalTokens" + excluded."totalTokens",
-          "latencyMsSum" = h."latencyMsSum" + excluded."latencyMsSum"
+          "latencyMsSum" = h."latencyMsSum" + excluded."latencyMsSum", "cost" = h."cost" + excluded."cost"
         RETURNING 1
       )
       SELECT (SELECT count(*) FROM ins)::int AS "inserted",

@@ -1,4 +1,6 @@
 import {
+  costOf,
+  priceTable,
   ApiError,
   type EndFrame,
   type ErrorFrame,
@@ -201,6 +203,15 @@ export class RpcServer {
       latencyMs: Math.max(0, now - started),
       at: now,
       source: 'service',
+      // Priced as the gateway would (the envelope carries the model's catalog entry and its prices).
+      cost: costOf(priceTable(req.model), {
+        kind: req.model.kind,
+        promptTokens: usage?.prompt_tokens ?? 0,
+        completionTokens: usage?.completion_tokens ?? 0,
+        images: imagesAsked(req.body),
+        batch: false,
+        failed: status >= 400,
+      }),
     };
     try {
       const h = natsHeaders();
@@ -749,3 +760,9 @@ function mapNatsError(e: unknown): ApiError {
 }
 
 export type { UsageReport };
+
+/** The images a request asked for (`n`, default 1): what a successful image request is priced by. */
+function imagesAsked(body: unknown): number {
+  const n = (body as { n?: unknown } | null)?.n;
+  return typeof n === 'number' && n > 0 ? n : 1;
+}

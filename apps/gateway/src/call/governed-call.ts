@@ -1,7 +1,10 @@
 import {
   ApiError,
+  type CatalogEntry,
+  costOf,
   type EndFrame,
   type PriorityClass,
+  priceTable,
   type ServiceRequest,
   type UsageReport,
 } from '@infer/contracts';
@@ -116,6 +119,7 @@ export class GovernedCall {
       errorCode: null,
       limit: null,
       usage: null,
+      cost: 0,
       started: performance.now(),
       latencyMs: 0,
       firstTokenMs: null,
@@ -147,6 +151,7 @@ export class GovernedCall {
       errorCode: err?.code ?? null,
       limit: refusedLimitOf(e) ?? null,
       usage: null,
+      cost: 0,
       started: performance.now(),
       latencyMs: 0,
       firstTokenMs: null,
@@ -216,7 +221,8 @@ export class GovernedCall {
     call.at = Date.now();
     if (status >= 400)
       call.errorCode = err instanceof ApiError ? err.code : status === 499 ? 'client_closed' : null;
-    void call.admission.settle(u?.total_tokens ?? 0);
+    call.cost = callCost(call, status);
+    void call.admission.settle(u?.total_tokens ?? 0, call.cost);
     return this.settlement.settled(call);
   }
 
@@ -394,6 +400,28 @@ export class GovernedCall {
     }
     this.settle(call, status, end, failure);
   }
+}
+
+/**
+ * What a settled call cost at the prices of the model that answered (a fallback's own prices), in
+ * nano-dollars: tokens, and for a success the images it made (`n`) or the search it ran.
+ */
+export function callCost(call: Call, status: number): number {
+  const s = call.spec;
+  let model: CatalogEntry = s.model;
+  if (call.fallbackFrom && call.model) model = s.fallbacks?.find((m) => m.id === call.model) ?? model;
+  const prices = priceTable(model);
+  if (!prices.priced) return 0;
+  const u = call.usage;
+  const n = (s.body as { n?: unknown }).n;
+  return costOf(prices, {
+    kind: model.kind,
+    promptTokens: u?.prompt_tokens ?? 0,
+    completionTokens: u?.completion_tokens ?? 0,
+    images: typeof n === 'number' && n > 0 ? n : 1,
+    batch: call.batch,
+    failed: status >= 400,
+  });
 }
 
 /**

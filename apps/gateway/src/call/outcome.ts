@@ -37,6 +37,8 @@ export interface CallOutcome {
   limit: string | null;
   /** The service's final usage (or what was relayed of a stream cut short); null without one. */
   usage: EndFrame['usage'] | null;
+  /** What it cost in nano-dollars at the answering model's prices (0 until settled; ADR 0101). */
+  cost: number;
   /** performance.now() when the call was admitted (or refused). */
   readonly started: number;
   /** Milliseconds from admission to settlement. */

@@ -2,15 +2,18 @@ import { createHash, randomBytes } from 'node:crypto';
 import {
   ApiError,
   type CatalogEntry,
+  costOf as priceOf,
   DEFAULT_LEASE_TTL_MS,
   DEFAULT_LIMITS,
   type EffectiveLimits,
   ErrorType,
+  formatMoney,
   type LimitState,
   type LimitsFile,
   type LimitsOverride,
   LimitsOverrideSchema,
   mergeLimits,
+  priceTable,
   type Tier,
 } from '@infer/contracts';
 import { isRedisCluster, redisSlot } from '@infer/rpc';
@@ -78,7 +81,31 @@ export interface LimitsStoreOptions {
   on?: {
     refused?(limit: string, status: number): void;
     rebuilt?(limit: string): void;
+    /**
+     * A budget or token allowance reached `threshold` percent of its limit in its period (seen at an
+     * admission, or 100 when it refused one): the alerts. Called once per threshold, period and
+     * counter on this replica; the receiver makes it once across replicas.
+     */
+    threshold?(t: ThresholdReached): void;
   };
+  /** Percentages of a budget or allowance that raise an alert (default 80, 90, 100). */
+  alertThresholds?: readonly number[];
+}
+
+/** A threshold of a budget or allowance reached (LimitsEngineOptions.on.threshold). */
+export interface ThresholdReached {
+  name: string;
+  scope: 'key' | 'member';
+  unit: 'tokens' | 'nano_usd';
+  memberId: string;
+  keyId: string;
+  model: string | null;
+  periodId: string;
+  periodStart: number;
+  periodEnd: number;
+  threshold: number;
+  used: number;
+  limit: number;
 }
 
 /** Extra time a fixed-window counter outlives its window (clock skew between replicas). */
@@ -121,11 +148,16 @@ interface Plan {
   leases: boolean;
   /** It has a token limit (the request's output is reserved on it). */
   tokens: boolean;
+  /** It has a budget (the request's cost is reserved on it). */
+  money: boolean;
+  /** Its budgets and allowances (alerts watch them), with their index in `checks`. */
+  watched: number[];
   lane: Lane;
   /** What the plan was built from: a change (new overrides, tier, anchor) builds it again. */
   limits: EffectiveLimits;
   model: CatalogEntry | null;
   memberId: string;
+  keyId: string;
   anchor: number;
 }
 
@@ -182,6 +214,8 @@ export class Admission {
     /** @internal */ readonly lane: Lane | null,
     /** The model whose typical output this request's real usage teaches (null: it does not). */
     readonly learns: string | null = null,
+    /** Nano-dollars reserved on each budget: the prompt estimate and held output at the model's prices. */
+    readonly reservedCost = 0,
   ) {}
 
   /**
@@ -190,10 +224,10 @@ export class Admission {
    * logged, and leases left behind expire on their own. The promise settles when Redis has it (the
    * settlement rides on the next script call to the member's Redis slot).
    */
-  settle(totalTokens = 0): Promise<void> {
+  settle(totalTokens = 0, cost = 0): Promise<void> {
     if (this.done || !this.store) return Promise.resolve();
     this.done = true;
-    return this.store.settle(this, totalTokens);
+    return this.store.settle(this, totalTokens, cost);
   }
 
   /** settle() for requests that use no tokens (search, images) or whose usage is unknown as 0. */
@@ -242,6 +276,7 @@ export class LimitsStore {
   private readonly lanes = new Map<number, Lane>();
   private readonly singleLane: Lane = newLane();
   private readonly maxBatch: number;
+  private readonly thresholds: readonly number[];
   private readonly maxInFlight: number;
   private readonly callTimeoutMs: number;
   /** Lease ids: this replica's random prefix and a counter (unique across replicas, no per-request RNG). */
@@ -263,6 +298,7 @@ export class LimitsStore {
     this.leaseKeyTtlMs = Math.max(2 * this.leaseTtlMs, 3_600_000);
     this.clock = opts.clock ?? Date.now;
     this.maxBatch = opts.maxBatch ?? 64;
+    this.thresholds = [...(opts.alertThresholds ?? [80, 90, 100])].sort((a, b) => a - b);
     this.maxInFlight = opts.maxInFlight ?? 2;
     this.callTimeoutMs = opts.callTimeoutMs ?? 900;
     this.base = mergeLimits(DEFAULT_LIMITS, this.file);
@@ -316,15 +352,35 @@ export class LimitsStore {
     if (!this.enabled) return Promise.resolve(Admission.none);
     const estimate = estimatePromptTokens(body);
     const plan = this.plan(subject, model);
-    if (model.kind !== 'chat') return this.admit(plan, this.clock(), estimate);
+    if (model.kind !== 'chat') {
+      if (!plan.money) return this.admit(plan, this.clock(), estimate);
+      // A budget reserves what the request will cost: its input, or the images it asks for.
+      const n = (body as { n?: unknown } | null)?.n;
+      const cost = priceOf(priceTable(model), {
+        kind: model.kind,
+        promptTokens: estimate,
+        completionTokens: 0,
+        images: typeof n === 'number' && n > 0 ? n : 1,
+      });
+      return this.admit(plan, this.clock(), estimate, 0, 0, null, cost, cost);
+    }
     // Token limits also hold the request's output until settle, so that concurrent requests cannot
     // together spend past them: what such a request typically produces, once this replica knows it
     // (outputReservation, docs/api-decisions.md). Every chat request teaches the typical output, with
     // token limits or not.
     const r = outputReservation(body, model, estimate, this.typical.of(model.id));
     const learns = r.learns ? model.id : null;
-    if (!plan.tokens) return this.admit(plan, this.clock(), estimate, 0, 0, learns);
-    return this.admit(plan, this.clock(), estimate, r.hold, r.need, learns);
+    let take = 0;
+    let need = 0;
+    if (plan.money) {
+      // Budgets reserve the prompt estimate and the held output at the model's prices, and need the
+      // output that must fit (as token limits do with tokens).
+      const prices = priceTable(model);
+      take = priceOf(prices, { kind: 'chat', promptTokens: estimate, completionTokens: r.hold });
+      need = priceOf(prices, { kind: 'chat', promptTokens: estimate, completionTokens: r.need });
+    }
+    if (!plan.tokens) return this.admit(plan, this.clock(), estimate, 0, 0, learns, take, need);
+    return this.admit(plan, this.clock(), estimate, r.hold, r.need, learns, take, need);
   }
 
   /**
@@ -366,10 +422,13 @@ export class LimitsStore {
       spec: scriptSpec(checks),
       leases: checks.some((c) => c.kind === 'L'),
       tokens: checks.some((c) => c.unit === 'tokens'),
+      money: checks.some((c) => c.unit === 'nano_usd'),
+      watched: checks.flatMap((c, i) => (watched(c) ? [i] : [])),
       lane: this.laneOf(ctx.prefix),
       limits,
       model,
       memberId: subject.memberId,
+      keyId: subject.keyId,
       anchor,
     };
     if (this.plans.size >= MAX_PLANS) this.plans.clear();
@@ -405,6 +464,8 @@ export class LimitsStore {
     hold = 0,
     need = 0,
     learns: string | null = null,
+    moneyTake = 0,
+    moneyNeed = 0,
   ): Promise<Admission> {
     const checks = plan.checks;
     if (!checks.length) return Admission.none;
@@ -414,7 +475,18 @@ export class LimitsStore {
       const c = checks[i]!;
       keys[i] = c.kind === 'W' ? windowAt(c, now).key : c.key;
     }
-    const args: (string | number)[] = ['A', leaseId, now, estimate, hold, need, checks.length, ...plan.spec];
+    const args: (string | number)[] = [
+      'A',
+      leaseId,
+      now,
+      estimate,
+      hold,
+      need,
+      moneyTake,
+      moneyNeed,
+      checks.length,
+      ...plan.spec,
+    ];
     const leases = plan.leases;
     let res = await this.submit(plan.lane, keys, args);
     // A quota counter Redis does not have (a new period, or lost data): rebuilt from the ledger, then
@@ -433,8 +505,11 @@ export class LimitsStore {
       const c = checks[Number(res[1]) - 1]!;
       this.opts.on?.refused?.(c.name.replace(/^models\.[^.]+\./, 'models.'), c.status);
       const retry = c.kind === 'W' ? windowAt(c, now).win.end - now : Number(res[2]);
+      // A spent budget or allowance refusing a request: its 100 % alert.
+      if (c.status === 402 && watched(c)) this.reached(plan, c, Number(res[3]), now, 100);
       throw this.refusal(c, retry, Number(res[3]), now, estimate);
     }
+    for (const i of plan.watched) this.reached(plan, checks[i]!, Number(res[1 + 2 * i]), now);
     const headers: Record<string, string> = {};
     for (let i = 0; i < checks.length; i++) {
       const c = checks[i]!;
@@ -456,6 +531,7 @@ export class LimitsStore {
       leases,
       plan.lane,
       learns,
+      moneyTake,
     );
     if (leases) {
       adm.activeAt = this.active.length;
@@ -559,6 +635,44 @@ export class LimitsStore {
     else this.schedule(lane);
   }
 
+  /** Alerts already raised by this replica: `<redis key>|<threshold>` (the receiver dedupes across replicas). */
+  private readonly raised = new Set<string>();
+
+  /**
+   * Raises the thresholds a budget or allowance has reached (`used` after this admission's take, or
+   * `atLeast` percent when a refusal says it is spent), each once per counter and period here.
+   */
+  private reached(plan: Plan, c: Check, used: number, now: number, atLeast = 0): void {
+    const on = this.opts.on?.threshold;
+    if (!on || c.kind !== 'W' || c.limit <= 0) return;
+    const { win, key } = windowAt(c, now);
+    for (const t of this.thresholds) {
+      if (used * 100 < t * c.limit && t > atLeast) break;
+      const id = `${key}|${t}`;
+      if (this.raised.has(id)) continue;
+      if (this.raised.size >= MAX_PLANS) this.raised.clear();
+      this.raised.add(id);
+      try {
+        on({
+          name: c.name,
+          scope: c.scope,
+          unit: c.unit === 'nano_usd' ? 'nano_usd' : 'tokens',
+          memberId: plan.memberId,
+          keyId: plan.keyId,
+          model: c.model,
+          periodId: win.id,
+          periodStart: win.start,
+          periodEnd: win.end,
+          threshold: t,
+          used,
+          limit: c.limit,
+        });
+      } catch (err) {
+        this.opts.log.error({ err }, 'an alert threshold observer failed');
+      }
+    }
+  }
+
   /** Redis errors become a retryable 503: limits are never skipped silently. */
   private async call<T>(fn: () => Promise<T>): Promise<T> {
     try {
@@ -572,6 +686,12 @@ export class LimitsStore {
   private refusal(c: Check, retryMs: number, used: number, now: number, estimate: number): ApiError {
     const headers: Record<string, string> = {};
     if (c.status === 429) headers['retry-after'] = String(retryAfterSeconds(retryMs));
+    if (c.unit === 'nano_usd') {
+      // A budget: its amount and what is left in dollars, and when it starts again (as x-ratelimit-reset-*).
+      headers['x-budget-limit'] = formatMoney(c.limit);
+      headers['x-budget-remaining'] = formatMoney(Math.max(c.limit - used, 0));
+      headers['x-budget-reset'] = formatResetDuration(retryMs);
+    }
     if (c.header) setRateHeaders(headers, c.header, c.limit, used, retryMs);
     // Concurrency has its own x-ratelimit-*-concurrent-requests (slots, slots free, when to retry).
     else if (c.kind === 'L') setRateHeaders(headers, 'concurrent-requests', c.limit, used, retryMs);
@@ -612,7 +732,7 @@ export class LimitsStore {
   }
 
   /** See Admission.settle. */
-  settle(adm: Admission, totalTokens: number): Promise<void> {
+  settle(adm: Admission, totalTokens: number, cost = 0): Promise<void> {
     this.deactivate(adm);
     const now = this.clock();
     const keys: string[] = [];
@@ -621,6 +741,15 @@ export class LimitsStore {
     if (adm.learns !== null && used > 0) this.typical.observe(adm.learns, used - adm.reserved);
     for (let i = 0; i < adm.checks.length; i++) {
       const c = adm.checks[i]!;
+      if (c.unit === 'nano_usd') {
+        // A budget: the real cost replaces the reserved one (more to the month current now).
+        const d = Math.max(0, Math.round(cost)) - adm.reservedCost;
+        if (d !== 0 && c.kind === 'W') {
+          keys.push(d > 0 ? windowAt(c, now).key : adm.keys[i]!);
+          args.push('X', d);
+        }
+        continue;
+      }
       if (costOf(c, adm.reserved) === 0) continue;
       // The real use replaces what admission took: the prompt estimate, and the held output on quotas.
       const delta = used - adm.reserved - (c.holdsOutput ? adm.held : 0);
@@ -807,7 +936,7 @@ function scriptSpec(checks: readonly Check[]): (string | number)[] {
       // Quota counters (must exist): token quotas hold the possible output, request quotas take 1.
       if (c.unit === 'tokens' && !c.holdsOutput)
         throw new Error(`quota ${c.name}: a token quota holds output`);
-      spec.push(c.unit === 'tokens' ? 'Q' : 'q', c.limit);
+      spec.push(c.unit === 'tokens' ? 'Q' : c.unit === 'nano_usd' ? 'M' : 'q', c.limit);
     } else {
       if (c.window !== 'minute')
         throw new Error(`check ${c.name}: counters without a rebuild are per minute`);
@@ -815,6 +944,15 @@ function scriptSpec(checks: readonly Check[]): (string | number)[] {
     }
   }
   return spec;
+}
+
+/** Budgets and token allowances (per month or billing period): what alerts watch. */
+function watched(c: Check): boolean {
+  return (
+    c.kind === 'W' &&
+    c.rebuild !== undefined &&
+    (c.unit === 'nano_usd' || (c.unit === 'tokens' && (c.window === 'month' || c.window === 'billing_period')))
+  );
 }
 
 function newLane(): Lane {

@@ -4,8 +4,10 @@ import {
   ErrorCode,
   ErrorType,
   formatCount,
+  formatMoney,
   IMAGE_ENDPOINT_PREFIX,
   type LimitState,
+  parseMoney,
   SEARCH_ENDPOINTS,
   type Tier,
 } from '@infer/contracts';
@@ -33,7 +35,8 @@ interface CheckBase {
   name: string;
   scope: 'key' | 'member';
   model: string | null;
-  unit: 'requests' | 'tokens';
+  /** `nano_usd`: a budget (the request's cost is reserved and settled, ADR 0101). */
+  unit: 'requests' | 'tokens' | 'nano_usd';
   window: WindowName;
   limit: number;
   /** Charged again with the real usage when the response ends (token budgets). */
@@ -162,8 +165,8 @@ interface Counter {
   scope: 'key' | 'member';
   /** The model it is about (null: not model-specific). */
   model?: string | null;
-  /** Requests (the default), or tokens, which are charged again with the real usage. */
-  unit?: 'requests' | 'tokens';
+  /** Requests (the default), or tokens, which are charged again with the real usage, or money. */
+  unit?: 'requests' | 'tokens' | 'nano_usd';
   limit: number;
 }
 
@@ -229,7 +232,7 @@ function quota(
     period: c.period,
     cur: null,
     rebuild: (win) => ({
-      unit: fields.unit,
+      unit: fields.unit === 'nano_usd' ? 'cost' : fields.unit,
       ...c.ledger,
       from: new Date(win.start),
       to: new Date(win.end),
@@ -296,6 +299,7 @@ export function planModel(ctx: PlanContext, model: CatalogEntry): Check[] {
   const { subject, limits, prefix } = ctx;
   const m = limits.models[model.id] ?? {};
   const checks: Check[] = [];
+  checks.push(...planBudgets(ctx));
   const mk = `${prefix}k:${subject.keyId}:m:${model.id}`;
   const name = (limit: string) => `models.${model.id}.${limit}`;
 
@@ -403,10 +407,67 @@ export function planModel(ctx: PlanContext, model: CatalogEntry): Check[] {
   return checks;
 }
 
+/** The refusal of a spent budget: 402 budget_exceeded, until the next month starts. */
+export const BUDGET_EXCEEDED = 'budget_exceeded';
+
+/**
+ * The monthly budgets (money) of the member and of the key, first among the checks of every request
+ * that costs money (402 budget_exceeded). Rebuilt from the ledger's stored costs when Redis lost them.
+ */
+export function planBudgets(ctx: PlanContext): Check[] {
+  const { subject, limits, prefix } = ctx;
+  const checks: Check[] = [];
+  const budget = (
+    name: string,
+    scope: 'key' | 'member',
+    amount: string | null,
+    base: string,
+    ledger: Omit<RebuildQuery, 'unit' | 'from' | 'to'>,
+    whose: string,
+  ) => {
+    const limit = amount === null ? null : parseMoney(amount);
+    if (limit === null) return;
+    checks.push(
+      quota({
+        name,
+        scope,
+        unit: 'nano_usd',
+        limit,
+        window: 'month',
+        period: monthWindow,
+        base,
+        ledger,
+        refusal: quotaSpent(
+          402,
+          BUDGET_EXCEEDED,
+          `The monthly budget of ${whose} ($${formatMoney(limit)}) is spent or too small for this request`,
+        ),
+      }),
+    );
+  };
+  budget(
+    'member.budget_per_month',
+    'member',
+    limits.budget.member_per_month,
+    `${prefix}m:usd:mo`,
+    { memberId: subject.memberId },
+    'this member',
+  );
+  budget(
+    'key.budget_per_month',
+    'key',
+    limits.budget.key_per_month,
+    `${prefix}k:${subject.keyId}:usd:mo`,
+    { keyId: subject.keyId },
+    'this API key',
+  );
+  return checks;
+}
+
 /** Images: per member 20 requests per minute and 100 per month, apart from the chat budgets. */
 export function planImages(ctx: PlanContext): Check[] {
   const { subject, limits, prefix } = ctx;
-  const checks: Check[] = [];
+  const checks: Check[] = planBudgets(ctx);
   const base = `${prefix}m:img`;
   const month = limits.images.requests_per_month;
   if (month !== null) {
@@ -446,7 +507,7 @@ export function planImages(ctx: PlanContext): Check[] {
 /** Web search and the MCP tool endpoint: one budget per key (20/min, 3 concurrent, 500/day). */
 export function planSearch(ctx: PlanContext): Check[] {
   const { subject, limits, prefix } = ctx;
-  const checks: Check[] = [];
+  const checks: Check[] = planBudgets(ctx);
   const base = `${prefix}k:${subject.keyId}:search`;
   const day = limits.search.requests_per_day;
   if (day !== null) {

@@ -24,7 +24,7 @@
  *       'R' delta field ttl   add delta to bucket `field` of a rolling window (and its total), never
  *                             below 0
  *
- *   'A' leaseId now estimate hold need n   then n checks, one KEY each:
+ *   'A' leaseId now estimate hold need mtake mneed n   then n checks, one KEY each:
  *       'r' limit             requests in the current minute (takes 1)
  *       't' limit             tokens in the current minute (takes the estimate and holds `hold`, the
  *                             output reserved, until settle)
@@ -32,6 +32,11 @@
  *                             use + 1
  *       'Q' limit             a token quota counter that must exist (takes the estimate and holds
  *                             `hold`, the possible output, until settle)
+ *       'M' limit             a money quota counter that must exist (a budget in nano-dollars, month;
+ *                             kept as use + 1): takes `mtake` (the request's cost reserved: its prompt
+ *                             estimate and held output at the model's prices) and compares the use plus
+ *                             `mneed`, at least 1, with the limit (a spent budget refuses even a request
+ *                             whose cost is not known in advance)
  *       'L' limit             concurrency leases: a sorted set of lease ids scored by their expiry;
  *                             expired leases are only dropped when they would cause a refusal
  *       'R' limit bms nb      a rolling token window (takes the estimate, holds `hold`): a hash of
@@ -151,8 +156,10 @@ for r = 1, nrec do
       hold = tonumber(ARGV[a + 4])
       need = tonumber(ARGV[a + 5])
     end
-    local n = tonumber(ARGV[a + 6])
-    a = a + 7
+    local mtake = tonumber(ARGV[a + 6])
+    local mneed = tonumber(ARGV[a + 7])
+    local n = tonumber(ARGV[a + 8])
+    a = a + 9
     local base = a
     local k0 = k
     -- Where each check's arguments start (a rolling window has two more).
@@ -179,11 +186,14 @@ for r = 1, nrec do
         if kind == 't' or kind == 'Q' or kind == 'R' then
           cost = est + need
           take = est + hold
+        elseif kind == 'M' then
+          cost = math.max(mneed, 1)
+          take = mtake
         end
         takes[i] = take
         local used = 0
         local reset = 0
-        if kind == 'q' or kind == 'Q' then
+        if kind == 'q' or kind == 'Q' or kind == 'M' then
           -- Quota counters are kept as use + 1, so that a missing one shows in the same call.
           if take > 0 then
             local v = redis.call('INCRBY', key, take)

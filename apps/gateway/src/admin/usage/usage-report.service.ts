@@ -1,4 +1,10 @@
-import { type AdminUsageReport, ApiError, type UsageGroup, UsageGroupSchema } from '@infer/contracts';
+import {
+  type AdminUsageReport,
+  ApiError,
+  formatMoney,
+  type UsageGroup,
+  UsageGroupSchema,
+} from '@infer/contracts';
 import { type Db, usageReport } from '@infer/persistence/lazy';
 import { Inject, Injectable } from '@nestjs/common';
 import { PRISMA } from '../../infra/tokens.js';
@@ -15,7 +21,7 @@ export class UsageReportService {
   constructor(@Inject(PRISMA) private readonly db: Db) {}
 
   /**
-   * GET /admin/usage?from=&to=&member=&key=&model=&group_by=member,key,model
+   * GET /admin/usage?from=&to=&member=&key=&model=&group_by=member,key,model,day
    * from/to: ISO 8601 or Unix seconds; default the current calendar month (UTC). to is exclusive.
    */
   async usage(q: Record<string, unknown>): Promise<AdminUsageReport> {
@@ -40,6 +46,7 @@ export class UsageReportService {
       batch_requests: 0,
       billable_tokens: 0,
     };
+    let cost = 0n;
     for (const r of rows) {
       totals.requests += r.requests;
       totals.prompt_tokens += r.promptTokens;
@@ -47,24 +54,30 @@ export class UsageReportService {
       totals.total_tokens += r.totalTokens;
       totals.batch_requests += r.batchRequests;
       totals.billable_tokens += r.billableTokens;
+      cost += r.cost;
     }
     return {
       object: 'usage_report',
       from: Math.floor(+from / 1000),
       to: Math.floor(+to / 1000),
       group_by: groupBy,
+      currency: 'usd',
       rows: rows.map((r) => ({
-        ...(r.memberId !== undefined ? { member_id: r.memberId } : {}),
-        ...(r.keyId !== undefined ? { key_id: r.keyId } : {}),
+        ...(r.memberId !== undefined ? { member_id: r.memberId, member_name: r.memberName ?? null } : {}),
+        ...(r.keyId !== undefined
+          ? { key_id: r.keyId, key_name: r.keyName ?? null, key_prefix: r.keyPrefix ?? null }
+          : {}),
         ...(r.model !== undefined ? { model: r.model } : {}),
+        ...(r.day !== undefined ? { day: r.day } : {}),
         requests: r.requests,
         prompt_tokens: r.promptTokens,
         completion_tokens: r.completionTokens,
         total_tokens: r.totalTokens,
         batch_requests: r.batchRequests,
         billable_tokens: r.billableTokens,
+        cost: formatMoney(r.cost),
       })),
-      totals,
+      totals: { ...totals, cost: formatMoney(cost) },
     };
   }
 }
@@ -94,7 +107,7 @@ function parseGroups(v: unknown): UsageGroup[] {
     if (!part) continue;
     const g = UsageGroupSchema.safeParse(part);
     if (!g.success)
-      throw ApiError.invalid('`group_by` takes member, key and/or model, comma-separated.', 'group_by');
+      throw ApiError.invalid('`group_by` takes member, key, model and/or day, comma-separated.', 'group_by');
     if (!out.includes(g.data)) out.push(g.data);
   }
   return out;

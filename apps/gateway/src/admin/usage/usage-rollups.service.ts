@@ -3,6 +3,7 @@ import {
   type DailyUsage,
   DailyUsageQuerySchema,
   type HourlyUsage,
+  formatMoney,
   HourlyUsageQuerySchema,
   parseOrThrow,
 } from '@infer/contracts';
@@ -52,11 +53,11 @@ export class UsageRollupsService {
     if (!q.member && !q.key && (q.group_by === 'model' || q.group_by === 'none')) {
       // Platform-wide per model: the hourly per-model rollup holds the same totals in far fewer rows.
       const rows = await this.db.$queryRaw<
-        Array<{ day: string; g: string | null; r: number; e: number; p: number; c: number; t: number }>
+        Array<{ day: string; g: string | null; r: number; e: number; p: number; c: number; t: number; m: string | null }>
       >`SELECT to_char(("hour" AT TIME ZONE 'UTC')::date, 'YYYY-MM-DD') AS day,
                ${q.group_by === 'model' ? PrismaSql.sql`"model"` : PrismaSql.sql`NULL`}::text AS g,
                sum("requests")::int AS r, sum("errors")::int AS e, sum("promptTokens")::float8 AS p,
-               sum("completionTokens")::float8 AS c, sum("totalTokens")::float8 AS t
+               sum("completionTokens")::float8 AS c, sum("totalTokens")::float8 AS t, sum("cost")::text AS m
           FROM "UsageHourlyModel"
          WHERE "hour" >= ${new Date(from)} AND "hour" < ${new Date(to + DAY_MS)}
                ${q.model ? PrismaSql.sql`AND "model" = ${q.model}` : PrismaSql.empty}
@@ -100,11 +101,11 @@ export class UsageRollupsService {
                 FROM ub n WHERE n.u >= (SELECT t FROM bar))
             SELECT "memberId" FROM exact WHERE t IS NOT NULL ORDER BY t DESC, 1 LIMIT ${q.top}`;
       const rows = await this.db.$queryRaw<
-        Array<{ day: string; g: string | null; r: number; e: number; p: number; c: number; t: number }>
+        Array<{ day: string; g: string | null; r: number; e: number; p: number; c: number; t: number; m: string | null }>
       >`WITH top AS (${ranked})
         SELECT to_char("day", 'YYYY-MM-DD') AS day, ${g}::text AS g, sum("requests")::int AS r,
                sum("errors")::int AS e, sum("promptTokens")::float8 AS p, sum("completionTokens")::float8 AS c,
-               sum("totalTokens")::float8 AS t
+               sum("totalTokens")::float8 AS t, sum("cost")::text AS m
           FROM "UsageDailyMember" WHERE ${memberCond} AND "memberId" IN (SELECT "memberId" FROM top)
          GROUP BY 1, 2 ORDER BY 1, 2`;
       return this.answer(fromDay, toDay, q.group_by, rows);
@@ -112,25 +113,26 @@ export class UsageRollupsService {
     const cond = PrismaSql.join(where, ' AND ');
     // Grouped: only the `top` groups by tokens over the range, so a chart of all members stays small.
     const rows = await this.db.$queryRaw<
-      Array<{ day: string; g: string | null; r: number; e: number; p: number; c: number; t: number }>
+      Array<{ day: string; g: string | null; r: number; e: number; p: number; c: number; t: number; m: string | null }>
     >`WITH top AS (
         SELECT ${group ?? PrismaSql.sql`NULL`}::text AS g FROM "UsageDaily" WHERE ${cond}
          GROUP BY 1 ORDER BY sum("totalTokens") DESC, 1 LIMIT ${group ? q.top : 1})
       SELECT to_char("day", 'YYYY-MM-DD') AS day, ${group ?? PrismaSql.sql`NULL`}::text AS g,
              sum("requests")::int AS r, sum("errors")::int AS e, sum("promptTokens")::float8 AS p,
-             sum("completionTokens")::float8 AS c, sum("totalTokens")::float8 AS t
+             sum("completionTokens")::float8 AS c, sum("totalTokens")::float8 AS t, sum("cost")::text AS m
         FROM "UsageDaily"
        WHERE ${cond}${group ? PrismaSql.sql` AND ${group} IN (SELECT g FROM top)` : PrismaSql.empty}
        GROUP BY 1, 2 ORDER BY 1, 2`;
     return this.answer(fromDay, toDay, q.group_by, rows);
   }
 
-  private answer(
+  private async answer(
     fromDay: string,
     toDay: string,
     groupBy: 'model' | 'member' | 'key' | 'none',
-    rows: Array<{ day: string; g: string | null; r: number; e: number; p: number; c: number; t: number }>,
-  ): DailyUsage {
+    rows: Array<{ day: string; g: string | null; r: number; e: number; p: number; c: number; t: number; m: string | null }>,
+  ): Promise<DailyUsage> {
+    const names = await this.names(groupBy, [...new Set(rows.map((r) => r.g).filter((g) => g !== null))]);
     return {
       object: 'usage.daily',
       from: fromDay,
@@ -143,8 +145,29 @@ export class UsageRollupsService {
         prompt_tokens: Number(r.p),
         completion_tokens: Number(r.c),
         total_tokens: Number(r.t),
+        cost: formatMoney(BigInt(r.m ?? '0')),
+        ...(names.get(r.g ?? '') ?? {}),
       })),
     };
+  }
+
+  /** The names of the members or keys of a report's rows (one query; ids of deleted ones stay bare). */
+  private async names(
+    groupBy: 'model' | 'member' | 'key' | 'none',
+    ids: string[],
+  ): Promise<Map<string, Record<string, string | null>>> {
+    const out = new Map<string, Record<string, string | null>>();
+    if (!ids.length || (groupBy !== 'member' && groupBy !== 'key')) return out;
+    if (groupBy === 'member') {
+      const rows = await this.db.$queryRaw<{ id: string; name: string }[]>`
+        SELECT "id", "name" FROM "Member" WHERE "id" = ANY(${ids}::text[])`;
+      for (const r of rows) out.set(r.id, { member_name: r.name });
+    } else {
+      const rows = await this.db.$queryRaw<{ id: string; name: string; prefix: string }[]>`
+        SELECT "id", "name", "prefix" FROM "ApiKey" WHERE "id" = ANY(${ids}::text[])`;
+      for (const r of rows) out.set(r.id, { key_name: r.name, key_prefix: r.prefix });
+    }
+    return out;
   }
 
   async hourly(query: unknown): Promise<HourlyUsage> {

@@ -26,6 +26,7 @@ export function usageEventOf(c: CallOutcome): UsageEvent {
     at: c.at,
   };
   if (c.batch) ev.batch = true;
+  if (c.cost > 0) ev.cost = c.cost;
   if (!c.admitted) ev.refused = true;
   if (c.errorCode) ev.errorCode = c.errorCode;
   if (c.limit) ev.limit = c.limit;
