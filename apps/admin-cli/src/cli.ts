@@ -5,8 +5,8 @@ import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import {
-  type InvalidationTarget,
   formatMoney,
+  type InvalidationTarget,
   type KeyLifecycleInput,
   KeyLimitsStateSchema,
   LimitsOverrideSchema,

@@ -213,6 +213,26 @@ export const GatewayEnvFields = z.object({
     .regex(/^[^{}]*$/, "must not contain { or } (each member's hash tag follows the prefix)")
     .default('lim:')
     .describe("Prefix of the limits' Redis keys (no { or }: each member's hash tag follows it)."),
+  ALERT_THRESHOLDS: z
+    .string()
+    .default('80,90,100')
+    .transform((s, ctx) => {
+      const out = s
+        .split(',')
+        .map((x) => x.trim())
+        .filter(Boolean)
+        .map(Number);
+      if (out.some((n) => !Number.isInteger(n) || n < 1 || n > 100)) {
+        ctx.addIssue({ code: 'custom', message: 'comma-separated whole percentages from 1 to 100' });
+        return z.NEVER;
+      }
+      return [...new Set(out)].sort((a, b) => a - b);
+    })
+    .describe(
+      'Percentages of a monthly budget or token allowance at which an alert is raised, once per threshold, ' +
+        'counter and period (delivered by the ledger writer to ALERT_WEBHOOK_URL; docs/adr/0101-money.md). ' +
+        'Empty: no alerts.',
+    ),
   BULLMQ_PREFIX: z
     .string()
     .min(1)

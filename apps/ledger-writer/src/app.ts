@@ -18,6 +18,7 @@ import {
 import { createLogger, type Logger } from '@infer/telemetry';
 import { AckPolicy, DeliverPolicy, type JsMsg, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { z } from 'zod';
+import { AlertDeliverer } from './alert-deliverer.js';
 import { LedgerWriterHost, LedgerWriterModule, ledgerMetrics } from './ledger.module.js';
 
 export const LedgerWriterEnvSchema = z.object({
@@ -60,6 +61,26 @@ export const LedgerWriterEnvSchema = z.object({
     "How long after its time a service's usage event (source: service) waits before it is written (ms): " +
       "the gateway's event of the same request, when its gateway lives, arrives first and is the one kept.",
   ),
+  ALERT_WEBHOOK_URL: z
+    .url({ protocol: /^https?$/ })
+    .optional()
+    .describe(
+      'Where alerts (a budget or token allowance reaching ALERT_THRESHOLDS of the gateway) are POSTed as JSON, ' +
+        'signed with ALERT_WEBHOOK_SECRET (header x-infer-signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of ' +
+        '"<t>.<body>">). Unset: alerts are only shown in the console.',
+    ),
+  ALERT_WEBHOOK_SECRET: z
+    .string()
+    .optional()
+    .describe(
+      'The HMAC-SHA256 key of the alert signatures (required with ALERT_WEBHOOK_URL; at least 16 characters).',
+    ),
+  ALERT_POLL_MS: envInt(2_000, 50).describe('How often alerts waiting for delivery are looked for (ms).'),
+  ALERT_MAX_ATTEMPTS: envInt(8, 1).describe('Attempts to deliver one alert before it is marked failed.'),
+  ALERT_BACKOFF_MS: envInt(5_000, 10).describe(
+    'Delay before the first retry of an alert delivery (ms); doubled per attempt, at most 1 hour, with jitter.',
+  ),
+  ALERT_TIMEOUT_MS: envInt(10_000, 100).describe('Longest wait for the webhook to answer one attempt (ms).'),
   STATUS_SUBJECT_PREFIX: z
     .string()
     .default('')
@@ -74,6 +95,12 @@ export const LedgerWriterEnvSchema = z.object({
     ),
 });
 export type LedgerWriterConfig = z.infer<typeof LedgerWriterEnvSchema>;
+
+/** A webhook URL needs its signing secret. */
+function checkAlertConfig(config: LedgerWriterConfig): void {
+  if (config.ALERT_WEBHOOK_URL && (config.ALERT_WEBHOOK_SECRET ?? '').length < 16)
+    throw new Error('ALERT_WEBHOOK_URL needs ALERT_WEBHOOK_SECRET (at least 16 characters) to sign alerts');
+}
 
 /** Where batches go: UsageRepository in production, idempotent by request id. */
 export interface LedgerSink {
@@ -149,6 +176,7 @@ export async function runLedgerWriter(
   log: Logger,
   opts: Pick<LedgerWriterOptions, 'beforeAck'> = {},
 ): Promise<LedgerWriter> {
+  checkAlertConfig(config);
   const prisma = createPrisma(config.DATABASE_URL, { poolSize: 2 });
   const sink: LedgerSink = new UsageRepository(prisma);
   // The request log: a second table written in the same batch, from the same events (ADR 0110).
@@ -207,6 +235,18 @@ export async function runLedgerWriter(
   housekeepingInBackground();
   const housekeeping = setInterval(housekeepingInBackground, REQUEST_LOG_HOUSEKEEPING_MS);
   housekeeping.unref();
+  // Alerts the gateways recorded, to the webhook (retries with backoff; the delivery log in PostgreSQL).
+  const alerts = new AlertDeliverer({
+    db: prisma,
+    log,
+    url: config.ALERT_WEBHOOK_URL ?? null,
+    secret: config.ALERT_WEBHOOK_SECRET ?? '',
+    pollMs: config.ALERT_POLL_MS,
+    maxAttempts: config.ALERT_MAX_ATTEMPTS,
+    backoffMs: config.ALERT_BACKOFF_MS,
+    timeoutMs: config.ALERT_TIMEOUT_MS,
+  });
+  alerts.start();
   let stopping = false;
   let busy = false;
   let wake: (() => void) | undefined;
@@ -392,6 +432,7 @@ export async function runLedgerWriter(
       clearInterval(housekeeping);
       status.stop();
       wake?.();
+      await alerts.stop();
       await loop;
       await nc.drain().catch(() => undefined);
       await prisma.$disconnect().catch(() => undefined);

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { TierSchema } from './catalog.js';
 import { parseCidr, parseDuration } from './key-lifecycle.js';
 import { LimitStateSchema, LimitsOverrideSchema } from './limits.js';
+import { MoneySchema } from './pricing.js';
 
 /**
  * The operator console's admin API (sign-in, operators, audit log). The same schemas validate the
@@ -179,6 +180,22 @@ export const UpdateMemberRequestSchema = z
   .meta({ id: 'UpdateMemberRequest' });
 export type UpdateMemberRequest = z.infer<typeof UpdateMemberRequestSchema>;
 
+/**
+ * A member's own limits: today its monthly budget in dollars (`member_per_month`; null: no budget,
+ * whatever its tier says). PUT /admin/members/{id}/limits with `limits: null` returns it to its tier's.
+ */
+export const MemberLimitsSchema = z
+  .strictObject({
+    budget: z.strictObject({ member_per_month: MoneySchema.nullable() }),
+  })
+  .meta({ id: 'MemberLimits' });
+export type MemberLimits = z.infer<typeof MemberLimitsSchema>;
+
+export const SetMemberLimitsRequestSchema = z
+  .object({ limits: MemberLimitsSchema.nullable() })
+  .strict()
+  .meta({ id: 'SetMemberLimitsRequest' });
+
 export const AdminMemberSchema = z
   .object({
     object: z.literal('member'),
@@ -190,6 +207,8 @@ export const AdminMemberSchema = z
     suspended: z.boolean(),
     created_at: z.number().int(),
     keys: z.number().int().optional(),
+    /** The member's own limits (its budget); null: its tier's. */
+    limits: MemberLimitsSchema.nullable().optional(),
   })
   .meta({ id: 'AdminMember' });
 export type AdminMember = z.infer<typeof AdminMemberSchema>;

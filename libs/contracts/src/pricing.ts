@@ -49,7 +49,10 @@ export const MoneySchema = z
     message: 'a non-negative amount of dollars with at most 9 decimals, e.g. "0.15"',
   })
   .transform((v) => formatMoney(parseMoney(v)!))
-  .meta({ description: 'A decimal amount in dollars (a string such as "0.15"; a number is read as its decimal form).' });
+  .meta({
+    description:
+      'A decimal amount in dollars (a string such as "0.15"; a number is read as its decimal form).',
+  });
 
 /**
  * A model's prices (catalog `pricing`), in dollars: per million input (prompt) and output (completion)

@@ -2,7 +2,10 @@ import type { Tier } from '@infer/contracts';
 import type { DbClient } from './db.js';
 import { InvalidInputError, NotFoundError, PersistenceUserError, prismaErrorCode } from './errors.js';
 import type { Member, Prisma } from './prisma.js';
+import { PrismaSql } from './sql-tag.js';
 import { parseTier } from './tiers.js';
+
+const { DbNull } = PrismaSql;
 
 export type { Member };
 
@@ -109,6 +112,19 @@ export class MembersRepository {
       rows: page.map((m) => ({ ...m, keyCount: byMember.get(m.id) ?? 0 })),
       nextAfter: found.length > query.limit ? (page.at(-1)?.id ?? null) : null,
     };
+  }
+
+  /** Sets (or clears, with null: the tier's) the member's own limits (its budget; MemberLimitsSchema). */
+  async setLimits(id: string, limits: Record<string, unknown> | null): Promise<Member> {
+    try {
+      return await this.db.member.update({
+        where: { id },
+        data: { limits: limits === null ? (DbNull as never) : (limits as Prisma.InputJsonValue) },
+      });
+    } catch (error) {
+      if (prismaErrorCode(error) === 'P2025') throw new NotFoundError('member', id);
+      throw error;
+    }
   }
 
   /** Changes tier, billing anchor and/or suspension; suspended members' keys are refused by auth. */

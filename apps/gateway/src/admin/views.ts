@@ -3,6 +3,8 @@ import {
   type AdminMember,
   type AuditEventSchema,
   LimitsOverrideSchema,
+  type MemberLimits,
+  MemberLimitsSchema,
   type OperatorView,
 } from '@infer/contracts';
 import type { ApiKeyInfo, AuditRow, Member, Operator } from '@infer/persistence/lazy';
@@ -52,6 +54,7 @@ export function memberView(m: Member & { keyCount?: number }): AdminMember {
     suspended: Boolean(m.suspendedAt),
     created_at: secs(m.createdAt),
     ...(m.keyCount === undefined ? {} : { keys: m.keyCount }),
+    limits: memberLimitsOf(m.limits),
   };
 }
 
@@ -87,7 +90,14 @@ export const memberAudit = (m: Member) => ({
   tier: m.tier,
   billing_anchor: m.billingPeriodAnchor.toISOString(),
   suspended: Boolean(m.suspendedAt),
+  limits: m.limits ?? null,
 });
+
+/** A member's stored limits as the API shows them (null: none, or a shape this version does not know). */
+export function memberLimitsOf(v: unknown): MemberLimits | null {
+  const parsed = MemberLimitsSchema.safeParse(v ?? undefined);
+  return parsed.success ? parsed.data : null;
+}
 export const keyAudit = (k: ApiKeyInfo) => ({
   member_id: k.memberId,
   name: k.name,

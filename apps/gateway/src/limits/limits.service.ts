@@ -7,6 +7,7 @@ import { Counter, Gauge } from 'prom-client';
 import { GATEWAY_CONFIG, type GatewayConfig } from '../config.js';
 import { LOGGER, PG, REDIS } from '../infra/tokens.js';
 import { MetricsService } from '../metrics/metrics.service.js';
+import { AlertRecorder } from './alert-recorder.js';
 import { sqlLedgerSource } from './ledger-source.js';
 import { type Admission, LimitsStore } from './limits.store.js';
 import { loadLimitsFile } from './limits-file.js';
@@ -47,11 +48,14 @@ export class LimitsService implements OnModuleInit, OnApplicationShutdown {
       labelNames: ['limit'] as const,
       registers: [metrics.registry],
     });
+    const alerts = new AlertRecorder(pg, log);
     this.store = new LimitsStore({
       on: {
         refused: (limit, status) => refusals.inc({ limit, status: String(status) }),
         rebuilt: (limit) => rebuilds.inc({ limit }),
+        ...(config.ALERT_THRESHOLDS.length ? { threshold: (t) => alerts.record(t) } : {}),
       },
+      alertThresholds: config.ALERT_THRESHOLDS,
       redis,
       ledger: sqlLedgerSource(pg),
       log,

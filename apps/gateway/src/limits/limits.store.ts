@@ -2,7 +2,6 @@ import { createHash, randomBytes } from 'node:crypto';
 import {
   ApiError,
   type CatalogEntry,
-  costOf as priceOf,
   DEFAULT_LEASE_TTL_MS,
   DEFAULT_LIMITS,
   type EffectiveLimits,
@@ -13,6 +12,7 @@ import {
   type LimitsOverride,
   LimitsOverrideSchema,
   mergeLimits,
+  costOf as priceOf,
   priceTable,
   type Tier,
 } from '@infer/contracts';
@@ -86,7 +86,7 @@ export interface LimitsStoreOptions {
      * admission, or 100 when it refused one): the alerts. Called once per threshold, period and
      * counter on this replica; the receiver makes it once across replicas.
      */
-    threshold?(t: ThresholdReached): void;
+    threshold?(t: ThresholdReached): Promise<unknown> | undefined;
   };
   /** Percentages of a budget or allowance that raise an alert (default 80, 90, 100). */
   alertThresholds?: readonly number[];
@@ -653,7 +653,7 @@ export class LimitsStore {
       if (this.raised.size >= MAX_PLANS) this.raised.clear();
       this.raised.add(id);
       try {
-        on({
+        const p = on({
           name: c.name,
           scope: c.scope,
           unit: c.unit === 'nano_usd' ? 'nano_usd' : 'tokens',
@@ -667,6 +667,8 @@ export class LimitsStore {
           used,
           limit: c.limit,
         });
+        // Not stored: the next admission that sees it tries again.
+        if (p) p.catch(() => this.raised.delete(id));
       } catch (err) {
         this.opts.log.error({ err }, 'an alert threshold observer failed');
       }
@@ -951,7 +953,8 @@ function watched(c: Check): boolean {
   return (
     c.kind === 'W' &&
     c.rebuild !== undefined &&
-    (c.unit === 'nano_usd' || (c.unit === 'tokens' && (c.window === 'month' || c.window === 'billing_period')))
+    (c.unit === 'nano_usd' ||
+      (c.unit === 'tokens' && (c.window === 'month' || c.window === 'billing_period')))
   );
 }
 

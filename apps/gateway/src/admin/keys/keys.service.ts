@@ -13,6 +13,7 @@ import {
   RotateKeyRequestSchema,
   SetKeyLimitsRequestSchema,
   UpdateKeyRequestSchema,
+  withMemberLimits,
 } from '@infer/contracts';
 import { ApiKeysRepository, MembersRepository } from '@infer/persistence/lazy';
 import { Inject, Injectable } from '@nestjs/common';
@@ -158,6 +159,11 @@ export class KeysService {
 
   async setLimits(actor: AdminActor, ref: string, body: unknown): Promise<AdminKey> {
     const { limits } = parseOrThrow(SetKeyLimitsRequestSchema, body ?? {});
+    if (limits?.budget?.member_per_month !== undefined)
+      throw ApiError.invalid(
+        "A member's budget is the member's own (PUT /admin/members/{id}/limits), not a key's.",
+        'limits.budget.member_per_month',
+      );
     const before = await this.keys.find(ref);
     if (!before) throw notFound('API key', ref, 'key');
     const after = await this.access
@@ -201,7 +207,7 @@ export class KeysService {
       memberId: member.id,
       tier: member.tier,
       billingAnchor: member.billingPeriodAnchor,
-      overrides: (key.limits as Record<string, unknown> | null) ?? null,
+      overrides: withMemberLimits(key.limits, member.limits),
     };
     const now = this.limits.store.clock();
     return {

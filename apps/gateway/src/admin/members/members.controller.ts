@@ -1,5 +1,5 @@
 import type { AdminMember, MintedKey } from '@infer/contracts';
-import { Body, Controller, Get, Inject, Param, Patch, Post, Query } from '@nestjs/common';
+import { Body, Controller, Get, Inject, Param, Patch, Post, Put, Query } from '@nestjs/common';
 import { Actor, Admin } from '../access/admin.decorator.js';
 import type { AdminActor } from '../access/admin-access.service.js';
 import { MembersService } from './members.service.js';
@@ -11,6 +11,7 @@ import { MembersService } from './members.service.js';
  *   POST  /admin/members                                   {name, email?, tier, billing_anchor?}
  *   GET   /admin/members/{id}                              member and its keys
  *   PATCH /admin/members/{id}                              {tier?, billing_anchor?, suspended?}
+ *   PUT   /admin/members/{id}/limits                       {limits: {budget: {member_per_month}} | null}
  *   POST  /admin/members/{id}/keys                         {name?} -> the key, shown this once
  */
 @Controller('admin/members')
@@ -39,6 +40,16 @@ export class MembersAdminController {
   @Patch(':id')
   update(@Actor() actor: AdminActor, @Param('id') id: string, @Body() body: unknown): Promise<AdminMember> {
     return this.members.update(actor, id, body);
+  }
+
+  @Admin('write')
+  @Put(':id/limits')
+  setLimits(
+    @Actor() actor: AdminActor,
+    @Param('id') id: string,
+    @Body() body: unknown,
+  ): Promise<AdminMember> {
+    return this.members.setLimits(actor, id, body);
   }
 
   @Admin('write')

@@ -6,6 +6,7 @@ import {
   type MintedKey,
   MintKeyRequestSchema,
   parseOrThrow,
+  SetMemberLimitsRequestSchema,
   UpdateMemberRequestSchema,
 } from '@infer/contracts';
 import { ApiKeysRepository, MembersRepository } from '@infer/persistence/lazy';
@@ -89,6 +90,29 @@ export class MembersService {
       )
       .catch(userError);
     // Tier, anchor and suspension are read with the key: every gateway forgets the member's keys.
+    await this.invalidate.keysChanged({ memberIds: [id] });
+    return memberView(after);
+  }
+
+  /** PUT /admin/members/{id}/limits {limits: {budget: {member_per_month}} | null}: the member's budget. */
+  async setLimits(actor: AdminActor, id: string, body: unknown): Promise<AdminMember> {
+    const { limits } = parseOrThrow(SetMemberLimitsRequestSchema, body ?? {});
+    const before = await this.members.get(id).catch(() => null);
+    if (!before) throw notFound('member', id, 'id');
+    const after = await this.access
+      .audited(
+        actor,
+        (tx) => new MembersRepository(tx).setLimits(id, limits),
+        (after) => ({
+          action: limits === null ? 'member.clear_limits' : 'member.set_limits',
+          targetType: 'member',
+          targetId: id,
+          before: memberAudit(before),
+          after: memberAudit(after),
+        }),
+      )
+      .catch(userError);
+    // The member's budget travels with its cached keys: every gateway's limits follow at once.
     await this.invalidate.keysChanged({ memberIds: [id] });
     return memberView(after);
   }

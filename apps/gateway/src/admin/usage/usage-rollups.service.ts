@@ -2,8 +2,8 @@ import {
   ApiError,
   type DailyUsage,
   DailyUsageQuerySchema,
-  type HourlyUsage,
   formatMoney,
+  type HourlyUsage,
   HourlyUsageQuerySchema,
   parseOrThrow,
 } from '@infer/contracts';
@@ -53,7 +53,16 @@ export class UsageRollupsService {
     if (!q.member && !q.key && (q.group_by === 'model' || q.group_by === 'none')) {
       // Platform-wide per model: the hourly per-model rollup holds the same totals in far fewer rows.
       const rows = await this.db.$queryRaw<
-        Array<{ day: string; g: string | null; r: number; e: number; p: number; c: number; t: number; m: string | null }>
+        Array<{
+          day: string;
+          g: string | null;
+          r: number;
+          e: number;
+          p: number;
+          c: number;
+          t: number;
+          m: string | null;
+        }>
       >`SELECT to_char(("hour" AT TIME ZONE 'UTC')::date, 'YYYY-MM-DD') AS day,
                ${q.group_by === 'model' ? PrismaSql.sql`"model"` : PrismaSql.sql`NULL`}::text AS g,
                sum("requests")::int AS r, sum("errors")::int AS e, sum("promptTokens")::float8 AS p,
@@ -101,7 +110,16 @@ export class UsageRollupsService {
                 FROM ub n WHERE n.u >= (SELECT t FROM bar))
             SELECT "memberId" FROM exact WHERE t IS NOT NULL ORDER BY t DESC, 1 LIMIT ${q.top}`;
       const rows = await this.db.$queryRaw<
-        Array<{ day: string; g: string | null; r: number; e: number; p: number; c: number; t: number; m: string | null }>
+        Array<{
+          day: string;
+          g: string | null;
+          r: number;
+          e: number;
+          p: number;
+          c: number;
+          t: number;
+          m: string | null;
+        }>
       >`WITH top AS (${ranked})
         SELECT to_char("day", 'YYYY-MM-DD') AS day, ${g}::text AS g, sum("requests")::int AS r,
                sum("errors")::int AS e, sum("promptTokens")::float8 AS p, sum("completionTokens")::float8 AS c,
@@ -113,7 +131,16 @@ export class UsageRollupsService {
     const cond = PrismaSql.join(where, ' AND ');
     // Grouped: only the `top` groups by tokens over the range, so a chart of all members stays small.
     const rows = await this.db.$queryRaw<
-      Array<{ day: string; g: string | null; r: number; e: number; p: number; c: number; t: number; m: string | null }>
+      Array<{
+        day: string;
+        g: string | null;
+        r: number;
+        e: number;
+        p: number;
+        c: number;
+        t: number;
+        m: string | null;
+      }>
     >`WITH top AS (
         SELECT ${group ?? PrismaSql.sql`NULL`}::text AS g FROM "UsageDaily" WHERE ${cond}
          GROUP BY 1 ORDER BY sum("totalTokens") DESC, 1 LIMIT ${group ? q.top : 1})
@@ -130,7 +157,16 @@ export class UsageRollupsService {
     fromDay: string,
     toDay: string,
     groupBy: 'model' | 'member' | 'key' | 'none',
-    rows: Array<{ day: string; g: string | null; r: number; e: number; p: number; c: number; t: number; m: string | null }>,
+    rows: Array<{
+      day: string;
+      g: string | null;
+      r: number;
+      e: number;
+      p: number;
+      c: number;
+      t: number;
+      m: string | null;
+    }>,
   ): Promise<DailyUsage> {
     const names = await this.names(groupBy, [...new Set(rows.map((r) => r.g).filter((g) => g !== null))]);
     return {
