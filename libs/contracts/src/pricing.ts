@@ -42,13 +42,15 @@ export function formatMoney(nanos: number | bigint): string {
   return `${neg ? '-' : ''}${whole}${frac ? `.${frac}` : ''}`;
 }
 
-/** A price or budget as the catalog, limits and admin API take it: a decimal amount of dollars. */
+/**
+ * A price or budget as the catalog, limits and admin API take it: a decimal amount of dollars, kept as
+ * given (read with parseMoney wherever it is used).
+ */
 export const MoneySchema = z
   .union([z.string(), z.number()])
   .refine((v) => parseMoney(v) !== null, {
     message: 'a non-negative amount of dollars with at most 9 decimals, e.g. "0.15"',
   })
-  .transform((v) => formatMoney(parseMoney(v)!))
   .meta({
     description:
       'A decimal amount in dollars (a string such as "0.15"; a number is read as its decimal form).',
@@ -97,7 +99,7 @@ export function priceTable(entry: {
   let t = tables.get(entry);
   if (t) return t;
   const p = entry.pricing ?? {};
-  const n = (v: string | undefined) => (v === undefined ? 0 : (parseMoney(v) ?? 0));
+  const n = (v: string | number | undefined) => (v === undefined ? 0 : (parseMoney(v) ?? 0));
   t = {
     inPerM: n(p.input_per_million),
     outPerM: n(p.output_per_million),

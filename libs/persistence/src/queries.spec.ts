@@ -71,6 +71,7 @@ describe('queries on pg directly (the gateway) and through Prisma', () => {
       prefix: record.prefix,
       revoked: false,
       limits: { key: { requests_per_minute: 7 }, models: { 'chat-A': { tokens_per_minute: 9 } } },
+      memberLimits: null,
       billingPeriodAnchor: member.billingPeriodAnchor,
       lastUsedAt: null,
       expiresAt: null,

@@ -420,7 +420,7 @@ export function planBudgets(ctx: PlanContext): Check[] {
   const budget = (
     name: string,
     scope: 'key' | 'member',
-    amount: string | null,
+    amount: string | number | null,
     base: string,
     ledger: Omit<RebuildQuery, 'unit' | 'from' | 'to'>,
     whose: string,

@@ -136,7 +136,10 @@ describe('migrations (wasm schema engine)', () => {
     await cp(DEFAULT_MIGRATIONS_DIR, dir, { recursive: true });
     const schemaPath = join(tmp, 'schema.prisma');
     const schema = await readFile(DEFAULT_SCHEMA_PATH, 'utf8');
-    await writeFile(schemaPath, schema.replace(/(\n {2}limits\s+Json\?)/, '$1\n  note String?'));
+    await writeFile(
+      schemaPath,
+      schema.replace(/(Per-key overrides of rate limits[^\n]*\n {2}limits\s+Json\?)/, '$1\n  note String?'),
+    );
     const shadowsBefore = await shadowDatabases(db.url);
     const r = await createMigration(db.url, 'add_note', { migrationsDir: dir, schemaPath });
     assert.match(r.name ?? '', /^\d{14}_add_note$/);
