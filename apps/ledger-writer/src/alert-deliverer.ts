@@ -1,7 +1,7 @@
 import { createHmac } from 'node:crypto';
 import { formatMoney } from '@infer/contracts';
 import type { Db } from '@infer/persistence';
-import type { Logger } from '@infer/service-kit';
+import type { Logger } from '@infer/telemetry';
 
 export interface AlertDelivererOptions {
   db: Db;

@@ -1,5 +1,5 @@
 import type { SqlRunner } from '@infer/persistence/lazy';
-import type { Logger } from '@infer/service-kit';
+import type { Logger } from '@infer/telemetry';
 import type { ThresholdReached } from './limits.engine.js';
 
 /**
