@@ -16,6 +16,7 @@ import { Redis } from 'ioredis';
 import OpenAI from 'openai';
 import { parse, stringify } from 'yaml';
 import { type RunningGateway, startGateway } from '../../apps/gateway/src/app.js';
+import { SpendService } from '../../apps/gateway/src/limits/spend.service.js';
 import type { LedgerWriter } from '../../apps/ledger-writer/src/app.js';
 import { type Stack, startStack, startStackLedger } from './harness.js';
 import { ADMIN_TOKEN, countBy, newKey, rawChat } from './limits-support.js';
@@ -227,6 +228,23 @@ describe('prices, cost, budgets and alerts', () => {
       },
     );
     assert.equal(rebuilt, spent);
+    // The spend service (what GET /v1/usage and the console read): the month's cost and the budget's state.
+    const spend = stack.gateway.app.get(SpendService);
+    const month = await spend.currentMonth(k.memberId, k.keyId);
+    assert.equal(month.member.cost, formatMoney(spent));
+    assert.equal(month.key?.cost, formatMoney(spent));
+    assert.deepEqual(
+      month.member.by_model.map((m) => m.model),
+      ['chat-F'],
+    );
+    const [state] = await spend.budgets({
+      keyId: k.keyId,
+      memberId: k.memberId,
+      tier: 'inference',
+      billingAnchor: new Date(),
+      overrides: { budget: { member_per_month: budget } },
+    });
+    assert.deepEqual([state?.name, state?.limit, state?.used], ['member.budget_per_month', limit, spent]);
     // Past the burst, by the SDK on another replica: a request that does not fit what is left is refused
     // or, like any last request admitted (docs/api-decisions.md, output reservation), passes the budget
     // once; then the budget is spent and the next request is refused.

@@ -24,6 +24,7 @@ import {
   RotateKeyRequestSchema,
   SessionSchema,
   SetKeyLimitsRequestSchema,
+  SetMemberLimitsRequestSchema,
   UpdateKeyRequestSchema,
   UpdateMemberRequestSchema,
   UpdateModelRequestSchema,
@@ -178,6 +179,15 @@ const ADMIN_OPS: AdminOp[] = [
     summary: 'Change tier, billing anchor, suspension',
     role: 'admin',
     body: UpdateMemberRequestSchema,
+    ok: AdminMemberSchema,
+  },
+  {
+    method: 'put',
+    path: '/admin/members/{id}/limits',
+    id: 'setMemberLimits',
+    summary: "Set or clear (null: the tier's) a member's own limits: its monthly budget in dollars",
+    role: 'admin',
+    body: SetMemberLimitsRequestSchema,
     ok: AdminMemberSchema,
   },
   {
