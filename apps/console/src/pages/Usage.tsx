@@ -26,15 +26,25 @@ export function UsagePage(props: { params: URLSearchParams }) {
   );
   const rows = report.data?.data ?? [];
   const group = (r: DailyUsageRow) => r.model ?? r.member_id ?? r.key_id ?? 'all';
+  // Names beside the ids (a deleted member or key keeps its id only).
+  const named = (r: DailyUsageRow) =>
+    r.member_name
+      ? `${r.member_name} (${r.member_id})`
+      : r.key_name
+        ? `${r.key_name} ${r.key_prefix ?? ''} (${r.key_id})`
+        : group(r);
   const perDay = new Map<string, number>();
   const perGroup = new Map<string, number>();
   let requests = 0;
   let tokens = 0;
+  // Exact: costs are decimal strings of dollars, summed as integer nano-dollars (ADR 0101).
+  let nanos = 0n;
   for (const r of rows) {
     perDay.set(r.day, (perDay.get(r.day) ?? 0) + r.total_tokens);
     perGroup.set(group(r), (perGroup.get(group(r)) ?? 0) + r.total_tokens);
     requests += r.requests;
     tokens += r.total_tokens;
+    nanos += toNanos(r.cost);
   }
   const download = () => {
     const csv = toCsv(
@@ -46,6 +56,8 @@ export function UsagePage(props: { params: URLSearchParams }) {
         'prompt_tokens',
         'completion_tokens',
         'total_tokens',
+        'cost_usd',
+        ...(by === 'member' || by === 'key' ? ['name'] : []),
       ],
       rows.map((r) => [
         r.day,
@@ -55,6 +67,8 @@ export function UsagePage(props: { params: URLSearchParams }) {
         r.prompt_tokens,
         r.completion_tokens,
         r.total_tokens,
+        r.cost,
+        ...(by === 'member' ? [r.member_name ?? ''] : by === 'key' ? [r.key_name ?? ''] : []),
       ]),
     );
     const a = document.createElement('a');
@@ -87,7 +101,8 @@ export function UsagePage(props: { params: URLSearchParams }) {
       </form>
       <ErrorNote error={report.error} />
       <p>
-        {requests.toLocaleString('en')} requests, {tokens.toLocaleString('en')} tokens from {from} to {to}.
+        {requests.toLocaleString('en')} requests, {tokens.toLocaleString('en')} tokens, ${fromNanos(nanos)}{' '}
+        from {from} to {to}.
       </p>
       <BarChart
         title="Tokens per day (UTC)"
@@ -113,16 +128,18 @@ export function UsagePage(props: { params: URLSearchParams }) {
               Errors
             </th>
             <th scope="col">Total tokens</th>
+            <th scope="col">Cost (USD)</th>
           </tr>
         </thead>
         <tbody>
           {rows.slice(0, 500).map((r) => (
             <tr key={`${r.day}|${group(r)}`}>
               <td>{r.day}</td>
-              <td className="mono">{group(r)}</td>
+              <td className="mono">{named(r)}</td>
               <td>{r.requests}</td>
               <td className="wide">{r.errors}</td>
               <td>{r.total_tokens}</td>
+              <td>{r.cost}</td>
             </tr>
           ))}
         </tbody>
@@ -130,4 +147,17 @@ export function UsagePage(props: { params: URLSearchParams }) {
       {rows.length > 500 ? <p>The first 500 of {rows.length} rows are shown; the CSV has them all.</p> : null}
     </section>
   );
+}
+
+/** "12.5" dollars -> nano-dollars (a bigint: sums without drift). */
+function toNanos(cost: string | undefined): bigint {
+  const m = /^(\d+)(?:\.(\d{1,9}))?$/.exec(cost ?? '0');
+  if (!m) return 0n;
+  return BigInt(m[1]!) * 1_000_000_000n + BigInt((m[2] ?? '').padEnd(9, '0'));
+}
+
+/** Nano-dollars -> dollars with at most 9 decimals. */
+function fromNanos(n: bigint): string {
+  const frac = (n % 1_000_000_000n).toString().padStart(9, '0').replace(/0+$/, '');
+  return `${n / 1_000_000_000n}${frac ? `.${frac}` : ''}`;
 }
