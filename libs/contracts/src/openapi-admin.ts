@@ -114,6 +114,15 @@ const ADMIN_OPS: AdminOp[] = [
   },
   {
     method: 'get',
+    path: '/admin/alerts',
+    id: 'listAlerts',
+    summary:
+      'Budget and token-allowance alerts (80/90/100 %), newest first, each with its webhook delivery log',
+    role: 'viewer',
+    query: ['member', 'status', 'limit'],
+  },
+  {
+    method: 'get',
     path: '/admin/audit',
     id: 'listAudit',
     summary: 'The audit log, newest first (keyset paging with `before`)',

@@ -10,6 +10,8 @@ import { SearchDocumentsRepository } from '@infer/search-index';
 import { PRISMA } from '../infra/tokens.js';
 import { AdminGuard } from './access/admin.guard.js';
 import { AdminAccess } from './access/admin-access.service.js';
+import { AlertsController } from './alerts/alerts.controller.js';
+import { AlertsService } from './alerts/alerts.service.js';
 import { AuditController } from './audit/audit.controller.js';
 import { AuditService } from './audit/audit.service.js';
 import { BatchesAdminController } from './batches/batches.controller.js';
@@ -55,6 +57,7 @@ export const ADMIN_CONTROLLERS = [
   OidcController,
   OperatorsController,
   AuditController,
+  AlertsController,
   MembersAdminController,
   KeysAdminController,
   ModelsAdminController,
@@ -88,6 +91,7 @@ export const ADMIN_PROVIDERS = [
   ModelsAdminService,
   OperatorsService,
   AuditService,
+  AlertsService,
   LogsService,
   UsageReportService,
   UsageRollupsService,
