@@ -288,6 +288,19 @@ describe('prices, cost, budgets and alerts', () => {
       { 80: 1, 90: 1, 100: 1 },
     );
     assert.deepEqual(badSignatures, []);
+    // The console reads the same alerts and their delivery log.
+    const listed = await admin('GET', `/admin/alerts?member=${k.memberId}`);
+    assert.equal(listed.status, 200);
+    type Listed = { threshold_percent: number; unit: string; limit_value: string; deliveries: unknown[] };
+    const rowsListed = (listed.body.data as Listed[])
+      .map((a) => [a.threshold_percent, a.unit, a.limit_value, a.deliveries.length] as const)
+      .sort((x, y) => x[0] - y[0]);
+    assert.deepEqual(rowsListed, [
+      [80, 'usd', budget, 2],
+      [90, 'usd', budget, 2],
+      [100, 'usd', budget, 2],
+    ]);
+    assert.equal((await admin('GET', '/admin/alerts?status=nope')).status, 400);
   });
 
   it('a key budget refuses that key only; a key may not set its member budget', async () => {
