@@ -1,6 +1,6 @@
 import type { SqlRunner } from '@infer/persistence/lazy';
 import type { Logger } from '@infer/telemetry';
-import type { ThresholdReached } from './limits.engine.js';
+import type { ThresholdReached } from './limits.store.js';
 
 /**
  * Records the thresholds of budgets and token allowances the limits engine sees reached
