@@ -588,6 +588,7 @@ export const MemberRefusalsSchema = z
         last_hour: z.number().int(),
         last_day: z.number().int(),
         last_at: z.number().int().describe('Unix milliseconds of the last refusal by this limit'),
+        last_key_id: z.string().describe('The key of the last refusal by this limit'),
       }),
     ),
   })

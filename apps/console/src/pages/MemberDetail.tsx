@@ -16,6 +16,7 @@ import { api, query } from '../api.js';
 import { ago, utc } from '../format.js';
 import { useLoad } from '../hooks.js';
 import { LimitsStateDialog, OneTimeKeyDialog, RevokeKeyDialog } from '../keys.js';
+import { RefusalsPanel } from '../refusals.js';
 import { Link } from '../router.js';
 import { READ_ONLY_REASON, useCanWrite } from '../session.js';
 import { BarChart, Button, Dialog, ErrorNote, Field } from '../ui.js';
@@ -172,6 +173,8 @@ export function MemberDetailPage(props: { id: string }) {
         </tbody>
       </table>
       {m.api_keys.length === 0 ? <p>No keys yet.</p> : null}
+
+      <RefusalsPanel memberId={m.id} />
 
       <QuotaPanel memberId={m.id} />
 
