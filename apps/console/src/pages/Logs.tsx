@@ -58,10 +58,10 @@ export function LogsPage(props: { params: URLSearchParams }) {
       <h1>Logs</h1>
       <p>
         Every request the gateway answered, refusals included, newest first. Users find their request id in an
-        error body or the <span className="mono">x-request-id</span> header.
+        error body or the <span className="mono nowrap">x-request-id</span> header.
       </p>
       <form
-        className="filters"
+        className="filters lookup"
         aria-label="Find a request by its id"
         onSubmit={(e) => {
           e.preventDefault();
@@ -169,19 +169,19 @@ function logsLink(filters: Partial<Filters>, request?: string): string {
   return `logs${query({ ...filters, request })}`;
 }
 
+/** The end of a long id (a UUIDv7's start is its creation time, alike for ids made together). */
+const shortId = (id: string) => (id.length > 14 ? `…${id.slice(-10)}` : id);
+
 function LogTable(props: { rows: RequestLogEntry[]; filters: Filters }) {
   return (
     <table className="cards">
       <caption className="sr-only">Requests, newest first</caption>
       <thead>
         <tr>
-          <th scope="col">Time</th>
+          <th scope="col">Time (UTC)</th>
           <th scope="col">Status</th>
           <th scope="col">Member</th>
-          <th scope="col">Model</th>
-          <th scope="col" className="wide">
-            Endpoint
-          </th>
+          <th scope="col">Model, endpoint</th>
           <th scope="col">Code / limit</th>
           <th scope="col">Latency</th>
           <th scope="col" className="wide">
@@ -194,25 +194,25 @@ function LogTable(props: { rows: RequestLogEntry[]; filters: Filters }) {
         {props.rows.map((r) => (
           <tr key={`${r.at}.${r.request_id}`}>
             <td className="nowrap" data-label="Time">
-              {utc(r.at).replace(' UTC', '')}
+              {new Date(r.at).toISOString().slice(5, 19).replace('T', ' ')}
             </td>
             <td data-label="Status">
               <span className={badge(r.status)}>
                 {r.status} {statusText(r.status, r.error_code)}
               </span>
             </td>
-            <td className="mono" data-label="Member">
-              <Link to={`members/${encodeURIComponent(r.member_id)}`}>{r.member_id}</Link>
+            <td className="mono" data-label="Member" data-member={r.member_id}>
+              <Link to={`members/${encodeURIComponent(r.member_id)}`} title={r.member_id}>
+                {shortId(r.member_id)}
+              </Link>
             </td>
-            <td className="mono" data-label="Model">
-              {r.model ?? '-'}
+            <td data-label="Model">
+              <span>
+                <span className="mono">{r.model ?? '-'}</span>{' '}
+                <small className="mono muted">{r.endpoint}</small>
+              </span>
             </td>
-            <td className="mono wide" data-label="Endpoint">
-              {r.endpoint}
-            </td>
-            <td className="mono" data-label="Code / limit">
-              {r.limit ?? r.error_code ?? '-'}
-            </td>
+            <td data-label="Code / limit">{r.limit ?? r.error_code ?? '-'}</td>
             <td data-label="Latency">{r.latency_ms} ms</td>
             <td className="wide" data-label="Tokens">
               {r.total_tokens.toLocaleString('en')}
