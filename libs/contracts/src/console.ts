@@ -304,6 +304,15 @@ export const QueueJobSchema = z
     state: z.string(),
     attempts_made: z.number().int(),
     failed_reason: z.string().nullable(),
+    /** The failure in words: the API error a worker left (status, code, message), or the raw reason. */
+    error: z
+      .object({ message: z.string(), code: z.string().nullable(), status: z.number().int().nullable() })
+      .nullable(),
+    /**
+     * Whether a retry can succeed: false when the failure is final (a client error, a timeout, a
+     * cancel: the worker gave up before its attempts ran out), and for a job that has not failed.
+     */
+    retryable: z.boolean(),
     created_at: z.number().int().describe('Unix milliseconds'),
     finished_at: z.number().int().nullable(),
   })
