@@ -11,7 +11,8 @@ import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { RequestLogEntry } from '@infer/contracts';
-import { OperatorsRepository } from '@infer/persistence';
+import { ApiKeysRepository, MembersRepository, OperatorsRepository } from '@infer/persistence';
+import { Queue, UnrecoverableError, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import type { LedgerWriter } from '../../apps/ledger-writer/src/app.js';
@@ -226,6 +227,199 @@ describe('the console explains what happened (Chromium)', { skip: noChromium }, 
     await page.getByRole('button', { name: 'Stop the live tail' }).click();
     await page.getByRole('button', { name: 'Start the live tail' }).waitFor();
     await page.context().close();
+  });
+
+  it('asks before every consequential change and says what will happen; success and failure shown', async () => {
+    // A premium member with 3 keys.
+    const member = await new MembersRepository(stack.prisma).create({
+      name: 'Grace Hopper',
+      tier: 'premium',
+    });
+    const keys = new ApiKeysRepository(stack.prisma);
+    const minted = [];
+    for (const n of ['one', 'two', 'three']) minted.push((await keys.mint(member.id, n)).record);
+    const tierOf = async () =>
+      (await admin<{ tier: string; suspended: boolean }>(`/admin/members/${member.id}`)).body;
+    const page = await newPage();
+    await page.goto(`${stack.url}/console/members/${member.id}`);
+    await page.getByRole('heading', { name: 'Grace Hopper' }).waitFor();
+
+    // ArrowUp on the focused tier select changes nothing on the server.
+    const select = page.getByLabel('Tier', { exact: true });
+    await select.focus();
+    await page.keyboard.press('ArrowUp');
+    assert.notEqual(await select.inputValue(), 'premium');
+    await select.selectOption('inference');
+    assert.equal((await tierOf()).tier, 'premium');
+    await page.getByRole('button', { name: 'Change tier' }).click();
+    const tierDialog = page.getByRole('dialog', { name: 'Move Grace Hopper to the inference tier?' });
+    await tierDialog
+      .getByText('3 keys of this member move from the premium to the inference tier at once')
+      .waitFor();
+    await check(page, '06-confirm-tier');
+    await tierDialog.getByRole('button', { name: 'Cancel' }).click();
+    assert.equal((await tierOf()).tier, 'premium');
+    await page.getByRole('button', { name: 'Change tier' }).click();
+    await tierDialog.getByRole('button', { name: 'Move to inference' }).click();
+    await page.getByRole('status').getByText('Grace Hopper is now on the inference tier.').waitFor();
+    assert.equal((await tierOf()).tier, 'inference');
+
+    // Rotate names the key and says the old secret's grace; the new secret is shown once.
+    const prefix = minted[0]?.prefix ?? '';
+    await page.getByRole('button', { name: `Rotate key ${prefix}` }).click();
+    const rotate = page.getByRole('dialog', { name: `Rotate key ${prefix}?` });
+    await rotate.getByText(/keeps working for 24 hours/).waitFor();
+    await rotate.getByRole('button', { name: 'Rotate key' }).click();
+    await page
+      .getByRole('dialog', { name: 'Your new API key' })
+      .getByRole('button', { name: 'I have stored the key' })
+      .click();
+    await page.getByRole('status').getByText(`Key ${prefix} rotated`).waitFor();
+
+    // Suspend names the member and what stops.
+    await page.getByRole('button', { name: 'Suspend', exact: true }).click();
+    const suspend = page.getByRole('dialog', { name: 'Suspend Grace Hopper?' });
+    await suspend.getByText(/\(3 active\) is refused with 401/).waitFor();
+    await suspend.getByRole('button', { name: 'Suspend member' }).click();
+    await page.getByRole('status').getByText('Grace Hopper is suspended.').waitFor();
+    assert.equal((await tierOf()).suspended, true);
+    await check(page, '07-member-after-changes');
+
+    // Disable a model: asked, cancelled changes nothing; confirmed, disabled; enabled again.
+    const models = (await admin<{ data: Array<{ id: string; enabled: boolean }> }>('/admin/models')).body
+      .data;
+    const model = models.find((m) => m.id !== 'chat-A' && m.enabled)?.id ?? '';
+    await page.getByRole('navigation').getByRole('link', { name: 'Models' }).click();
+    await page.getByRole('button', { name: `Disable ${model}` }).click();
+    const disable = page.getByRole('dialog', { name: `Disable ${model}?` });
+    await disable.getByText(/refused with 404 model_not_found at once/).waitFor();
+    await check(page, '08-confirm-disable-model');
+    await disable.getByRole('button', { name: 'Cancel' }).click();
+    assert.equal(
+      (await admin<{ data: Array<{ id: string; enabled: boolean }> }>('/admin/models')).body.data.find(
+        (m) => m.id === model,
+      )?.enabled,
+      true,
+    );
+    await page.getByRole('button', { name: `Disable ${model}` }).click();
+    await disable.getByRole('button', { name: `Disable ${model}` }).click();
+    await page.getByRole('status').getByText(`${model} is disabled.`).waitFor();
+    await page.getByRole('button', { name: `Enable ${model}` }).click();
+    await page
+      .getByRole('dialog', { name: `Enable ${model}?` })
+      .getByRole('button', { name: `Enable ${model}` })
+      .click();
+    await page.getByRole('status').getByText(`${model} is enabled.`).waitFor();
+
+    // An operator's role: asked; the last owner's own demotion fails and says why, in the dialog.
+    await new OperatorsRepository(stack.prisma).create({
+      email: 'ada@example.com',
+      password: 'ada password 1234',
+      role: 'viewer',
+    });
+    await page.getByRole('navigation').getByRole('link', { name: 'Operators' }).click();
+    await page.getByLabel('Role of ada@example.com').selectOption('admin');
+    const role = page.getByRole('dialog', { name: 'Make ada@example.com an admin?' });
+    await role.getByText(/An admin can change members/).waitFor();
+    await role.getByRole('button', { name: 'Make admin' }).click();
+    await page.getByRole('status').getByText('ada@example.com is now an admin.').waitFor();
+    await page.getByLabel(`Role of ${OWNER.email}`).selectOption('viewer');
+    const demote = page.getByRole('dialog', { name: `Make ${OWNER.email} a viewer?` });
+    await demote.getByRole('button', { name: 'Make viewer' }).click();
+    await demote
+      .getByRole('alert')
+      .getByText('The last active owner cannot be demoted or disabled.')
+      .waitFor();
+    await check(page, '09-confirm-role-failed');
+    await demote.getByRole('button', { name: 'Cancel' }).click();
+    assert.equal(await page.getByLabel(`Role of ${OWNER.email}`).inputValue(), 'owner');
+
+    // The audit log has each change, and reads at phone width too.
+    await page.getByRole('navigation').getByRole('link', { name: 'Audit log' }).click();
+    await page.getByRole('cell', { name: 'operator.update' }).first().waitFor();
+    await check(page, '10-audit');
+    await page.context().close();
+  });
+
+  it('queues: pause asks first; a job that cannot succeed says so and is not retried; attempts never exceed the maximum', async () => {
+    const connection = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', {
+      maxRetriesPerRequest: null,
+    });
+    const bullPrefix = `${prefix}bull`;
+    const queue = new Queue('audio-transcriptions', { connection, prefix: bullPrefix });
+    let calls = 0;
+    const worker = new Worker(
+      'audio-transcriptions',
+      async (job) => {
+        calls++;
+        if (job.name === 'final')
+          throw new UnrecoverableError(
+            `ApiError:${JSON.stringify({ status: 400, message: 'The audio file could not be decoded', type: 'invalid_request_error', param: 'file', code: 'invalid_audio' })}`,
+          );
+        throw new Error('engine unavailable (test)');
+      },
+      { connection, prefix: bullPrefix },
+    );
+    try {
+      const final = await queue.add('final', { file: 'x.wav' }, { attempts: 2 });
+      const transient = await queue.add('transient', { file: 'y.wav' }, { attempts: 2 });
+      const failed = (id: string | undefined) =>
+        waitFor(`job ${id} failed`, async () => (await queue.getJobState(id ?? '')) === 'failed', {
+          timeoutMs: 20_000,
+          everyMs: 100,
+        });
+      await failed(final.id);
+      await failed(transient.id);
+      const page = await newPage();
+      await page.goto(`${stack.url}/console/queues?queue=audio-transcriptions&state=failed`);
+      await page
+        .getByRole('cell', { name: /The audio file could not be decoded\. cannot succeed/ })
+        .waitFor();
+      const retryFinal = page.getByRole('button', { name: `Retry job ${final.id}` });
+      assert.equal(await retryFinal.isDisabled(), true);
+      assert.match((await retryFinal.getAttribute('title')) ?? '', /would fail the same way/);
+      // The server refuses it too.
+      const refused = await fetch(`${stack.url}/admin/queues/audio-transcriptions/jobs/${final.id}/retry`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+      });
+      assert.equal(refused.status, 409);
+      assert.equal(((await refused.json()) as { error: { code: string } }).error.code, 'job_not_retryable');
+      await check(page, '11-queues-failed-jobs');
+
+      // A transient failure retried: a fresh set of attempts, never "3 of 2".
+      await page.getByRole('button', { name: `Retry job ${transient.id}` }).click();
+      await page.getByRole('status').getByText(`Job ${transient.id} is queued again.`).waitFor();
+      await waitFor(
+        'the retried job to fail again',
+        async () => calls >= 5 && (await queue.getJobState(transient.id ?? '')) === 'failed',
+        { timeoutMs: 20_000, everyMs: 100 },
+      );
+      await page.getByLabel('Job id').fill(String(transient.id));
+      await page
+        .getByRole('form', { name: 'Find a job' })
+        .getByLabel('Queue')
+        .selectOption('audio-transcriptions');
+      await page.getByRole('button', { name: 'Find job' }).click();
+      await page.getByTestId('job-state').getByText('failed').waitFor();
+      await page.getByText('2 of 2', { exact: true }).waitFor();
+
+      // Pause asks first and says what it does.
+      await page.getByRole('button', { name: 'Pause audio-transcriptions' }).click();
+      const pause = page.getByRole('dialog', { name: 'Pause audio-transcriptions?' });
+      await pause.getByText(/No worker starts a new job/).waitFor();
+      await check(page, '12-confirm-pause');
+      await pause.getByRole('button', { name: 'Pause queue' }).click();
+      await page.getByRole('status').getByText('audio-transcriptions is paused.').waitFor();
+      assert.equal(await queue.isPaused(), true);
+      await check(page, '13-queues-paused');
+      await page.context().close();
+    } finally {
+      await worker.close();
+      await queue.obliterate({ force: true }).catch(() => undefined);
+      await queue.close();
+      connection.disconnect();
+    }
   });
 
   it('an unknown request id says so', async () => {

@@ -9,7 +9,7 @@ import { Button, Dialog } from './ui.js';
 
 export interface ConfirmRequest {
   /** The question, naming the thing ("Revoke key sk-inf-ab12?"). */
-  title: string;
+  title: ReactNode;
   /** What will happen, in sentences. */
   body: ReactNode;
   /** The button that acts, naming the action ("Revoke key"). */

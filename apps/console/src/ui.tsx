@@ -118,7 +118,7 @@ export function UrlPager(props: {
 /** A modal dialog; `dismissable=false` ignores Escape (for the one-time key display). */
 export function Dialog(props: {
   open: boolean;
-  title: string;
+  title: ReactNode;
   onClose: () => void;
   children: ReactNode;
   dismissable?: boolean;

@@ -29,7 +29,11 @@ export function QueuesPage(props: { params: URLSearchParams }) {
   const setPaused = (q: QueueReport, paused: boolean) => {
     const waiting = (q.counts.waiting ?? 0) + (q.counts.delayed ?? 0);
     confirm.ask({
-      title: paused ? `Pause ${q.name}?` : `Resume ${q.name}?`,
+      title: (
+        <>
+          {paused ? 'Pause' : 'Resume'} <span className="mono nowrap">{q.name}</span>?
+        </>
+      ),
       body: paused ? (
         <p>
           No worker starts a new job of <span className="mono">{q.name}</span> until it is resumed; the{' '}
@@ -313,8 +317,11 @@ function FindJob(props: { queues: string[] }) {
       {job ? (
         <dl className="facts" aria-label={`Job ${job.id}`}>
           <dt>Job</dt>
-          <dd className="mono">
-            {job.queue}/{job.id} ({job.name})
+          <dd>
+            <span className="mono nowrap">
+              {job.queue}/{job.id}
+            </span>{' '}
+            ({job.name})
           </dd>
           <dt>State</dt>
           <dd data-testid="job-state">{job.state}</dd>
@@ -351,7 +358,10 @@ function FindJob(props: { queues: string[] }) {
             <>
               <dt>Stack</dt>
               <dd>
-                <pre className="mono">{job.stacktrace.at(-1)}</pre>
+                <details>
+                  <summary>The last attempt's stack trace</summary>
+                  <pre className="mono">{job.stacktrace.at(-1)}</pre>
+                </details>
               </dd>
             </>
           ) : null}
