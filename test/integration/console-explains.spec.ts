@@ -422,6 +422,43 @@ describe('the console explains what happened (Chromium)', { skip: noChromium }, 
     }
   });
 
+  it('the overview says whether the platform is healthy: errors split, alert threshold, values on hover and focus', async () => {
+    const page = await newPage();
+    await page.getByRole('heading', { name: 'Overview' }).waitFor();
+    await page
+      .getByTestId('server-errors')
+      .getByText(/^\d+\.\d %/)
+      .waitFor({ timeout: 30_000 });
+    await page
+      .getByTestId('refusals')
+      .getByText(/^\d+\.\d %$/)
+      .waitFor();
+    await page
+      .getByTestId('client-errors')
+      .getByText(/^\d+\.\d %$/)
+      .waitFor();
+    const chart = page.getByRole('figure', { name: 'Server errors, % of requests per minute' });
+    await chart.getByText('alert threshold (InferHighErrorRate)').waitFor();
+    assert.equal(await chart.locator('line.chart-threshold').count(), 1);
+    // Keyboard: focus the requests chart, step back a minute, read the values.
+    const requests = page.getByRole('figure', { name: 'Requests per minute, last hour' });
+    await requests.getByRole('img').focus();
+    await page.keyboard.press('End');
+    await requests
+      .getByText(/^\d\d:\d\d UTC: requests \d+, server errors \d+, refusals \d+, client errors \d+$/)
+      .waitFor();
+    await page.keyboard.press('ArrowLeft');
+    const readout = await requests.locator('.chart-readout').textContent();
+    // Hover: the values of the minute under the pointer.
+    const box = await chart.getByRole('img').boundingBox();
+    assert.ok(box);
+    await page.mouse.move(box.x + box.width - 4, box.y + box.height / 2);
+    await chart.getByText(/^\d\d:\d\d UTC: 5xx % /).waitFor();
+    assert.match(readout ?? '', /UTC: requests/);
+    await check(page, '14-overview-health');
+    await page.context().close();
+  });
+
   it('an unknown request id says so', async () => {
     const page = await newPage();
     await page.goto(`${stack.url}/console/logs?request=req_nosuchrequest`);

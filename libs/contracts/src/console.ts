@@ -503,9 +503,19 @@ export const OverviewSchema = z
       tokens: z.number().int(),
       /** Over the last full minute. */
       requests_per_s: z.number(),
+      /** Every answer >= 400 over the requests: client errors, refusals and server errors together. */
       error_rate: z.number().nullable(),
+      /** 4xx answers other than refusals (a client's mistake: the platform is fine). */
+      client_error_rate: z.number().nullable(),
+      /** Refusals by a limit or an allowance (429, 402): the platform working as configured. */
+      refusal_rate: z.number().nullable(),
+      /** 5xx answers: the platform failed. */
+      server_error_rate: z.number().nullable(),
       requests_per_min: z.array(z.number().int()),
       errors_per_min: z.array(z.number().int()),
+      client_errors_per_min: z.array(z.number().int()),
+      refusals_per_min: z.array(z.number().int()),
+      server_errors_per_min: z.array(z.number().int()),
     }),
     models: z.array(OverviewModelSchema),
     /** Requests being handled by all gateway replicas now (sum of their latest status). */

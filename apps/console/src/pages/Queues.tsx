@@ -280,6 +280,17 @@ function Jobs(props: { queues: string[]; params: URLSearchParams; onChange: () =
   );
 }
 
+/** A stack trace, folded until asked for (its long paths fit no phone). */
+function StackTrace(props: { text: string }) {
+  const [open, setOpen] = useState(false);
+  return (
+    <details onToggle={(e) => setOpen(e.currentTarget.open)}>
+      <summary>The last attempt's stack trace</summary>
+      {open ? <pre className="mono">{props.text}</pre> : null}
+    </details>
+  );
+}
+
 /** Finds one job by id in a queue: state, attempts, error and stack, a summary of its data. */
 function FindJob(props: { queues: string[] }) {
   const [queue, setQueue] = useState(props.queues[0] ?? '');
@@ -358,10 +369,7 @@ function FindJob(props: { queues: string[] }) {
             <>
               <dt>Stack</dt>
               <dd>
-                <details>
-                  <summary>The last attempt's stack trace</summary>
-                  <pre className="mono">{job.stacktrace.at(-1)}</pre>
-                </details>
+                <StackTrace text={job.stacktrace.at(-1) ?? ''} />
               </dd>
             </>
           ) : null}
