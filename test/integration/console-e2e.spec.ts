@@ -328,7 +328,8 @@ describe('operator console in Chromium', {
       const page = await newPage(1280);
       await signIn(page, OWNER);
       await page.goto(`${stack.url}/console/queues?queue=image-jobs&state=failed`);
-      await page.getByRole('cell', { name: 'engine exploded (test)' }).waitFor();
+      // The error reads as a sentence; it is not final, so the job can be retried.
+      await page.getByRole('cell', { name: 'Engine exploded (test).' }).waitFor();
       await capture(page, '06-queues-failed-job');
       await page.getByRole('button', { name: `Retry job ${job.id}` }).click();
       await waitFor('the retried job to complete', async () => (await job.getState()) === 'completed', POLL);

@@ -218,6 +218,10 @@ describe('operator console live pages in Chromium', { skip: noChromium }, () => 
       await signIn(page, stack.url, OWNER);
       await page.getByRole('navigation').getByRole('link', { name: 'Queues' }).click();
       await page.getByRole('button', { name: 'Pause image-jobs' }).click();
+      await page
+        .getByRole('dialog', { name: 'Pause image-jobs?' })
+        .getByRole('button', { name: 'Pause queue' })
+        .click();
       await page.getByRole('button', { name: 'Resume image-jobs' }).waitFor();
       assert.equal(await queue.isPaused(), true);
       await page.getByLabel('Job id').fill(String(job.id));
@@ -234,6 +238,10 @@ describe('operator console live pages in Chromium', { skip: noChromium }, () => 
         [],
       );
       await page.getByRole('button', { name: 'Resume image-jobs' }).click();
+      await page
+        .getByRole('dialog', { name: 'Resume image-jobs?' })
+        .getByRole('button', { name: 'Resume queue' })
+        .click();
       await page.getByRole('button', { name: 'Pause image-jobs' }).waitFor();
       assert.equal(await queue.isPaused(), false);
       const audit = await page.evaluate(

@@ -179,6 +179,7 @@ describe('request log (gateway -> usage stream -> ledger writer -> /admin/logs)'
     assert.equal(one?.limit, 'key.requests_per_minute');
     assert.equal(one?.last_hour, 1);
     assert.equal(one?.last_day, 1);
+    assert.equal(one?.last_key_id, a.keyId);
     assert.equal((await admin(`/admin/members/nobody/refusals`)).status, 404);
     // The usage ledger has the success only: quotas and usage reports keep their meaning.
     const usage = await stack.prisma.usageEvent.findMany({ where: { memberId: a.memberId } });

@@ -3,6 +3,7 @@ import { useCallback, useEffect, useState } from 'react';
 import { ApiFailure, api, onSessionEnded, setCsrfToken } from './api.js';
 import { AuditPage } from './pages/Audit.js';
 import { KeysPage } from './pages/Keys.js';
+import { LogsPage } from './pages/Logs.js';
 import { MemberDetailPage } from './pages/MemberDetail.js';
 import { MembersPage } from './pages/Members.js';
 import { ModelsPage } from './pages/Models.js';
@@ -22,6 +23,7 @@ const NAV: Array<[string, string, boolean?]> = [
   ['keys', 'Keys'],
   ['models', 'Models'],
   ['usage', 'Usage'],
+  ['logs', 'Logs'],
   ['queues', 'Queues'],
   ['search', 'Search index'],
   ['audit', 'Audit log'],
@@ -114,6 +116,8 @@ function Page(props: { path: string; params: URLSearchParams }) {
       return <ModelsPage />;
     case 'usage':
       return <UsagePage params={props.params} />;
+    case 'logs':
+      return <LogsPage params={props.params} />;
     case 'queues':
       return <QueuesPage params={props.params} />;
     case 'search':

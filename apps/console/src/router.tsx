@@ -40,11 +40,18 @@ export function useRoute(): Route {
   return route;
 }
 
-export function Link(props: { to: string; children: React.ReactNode; current?: boolean }) {
+export function Link(props: {
+  to: string;
+  children: React.ReactNode;
+  current?: boolean;
+  /** A tooltip (the full id when the text is shortened). */
+  title?: string;
+}) {
   return (
     <a
       href={`${BASE}${props.to}`}
       aria-current={props.current ? 'page' : undefined}
+      title={props.title}
       onClick={(e) => {
         if (e.metaKey || e.ctrlKey || e.shiftKey || e.button !== 0) return;
         e.preventDefault();

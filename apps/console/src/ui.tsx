@@ -1,6 +1,6 @@
 // The console's own small component set (no UI kit): fields, buttons, a modal dialog on the native
 // <dialog> element, a bar chart in SVG with a table alternative for screen readers.
-import { type ReactNode, useEffect, useId, useRef } from 'react';
+import { type ReactNode, useEffect, useId, useRef, useState } from 'react';
 
 export function Field(props: {
   label: string;
@@ -118,7 +118,7 @@ export function UrlPager(props: {
 /** A modal dialog; `dismissable=false` ignores Escape (for the one-time key display). */
 export function Dialog(props: {
   open: boolean;
-  title: string;
+  title: ReactNode;
   onClose: () => void;
   children: ReactNode;
   dismissable?: boolean;
@@ -273,17 +273,30 @@ export function LineChart(props: {
   /** Labels of the first and last x positions (e.g. `11:02` and `12:01`). */
   xLabels: [string, string];
   unit: string;
+  /** A dashed line at this value (an alert's threshold), named in the legend. */
+  threshold?: { value: number; label: string };
+  /** The label of x position i, for the values read out on hover or keyboard focus. */
+  xLabel?: (i: number) => string;
 }) {
+  // The x position whose values are shown (hover, or arrow keys while the chart has focus).
+  const [at, setAt] = useState<number | null>(null);
   const width = 640;
   const height = 180;
   // Room for a y label of 6 characters ("999.5k") at the larger tick size of narrow screens.
   const left = 80;
   const bottom = 26;
   const n = Math.max(...props.series.map((s) => s.values.length), 0);
-  const max = Math.max(1, ...props.series.flatMap((s) => s.values.filter((v): v is number => v !== null)));
+  const max = Math.max(
+    1,
+    props.threshold?.value ?? 0,
+    ...props.series.flatMap((s) => s.values.filter((v): v is number => v !== null)),
+  );
   const x = (i: number) => left + (n <= 1 ? 0 : ((width - left - 8) * i) / (n - 1));
   const y = (v: number) => 6 + (height - bottom - 6) * (1 - v / max);
-  const hasData = props.series.some((s) => s.values.some((v) => v !== null && v > 0));
+  // With a threshold, a flat zero line is data too (no 5xx is the news).
+  const hasData = props.series.some((s) =>
+    s.values.some((v) => v !== null && (v > 0 || props.threshold !== undefined)),
+  );
   return (
     <figure className="chart">
       <figcaption>{props.title}</figcaption>
@@ -291,11 +304,32 @@ export function LineChart(props: {
         <p>No data for this range.</p>
       ) : (
         <>
+          {/* Focusable: arrow keys move along the minutes, the values are read out below. */}
           <svg
             viewBox={`0 0 ${width} ${height}`}
             role="img"
-            aria-label={`${props.title} (line chart; the table below has the numbers)`}
+            aria-label={`${props.title} (line chart; arrow keys read the values; the table below has the numbers)`}
             preserveAspectRatio="xMinYMin meet"
+            // biome-ignore lint/a11y/noNoninteractiveTabindex: the chart is explored with the arrow keys
+            tabIndex={0}
+            onKeyDown={(e) => {
+              if (e.key !== 'ArrowLeft' && e.key !== 'ArrowRight' && e.key !== 'Home' && e.key !== 'End')
+                return;
+              e.preventDefault();
+              const cur = at ?? n - 1;
+              const next =
+                e.key === 'Home' ? 0 : e.key === 'End' ? n - 1 : cur + (e.key === 'ArrowLeft' ? -1 : 1);
+              setAt(Math.max(0, Math.min(n - 1, next)));
+            }}
+            onFocus={() => setAt((a) => a ?? n - 1)}
+            onBlur={() => setAt(null)}
+            onMouseMove={(e) => {
+              const r = e.currentTarget.getBoundingClientRect();
+              const vx = ((e.clientX - r.left) / r.width) * width;
+              const i = n <= 1 ? 0 : Math.round(((vx - left) / (width - left - 8)) * (n - 1));
+              setAt(Math.max(0, Math.min(n - 1, i)));
+            }}
+            onMouseLeave={() => setAt(null)}
           >
             <line x1={left} x2={width - 8} y1={y(0)} y2={y(0)} className="chart-axis" />
             <line x1={left} x2={width - 8} y1={y(max)} y2={y(max)} className="chart-grid" />
@@ -305,6 +339,18 @@ export function LineChart(props: {
             <text x={left - 6} y={y(0) + 4} textAnchor="end" className="chart-tick">
               0
             </text>
+            {props.threshold ? (
+              <line
+                x1={left}
+                x2={width - 8}
+                y1={y(props.threshold.value)}
+                y2={y(props.threshold.value)}
+                className="chart-threshold"
+              />
+            ) : null}
+            {at !== null ? (
+              <line x1={x(at)} x2={x(at)} y1={y(max)} y2={y(0)} className="chart-cursor" />
+            ) : null}
             <text x={left} y={height - 4} className="chart-tick">
               {props.xLabels[0]}
             </text>
@@ -346,7 +392,20 @@ export function LineChart(props: {
                 {s.label}
               </li>
             ))}
+            {props.threshold ? (
+              <li>
+                <span className="swatch threshold" />
+                {props.threshold.label}
+              </li>
+            ) : null}
           </ul>
+          <p className="chart-readout" aria-live="polite">
+            {at !== null
+              ? `${props.xLabel ? props.xLabel(at) : `#${at + 1}`}: ${props.series
+                  .map((s) => `${s.label} ${s.values[at] ?? '-'}`)
+                  .join(', ')}`
+              : ''}
+          </p>
           <div className="sr-only">
             <table>
               <caption>{props.title}</caption>

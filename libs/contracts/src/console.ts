@@ -323,6 +323,15 @@ export const QueueJobSchema = z
     state: z.string(),
     attempts_made: z.number().int(),
     failed_reason: z.string().nullable(),
+    /** The failure in words: the API error a worker left (status, code, message), or the raw reason. */
+    error: z
+      .object({ message: z.string(), code: z.string().nullable(), status: z.number().int().nullable() })
+      .nullable(),
+    /**
+     * Whether a retry can succeed: false when the failure is final (a client error, a timeout, a
+     * cancel: the worker gave up before its attempts ran out), and for a job that has not failed.
+     */
+    retryable: z.boolean(),
     created_at: z.number().int().describe('Unix milliseconds'),
     finished_at: z.number().int().nullable(),
   })
@@ -519,9 +528,19 @@ export const OverviewSchema = z
       tokens: z.number().int(),
       /** Over the last full minute. */
       requests_per_s: z.number(),
+      /** Every answer >= 400 over the requests: client errors, refusals and server errors together. */
       error_rate: z.number().nullable(),
+      /** 4xx answers other than refusals (a client's mistake: the platform is fine). */
+      client_error_rate: z.number().nullable(),
+      /** Refusals by a limit or an allowance (429, 402): the platform working as configured. */
+      refusal_rate: z.number().nullable(),
+      /** 5xx answers: the platform failed. */
+      server_error_rate: z.number().nullable(),
       requests_per_min: z.array(z.number().int()),
       errors_per_min: z.array(z.number().int()),
+      client_errors_per_min: z.array(z.number().int()),
+      refusals_per_min: z.array(z.number().int()),
+      server_errors_per_min: z.array(z.number().int()),
     }),
     models: z.array(OverviewModelSchema),
     /** Requests being handled by all gateway replicas now (sum of their latest status). */
@@ -613,6 +632,7 @@ export const MemberRefusalsSchema = z
         last_hour: z.number().int(),
         last_day: z.number().int(),
         last_at: z.number().int().describe('Unix milliseconds of the last refusal by this limit'),
+        last_key_id: z.string().describe('The key of the last refusal by this limit'),
       }),
     ),
   })

@@ -92,7 +92,13 @@ describe('RequestLogRepository (PostgreSQL, daily partitions)', () => {
       [
         event('p1', t, { memberId: 'm2' }),
         event('p2', t + 1000, { memberId: 'm2', status: 400, errorCode: 'invalid_value' }),
-        event('p3', t + 1000, { memberId: 'm2', status: 429, errorCode: 'rate_limit_exceeded', limit: 'x' }),
+        event('p3', t + 1000, {
+          memberId: 'm2',
+          keyId: 'k2',
+          status: 429,
+          errorCode: 'rate_limit_exceeded',
+          limit: 'x',
+        }),
         event('p4', t + 2000, { memberId: 'm3' }),
         event('p5', t + 3000, { memberId: 'm2', status: 502, errorCode: 'upstream_error' }),
       ],
@@ -116,8 +122,8 @@ describe('RequestLogRepository (PostgreSQL, daily partitions)', () => {
     assert.deepEqual(ids(await log.list({ memberId: 'm3', limit: 10 })), ['p4']);
     const refusals = await log.refusals('m2', NOW);
     assert.deepEqual(
-      refusals.map((r) => [r.limitName, r.errorCode, r.lastHour, r.lastDay]),
-      [['x', 'rate_limit_exceeded', 1, 1]],
+      refusals.map((r) => [r.limitName, r.errorCode, r.lastHour, r.lastDay, r.lastKeyId]),
+      [['x', 'rate_limit_exceeded', 1, 1, 'k2']],
     );
   });
 

@@ -66,6 +66,8 @@ export interface RefusalSummary {
   lastHour: number;
   lastDay: number;
   last: Date;
+  /** The key of the last refusal (its limit's live state and reset time are that key's). */
+  lastKeyId: string;
 }
 
 export interface RequestLogWriteResult {
@@ -225,10 +227,10 @@ export class RequestLogRepository {
     const hourAgo = new Date(now - 3_600_000);
     const dayAgo = new Date(now - DAY_MS);
     const rows = await this.db.$queryRaw<
-      { limitName: string; errorCode: string | null; lastHour: number; lastDay: number; last: Date }[]
+      RefusalSummary[]
     >`SELECT "limit_name" AS "limitName", "error_code" AS "errorCode",
              count(*) FILTER (WHERE "time" >= ${hourAgo})::int AS "lastHour", count(*)::int AS "lastDay",
-             max("time") AS "last"
+             max("time") AS "last", (array_agg("key_id" ORDER BY "time" DESC))[1] AS "lastKeyId"
         FROM "request_log"
        WHERE "member_id" = ${memberId} AND "time" >= ${dayAgo} AND "limit_name" IS NOT NULL
        GROUP BY 1, 2 ORDER BY "last" DESC`;

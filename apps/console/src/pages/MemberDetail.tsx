@@ -13,9 +13,11 @@ import {
 } from '@infer/contracts';
 import { type FormEvent, Fragment, useState } from 'react';
 import { api, query } from '../api.js';
+import { useConfirm } from '../confirm.js';
 import { ago, utc } from '../format.js';
 import { useLoad } from '../hooks.js';
 import { LimitsStateDialog, OneTimeKeyDialog, RevokeKeyDialog } from '../keys.js';
+import { RefusalsPanel } from '../refusals.js';
 import { Link } from '../router.js';
 import { READ_ONLY_REASON, useCanWrite } from '../session.js';
 import { BarChart, Button, Dialog, ErrorNote, Field } from '../ui.js';
@@ -39,15 +41,18 @@ export function MemberDetailPage(props: { id: string }) {
   const [revoking, setRevoking] = useState<AdminKey | null>(null);
   const [editing, setEditing] = useState<AdminKey | null>(null);
   const [inspecting, setInspecting] = useState<AdminKey | null>(null);
-  const [suspending, setSuspending] = useState(false);
+  const [tier, setTier] = useState('');
+  const confirm = useConfirm();
   const m = detail.data;
 
-  const patch = async (body: Record<string, unknown>) => {
+  /** `rethrow`: the failure goes to the caller (a confirmation dialog shows it). */
+  const patch = async (body: Record<string, unknown>, rethrow = false) => {
     setFailure(null);
     try {
       await api('PATCH', `/admin/members/${encodeURIComponent(props.id)}`, body);
       detail.reload();
     } catch (error) {
+      if (rethrow) throw error;
       setFailure(error);
     }
   };
@@ -73,23 +78,78 @@ export function MemberDetailPage(props: { id: string }) {
         <dt>Created</dt>
         <dd>{utc(m.created_at)}</dd>
       </dl>
+      {confirm.element}
       <div className="row">
         <Field
           label="Tier"
           name="tier"
-          value={m.tier}
+          value={tier || m.tier}
           options={TIERS}
-          onChange={(tier) => (canWrite ? patch({ tier }) : undefined)}
+          onChange={setTier}
           hint={canWrite ? 'Applies to every key of the member at once.' : READ_ONLY_REASON}
         />
-        <Button
-          kind={m.suspended ? 'plain' : 'danger'}
-          disabled={!canWrite}
-          reason={READ_ONLY_REASON}
-          onClick={() => (m.suspended ? patch({ suspended: false }) : setSuspending(true))}
-        >
-          {m.suspended ? 'Unsuspend' : 'Suspend'}
-        </Button>
+        <div className="field">
+          <Button
+            disabled={!canWrite || !tier || tier === m.tier}
+            reason={canWrite ? 'Pick another tier first.' : READ_ONLY_REASON}
+            onClick={() => {
+              const active = m.api_keys.filter((k) => !k.revoked_at).length;
+              confirm.ask({
+                title: `Move ${m.name} to the ${tier} tier?`,
+                body: (
+                  <p>
+                    {active} {active === 1 ? 'key' : 'keys'} of this member move from the {m.tier} to the{' '}
+                    {tier} tier at once: their models and limits change with the next request.
+                  </p>
+                ),
+                confirmLabel: `Move to ${tier}`,
+                action: () => api('PATCH', `/admin/members/${encodeURIComponent(m.id)}`, { tier }),
+                done: `${m.name} is now on the ${tier} tier.`,
+                onDone: () => {
+                  setTier('');
+                  detail.reload();
+                },
+              });
+            }}
+          >
+            Change tier
+          </Button>
+        </div>
+        <div className="field">
+          <Button
+            kind={m.suspended ? 'plain' : 'danger'}
+            disabled={!canWrite}
+            reason={READ_ONLY_REASON}
+            onClick={() => {
+              const active = m.api_keys.filter((k) => !k.revoked_at).length;
+              confirm.ask(
+                m.suspended
+                  ? {
+                      title: `Unsuspend ${m.name}?`,
+                      body: <p>The member's {active} active keys work again at once.</p>,
+                      confirmLabel: 'Unsuspend member',
+                      action: () => patch({ suspended: false }, true),
+                      done: `${m.name} is no longer suspended.`,
+                    }
+                  : {
+                      title: `Suspend ${m.name}?`,
+                      body: (
+                        <p>
+                          Every key of {m.name} ({active} active) is refused with 401 until the member is
+                          unsuspended.
+                        </p>
+                      ),
+                      confirmLabel: 'Suspend member',
+                      danger: true,
+                      action: () => patch({ suspended: true }, true),
+                      done: `${m.name} is suspended.`,
+                    },
+              );
+            }}
+          >
+            {m.suspended ? 'Unsuspend' : 'Suspend'}
+          </Button>
+        </div>
       </div>
       <AnchorEditor
         memberId={m.id}
@@ -143,17 +203,29 @@ export function MemberDetailPage(props: { id: string }) {
                   <Button
                     disabled={!canWrite || Boolean(k.revoked_at)}
                     reason={k.revoked_at ? 'Already revoked.' : READ_ONLY_REASON}
-                    onClick={async () => {
-                      setFailure(null);
-                      try {
-                        setMinted(
-                          await api<MintedKey>('POST', `/admin/keys/${encodeURIComponent(k.id)}/rotate`),
-                        );
-                      } catch (error) {
-                        setFailure(error);
-                      }
-                      detail.reload();
-                    }}
+                    onClick={() =>
+                      confirm.ask({
+                        title: `Rotate key ${k.prefix}?`,
+                        body: (
+                          <>
+                            <p>
+                              Key <span className="mono">{k.prefix}</span> ({k.name}) of {m.name} gets a new
+                              secret, shown once. The old secret keeps working for 24 hours, then stops.
+                            </p>
+                            <p>Whoever uses the key must switch to the new secret within that time.</p>
+                          </>
+                        ),
+                        confirmLabel: 'Rotate key',
+                        action: () =>
+                          api<MintedKey>('POST', `/admin/keys/${encodeURIComponent(k.id)}/rotate`),
+                        done: `Key ${k.prefix} rotated: the old secret stops working in 24 hours.`,
+                        onDone: (minted) => {
+                          setMinted(minted as MintedKey);
+                          detail.reload();
+                        },
+                      })
+                    }
+                    label={`Rotate key ${k.prefix}`}
                   >
                     Rotate
                   </Button>
@@ -172,6 +244,8 @@ export function MemberDetailPage(props: { id: string }) {
         </tbody>
       </table>
       {m.api_keys.length === 0 ? <p>No keys yet.</p> : null}
+
+      <RefusalsPanel memberId={m.id} />
 
       <QuotaPanel memberId={m.id} />
 
@@ -208,24 +282,6 @@ export function MemberDetailPage(props: { id: string }) {
           detail.reload();
         }}
       />
-      <Dialog open={suspending} title="Suspend this member?" onClose={() => setSuspending(false)}>
-        <p>
-          Every key of {m.name} ({m.api_keys.filter((k) => !k.revoked_at).length} active) is refused with 401
-          until the member is unsuspended.
-        </p>
-        <div className="actions">
-          <Button onClick={() => setSuspending(false)}>Cancel</Button>
-          <Button
-            kind="danger"
-            onClick={() => {
-              setSuspending(false);
-              void patch({ suspended: true });
-            }}
-          >
-            Suspend member
-          </Button>
-        </div>
-      </Dialog>
       {inspecting ? <LimitsStateDialog apiKey={inspecting} onClose={() => setInspecting(null)} /> : null}
       {editing ? (
         <LimitsDialog

@@ -1,5 +1,5 @@
-import { useState } from 'react';
 import { api } from '../api.js';
+import { useConfirm } from '../confirm.js';
 import { utc } from '../format.js';
 import { useLoad } from '../hooks.js';
 import { READ_ONLY_REASON, useCanWrite } from '../session.js';
@@ -20,16 +20,38 @@ interface AdminModel {
 export function ModelsPage() {
   const canWrite = useCanWrite();
   const list = useLoad(() => api<{ data: AdminModel[] }>('GET', '/admin/models'), 'models');
-  const [failure, setFailure] = useState<unknown>(null);
-  const toggle = async (m: AdminModel) => {
-    setFailure(null);
-    try {
-      await api('PATCH', `/admin/models/${encodeURIComponent(m.id)}`, { enabled: !m.enabled });
-      list.reload();
-    } catch (error) {
-      setFailure(error);
-    }
-  };
+  const confirm = useConfirm();
+  const toggle = (m: AdminModel) =>
+    confirm.ask(
+      m.enabled
+        ? {
+            title: `Disable ${m.id}?`,
+            body: (
+              <p>
+                Requests for <span className="mono">{m.id}</span> from every tier ({m.tiers.join(', ')}) are
+                refused with 404 model_not_found at once on this gateway, and on the others within the catalog
+                refresh. Running requests finish.
+              </p>
+            ),
+            confirmLabel: `Disable ${m.id}`,
+            danger: true,
+            action: () => api('PATCH', `/admin/models/${encodeURIComponent(m.id)}`, { enabled: false }),
+            done: `${m.id} is disabled.`,
+            onDone: list.reload,
+          }
+        : {
+            title: `Enable ${m.id}?`,
+            body: (
+              <p>
+                <span className="mono">{m.id}</span> is offered again to the {m.tiers.join(', ')} tiers.
+              </p>
+            ),
+            confirmLabel: `Enable ${m.id}`,
+            action: () => api('PATCH', `/admin/models/${encodeURIComponent(m.id)}`, { enabled: true }),
+            done: `${m.id} is enabled.`,
+            onDone: list.reload,
+          },
+    );
   return (
     <section>
       <h1>Models</h1>
@@ -37,7 +59,8 @@ export function ModelsPage() {
         Enabling or disabling a model applies at once on this gateway and within the catalog refresh on
         others.
       </p>
-      <ErrorNote error={list.error ?? failure} />
+      <ErrorNote error={list.error} />
+      {confirm.element}
       <table className="cards">
         <caption className="sr-only">Model catalog</caption>
         <thead>

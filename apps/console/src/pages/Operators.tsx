@@ -1,11 +1,19 @@
 import { CreateOperatorRequestSchema, OPERATOR_ROLES, type OperatorView } from '@infer/contracts';
 import { type FormEvent, useState } from 'react';
 import { api } from '../api.js';
+import { useConfirm } from '../confirm.js';
 import { ago, utc } from '../format.js';
 import { useLoad } from '../hooks.js';
 import { useSession } from '../session.js';
 import { Button, ErrorNote, Field } from '../ui.js';
 import { compact, type FieldErrors, fieldErrors } from '../validate.js';
+
+/** What a role may do, for the role change's confirmation. */
+const ROLE_EFFECT: Record<string, string> = {
+  viewer: 'A viewer can read every page but change nothing.',
+  admin: 'An admin can change members, keys, models and queues, but not operators.',
+  owner: 'An owner can change everything, operators and their roles included.',
+};
 
 export function OperatorsPage() {
   const me = useSession().operator;
@@ -13,6 +21,7 @@ export function OperatorsPage() {
   const [failure, setFailure] = useState<unknown>(null);
   const [form, setForm] = useState({ email: '', role: 'viewer', password: '' });
   const [errors, setErrors] = useState<FieldErrors>({});
+  const confirm = useConfirm();
   if (me.role !== 'owner')
     return (
       <section>
@@ -20,15 +29,6 @@ export function OperatorsPage() {
         <p>Only an owner can manage operators.</p>
       </section>
     );
-  const patch = async (id: string, body: Record<string, unknown>) => {
-    setFailure(null);
-    try {
-      await api('PATCH', `/admin/operators/${encodeURIComponent(id)}`, body);
-    } catch (error) {
-      setFailure(error);
-    }
-    list.reload();
-  };
   const create = async (e: FormEvent) => {
     e.preventDefault();
     const body = compact(form);
@@ -47,6 +47,7 @@ export function OperatorsPage() {
     <section>
       <h1>Operators</h1>
       <ErrorNote error={list.error ?? failure} />
+      {confirm.element}
       <table className="cards">
         <caption className="sr-only">Operators</caption>
         <thead>
@@ -71,7 +72,18 @@ export function OperatorsPage() {
                   <select
                     id={`role-${o.id}`}
                     value={o.role}
-                    onChange={(e) => patch(o.id, { role: e.target.value })}
+                    onChange={(e) => {
+                      const role = e.target.value;
+                      confirm.ask({
+                        title: `Make ${o.email} ${role === 'admin' ? 'an' : 'a'} ${role}?`,
+                        body: <p>{ROLE_EFFECT[role] ?? ''} It applies to their next request.</p>,
+                        confirmLabel: `Make ${role}`,
+                        danger: role === 'owner',
+                        action: () => api('PATCH', `/admin/operators/${encodeURIComponent(o.id)}`, { role }),
+                        done: `${o.email} is now ${role === 'admin' ? 'an' : 'a'} ${role}.`,
+                        onDone: list.reload,
+                      });
+                    }}
                   >
                     {OPERATOR_ROLES.map((r) => (
                       <option key={r}>{r}</option>
@@ -87,7 +99,27 @@ export function OperatorsPage() {
                   kind={o.disabled ? 'plain' : 'danger'}
                   disabled={o.id === me.id}
                   reason="You cannot disable yourself."
-                  onClick={() => patch(o.id, { disabled: !o.disabled })}
+                  onClick={() =>
+                    confirm.ask({
+                      title: o.disabled ? `Enable ${o.email}?` : `Disable ${o.email}?`,
+                      body: o.disabled ? (
+                        <p>{o.email} can sign in again.</p>
+                      ) : (
+                        <p>
+                          {o.email} loses access to the console with their next request and cannot sign in
+                          until enabled again.
+                        </p>
+                      ),
+                      confirmLabel: o.disabled ? 'Enable operator' : 'Disable operator',
+                      danger: !o.disabled,
+                      action: () =>
+                        api('PATCH', `/admin/operators/${encodeURIComponent(o.id)}`, {
+                          disabled: !o.disabled,
+                        }),
+                      done: o.disabled ? `${o.email} is enabled.` : `${o.email} is disabled.`,
+                      onDone: list.reload,
+                    })
+                  }
                   label={o.disabled ? `Enable ${o.email}` : `Disable ${o.email}`}
                 >
                   {o.disabled ? 'Enable' : 'Disable'}

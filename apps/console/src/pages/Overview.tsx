@@ -7,6 +7,9 @@ import { requestsPerModel24h } from '../hours.js';
 import { BarChart, Button, ErrorNote, LineChart } from '../ui.js';
 
 const MINUTES = 60;
+/** The shipped alert InferHighErrorRate (k8s/components/monitoring/alerts.yaml): 5xx over 5 % of answers. */
+const SERVER_ERROR_ALERT = 0.05;
+const pct = (r: number | null | undefined) => (r == null ? '-' : `${(100 * r).toFixed(1)} %`);
 const POLL_MS = 5_000;
 
 export interface LiveOverview {
@@ -118,6 +121,10 @@ export function OverviewPage() {
     ? [hhmm(starts[0] as number), hhmm(starts.at(-1) as number)]
     : ['', ''];
   const top = (o?.models ?? []).slice(0, 6);
+  const minuteLabel = (i: number) => {
+    const t = starts[i];
+    return t === undefined ? '' : `${hhmm(t)} UTC`;
+  };
   // The rollup for the hours before this one, the live counters for this one (hours.ts).
   const day = requestsPerModel24h(usage.data?.data ?? [], o, now);
   const waiting = (o?.queues ?? []).reduce((n, q) => n + (q.counts.waiting ?? 0), 0);
@@ -141,11 +148,25 @@ export function OverviewPage() {
             {o ? o.totals.requests_per_s : '-'}
           </p>
         </div>
-        <div className="card">
-          <h2>Error rate, 1 h</h2>
+        <div className="card" data-testid="server-errors">
+          <h2>Server errors (5xx), 1 h</h2>
           <p className="big">
-            {o?.totals.error_rate == null ? '-' : `${(100 * o.totals.error_rate).toFixed(1)} %`}
+            {pct(o?.totals.server_error_rate)}{' '}
+            {o && (o.totals.server_error_rate ?? 0) > SERVER_ERROR_ALERT ? (
+              <span className="badge danger">over the alert's 5 %</span>
+            ) : null}
           </p>
+          <p>the platform failed; the alert fires above {pct(SERVER_ERROR_ALERT)}</p>
+        </div>
+        <div className="card" data-testid="refusals">
+          <h2>Refusals (429, 402), 1 h</h2>
+          <p className="big">{pct(o?.totals.refusal_rate)}</p>
+          <p>limits and allowances at work</p>
+        </div>
+        <div className="card" data-testid="client-errors">
+          <h2>Client errors (4xx), 1 h</h2>
+          <p className="big">{pct(o?.totals.client_error_rate)}</p>
+          <p>requests the clients got wrong</p>
         </div>
         <div className="card">
           <h2>In flight</h2>
@@ -176,11 +197,33 @@ export function OverviewPage() {
           title="Requests per minute, last hour"
           unit="requests"
           xLabels={xLabels}
+          xLabel={minuteLabel}
           series={
             o
               ? [
                   { label: 'requests', values: o.totals.requests_per_min },
-                  { label: 'errors', values: o.totals.errors_per_min },
+                  { label: 'server errors', values: o.totals.server_errors_per_min },
+                  { label: 'refusals', values: o.totals.refusals_per_min },
+                  { label: 'client errors', values: o.totals.client_errors_per_min },
+                ]
+              : []
+          }
+        />
+        <LineChart
+          title="Server errors, % of requests per minute"
+          unit="%"
+          xLabels={xLabels}
+          xLabel={minuteLabel}
+          threshold={{ value: 100 * SERVER_ERROR_ALERT, label: 'alert threshold (InferHighErrorRate)' }}
+          series={
+            o
+              ? [
+                  {
+                    label: '5xx %',
+                    values: o.totals.requests_per_min.map((r, i) =>
+                      r ? Math.round((1000 * (o.totals.server_errors_per_min[i] ?? 0)) / r) / 10 : null,
+                    ),
+                  },
                 ]
               : []
           }
@@ -189,18 +232,21 @@ export function OverviewPage() {
           title="Tokens per minute per model, last hour"
           unit="tokens"
           xLabels={xLabels}
+          xLabel={minuteLabel}
           series={top.map((m) => ({ label: m.model, values: m.tokens_per_min }))}
         />
         <LineChart
           title="p50 latency per model (ms), last hour"
           unit="ms"
           xLabels={xLabels}
+          xLabel={minuteLabel}
           series={top.map((m) => ({ label: m.model, values: m.p50_per_min }))}
         />
         <LineChart
           title="p99 latency per model (ms), last hour"
           unit="ms"
           xLabels={xLabels}
+          xLabel={minuteLabel}
           series={top.map((m) => ({ label: m.model, values: m.p99_per_min }))}
         />
       </div>

@@ -1,6 +1,7 @@
 import type { QueueJobDetail, QueueJobView } from '@infer/contracts';
 import { type FormEvent, useState } from 'react';
 import { api, query } from '../api.js';
+import { useConfirm } from '../confirm.js';
 import { ago, utc } from '../format.js';
 import { useLoad, useNow } from '../hooks.js';
 import { navigate } from '../router.js';
@@ -23,16 +24,33 @@ export function QueuesPage(props: { params: URLSearchParams }) {
   const queues = useLoad(() => api<{ data: QueueReport[] }>('GET', '/admin/queues'), 'queues', 10_000);
   const now = useNow();
   const canWrite = useCanWrite();
-  const [failure, setFailure] = useState<unknown>(null);
+  const confirm = useConfirm();
   const data = queues.data?.data ?? [];
-  const setPaused = async (q: QueueReport, paused: boolean) => {
-    setFailure(null);
-    try {
-      await api('POST', `/admin/queues/${encodeURIComponent(q.name)}/${paused ? 'pause' : 'resume'}`);
-    } catch (error) {
-      setFailure(error);
-    }
-    queues.reload();
+  const setPaused = (q: QueueReport, paused: boolean) => {
+    const waiting = (q.counts.waiting ?? 0) + (q.counts.delayed ?? 0);
+    confirm.ask({
+      title: (
+        <>
+          {paused ? 'Pause' : 'Resume'} <span className="mono nowrap">{q.name}</span>?
+        </>
+      ),
+      body: paused ? (
+        <p>
+          No worker starts a new job of <span className="mono">{q.name}</span> until it is resumed; the{' '}
+          {q.counts.active ?? 0} running jobs finish, the {waiting} waiting ones wait. Clients' requests that
+          need this queue wait with them.
+        </p>
+      ) : (
+        <p>
+          The workers of <span className="mono">{q.name}</span> start its {waiting} waiting jobs again.
+        </p>
+      ),
+      confirmLabel: paused ? 'Pause queue' : 'Resume queue',
+      danger: paused,
+      action: () => api('POST', `/admin/queues/${encodeURIComponent(q.name)}/${paused ? 'pause' : 'resume'}`),
+      done: paused ? `${q.name} is paused.` : `${q.name} is running again.`,
+      onDone: queues.reload,
+    });
   };
   return (
     <section>
@@ -41,7 +59,8 @@ export function QueuesPage(props: { params: URLSearchParams }) {
         <span aria-live="polite">updated {ago(queues.at ?? null, now)}</span>
         <Button onClick={queues.reload}>Refresh</Button>
       </div>
-      <ErrorNote error={queues.error ?? failure} />
+      <ErrorNote error={queues.error} />
+      {confirm.element}
       <BarChart
         title="Jobs waiting or active per queue"
         unit="Jobs"
@@ -90,7 +109,7 @@ export function QueuesPage(props: { params: URLSearchParams }) {
                     kind={q.paused ? 'primary' : 'plain'}
                     disabled={!canWrite}
                     reason={READ_ONLY_REASON}
-                    onClick={() => void setPaused(q, !q.paused)}
+                    onClick={() => setPaused(q, !q.paused)}
                     label={q.paused ? `Resume ${q.name}` : `Pause ${q.name}`}
                   >
                     {q.paused ? 'Resume' : 'Pause'}
@@ -127,10 +146,13 @@ function Jobs(props: { queues: string[]; params: URLSearchParams; onChange: () =
     `${queue}|${state}`,
     10_000,
   );
-  const act = async (method: string, path: string) => {
+  const [done, setDone] = useState('');
+  const act = async (method: string, path: string, doneText: string) => {
     setFailure(null);
+    setDone('');
     try {
       await api(method, path);
+      setDone(doneText);
     } catch (error) {
       setFailure(error);
     }
@@ -159,6 +181,9 @@ function Jobs(props: { queues: string[]; params: URLSearchParams; onChange: () =
         />
       </div>
       <ErrorNote error={jobs.error ?? failure} />
+      <p role="status" className={done ? 'notice' : 'sr-only'}>
+        {done}
+      </p>
       <p>
         {jobs.data ? `${jobs.data.total} ${state} job(s)` : ''}
         {jobs.data && jobs.data.total > jobs.data.data.length
@@ -186,7 +211,17 @@ function Jobs(props: { queues: string[]; params: URLSearchParams; onChange: () =
                 {j.id}
               </td>
               <td data-label="Name">{j.name}</td>
-              <td data-label="Error">{j.failed_reason ?? '-'}</td>
+              <td data-label="Error">
+                <span>
+                  {j.error?.message ?? '-'}
+                  {j.state === 'failed' && !j.retryable ? (
+                    <>
+                      {' '}
+                      <span className="badge danger">cannot succeed</span>
+                    </>
+                  ) : null}
+                </span>
+              </td>
               <td data-label="Attempts">{j.attempts_made}</td>
               <td className="wide" data-label="Created">
                 {utc(j.created_at)}
@@ -195,9 +230,13 @@ function Jobs(props: { queues: string[]; params: URLSearchParams; onChange: () =
                 <div className="actions">
                   {j.state === 'failed' ? (
                     <Button
-                      disabled={!canWrite}
-                      reason={READ_ONLY_REASON}
-                      onClick={() => act('POST', `${jobPath(j)}/retry`)}
+                      disabled={!canWrite || !j.retryable}
+                      reason={
+                        canWrite
+                          ? 'Its error is final (a client error, a timeout or a cancel): a retry would fail the same way.'
+                          : READ_ONLY_REASON
+                      }
+                      onClick={() => act('POST', `${jobPath(j)}/retry`, `Job ${j.id} is queued again.`)}
                       label={`Retry job ${j.id}`}
                     >
                       Retry
@@ -230,7 +269,7 @@ function Jobs(props: { queues: string[]; params: URLSearchParams; onChange: () =
             onClick={() => {
               const j = removing;
               setRemoving(null);
-              if (j) void act('DELETE', jobPath(j));
+              if (j) void act('DELETE', jobPath(j), `Job ${j.id} is removed.`);
             }}
           >
             Remove job
@@ -238,6 +277,17 @@ function Jobs(props: { queues: string[]; params: URLSearchParams; onChange: () =
         </div>
       </Dialog>
     </>
+  );
+}
+
+/** A stack trace, folded until asked for (its long paths fit no phone). */
+function StackTrace(props: { text: string }) {
+  const [open, setOpen] = useState(false);
+  return (
+    <details onToggle={(e) => setOpen(e.currentTarget.open)}>
+      <summary>The last attempt's stack trace</summary>
+      {open ? <pre className="mono">{props.text}</pre> : null}
+    </details>
   );
 }
 
@@ -278,26 +328,48 @@ function FindJob(props: { queues: string[] }) {
       {job ? (
         <dl className="facts" aria-label={`Job ${job.id}`}>
           <dt>Job</dt>
-          <dd className="mono">
-            {job.queue}/{job.id} ({job.name})
+          <dd>
+            <span className="mono nowrap">
+              {job.queue}/{job.id}
+            </span>{' '}
+            ({job.name})
           </dd>
           <dt>State</dt>
           <dd data-testid="job-state">{job.state}</dd>
           <dt>Attempts</dt>
           <dd>
-            {job.attempts_made} of {job.attempts_allowed}
+            {Math.min(job.attempts_made, job.attempts_allowed)} of {job.attempts_allowed}
           </dd>
           <dt>Created</dt>
           <dd>{utc(job.created_at)}</dd>
           <dt>Finished</dt>
           <dd>{job.finished_at ? utc(job.finished_at) : '-'}</dd>
           <dt>Error</dt>
-          <dd>{job.failed_reason ?? '-'}</dd>
+          <dd>
+            {job.error ? (
+              <>
+                {job.error.message}
+                {job.error.code ? (
+                  <>
+                    {' '}
+                    <span className="mono">({job.error.code})</span>
+                  </>
+                ) : null}
+                {job.state === 'failed' && !job.retryable ? (
+                  <p className="error">
+                    This job cannot succeed: its error is final, and a retry would fail the same way.
+                  </p>
+                ) : null}
+              </>
+            ) : (
+              '-'
+            )}
+          </dd>
           {job.stacktrace.length ? (
             <>
               <dt>Stack</dt>
               <dd>
-                <pre className="mono">{job.stacktrace.at(-1)}</pre>
+                <StackTrace text={job.stacktrace.at(-1) ?? ''} />
               </dd>
             </>
           ) : null}

@@ -96,6 +96,7 @@ export class LogsService {
         last_hour: r.lastHour,
         last_day: r.lastDay,
         last_at: r.last.getTime(),
+        last_key_id: r.lastKeyId,
       })),
     };
   }

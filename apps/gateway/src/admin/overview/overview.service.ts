@@ -99,14 +99,23 @@ export class OverviewService implements OnModuleInit, OnApplicationShutdown {
     const n = traffic.minuteStarts.length;
     const reqPerMin = new Array<number>(n).fill(0);
     const errPerMin = new Array<number>(n).fill(0);
+    const refPerMin = new Array<number>(n).fill(0);
+    const srvPerMin = new Array<number>(n).fill(0);
     for (const m of traffic.models) {
       for (let i = 0; i < n; i++) {
         reqPerMin[i] = (reqPerMin[i] as number) + (m.requests_per_min[i] ?? 0);
         errPerMin[i] = (errPerMin[i] as number) + (m.errors_per_min[i] ?? 0);
+        refPerMin[i] = (refPerMin[i] as number) + (m.refusals_per_min[i] ?? 0);
+        srvPerMin[i] = (srvPerMin[i] as number) + (m.server_errors_per_min[i] ?? 0);
       }
     }
-    const requests = reqPerMin.reduce((a, b) => a + b, 0);
-    const errors = errPerMin.reduce((a, b) => a + b, 0);
+    const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
+    const requests = sum(reqPerMin);
+    const errors = sum(errPerMin);
+    const refusals = sum(refPerMin);
+    const serverErrors = sum(srvPerMin);
+    const clientErrors = errors - refusals - serverErrors;
+    const rate = (x: number) => (requests ? x / requests : null);
     // The last full minute (the current one is still filling).
     const lastFull = n >= 2 ? (reqPerMin[n - 2] as number) : 0;
     return {
@@ -119,9 +128,15 @@ export class OverviewService implements OnModuleInit, OnApplicationShutdown {
         errors,
         tokens: traffic.models.reduce((a, m) => a + m.tokens, 0),
         requests_per_s: Math.round((lastFull / 60) * 100) / 100,
-        error_rate: requests ? errors / requests : null,
+        error_rate: rate(errors),
+        client_error_rate: rate(clientErrors),
+        refusal_rate: rate(refusals),
+        server_error_rate: rate(serverErrors),
         requests_per_min: reqPerMin,
         errors_per_min: errPerMin,
+        client_errors_per_min: errPerMin.map((e, i) => e - (refPerMin[i] ?? 0) - (srvPerMin[i] ?? 0)),
+        refusals_per_min: refPerMin,
+        server_errors_per_min: srvPerMin,
       },
       models: traffic.models.map((m) => ({
         model: m.model,

@@ -5,6 +5,7 @@ import {
   QueueJobsQuerySchema,
   type QueueJobView,
   Queues,
+  WireErrorSchema,
 } from '@infer/contracts';
 import { Inject, Injectable } from '@nestjs/common';
 import type { Job, Queue } from 'bullmq';
@@ -124,6 +125,13 @@ export class QueueJobsService {
       });
     }
     const before = view(name, job, state);
+    if (!before.retryable) {
+      throw new ApiError(
+        409,
+        `Job '${id}' failed for good: ${before.error?.message ?? 'its error is final'} A retry would fail the same way.`,
+        { type: 'invalid_request_error', code: 'job_not_retryable', param: 'id' },
+      );
+    }
     // The job lives in Redis: its audit row commits only once the retry succeeded (auditedOutside).
     await this.access.auditedOutside(
       actor,
@@ -134,7 +142,8 @@ export class QueueJobsService {
         before: { state, failed_reason: before.failed_reason, attempts_made: before.attempts_made },
         after: { state: 'waiting' },
       },
-      () => job.retry('failed'),
+      // A fresh set of attempts: the count never runs past the job's maximum ("4 of 2").
+      () => job.retry('failed', { resetAttemptsMade: true, resetAttemptsStarted: true }),
     );
     return { object: 'queue.job.retried' as const, id, queue: name };
   }
@@ -186,6 +195,41 @@ function describe(v: unknown): string {
   return typeof v;
 }
 
+/** What a worker leaves in `failedReason` for an API error: `ApiError:` and the error's wire form. */
+const API_ERROR_MARK = 'ApiError:';
+
+/** The failure in words: the API error's message, code and status, or the raw reason as a sentence. */
+export function failureOf(reason: string | undefined | null): QueueJobView['error'] {
+  if (!reason) return null;
+  if (reason.startsWith(API_ERROR_MARK)) {
+    try {
+      const w = WireErrorSchema.parse(JSON.parse(reason.slice(API_ERROR_MARK.length)));
+      return { message: asSentence(w.message), code: w.code, status: w.status };
+    } catch {
+      // not ours after all: shown as it is
+    }
+  }
+  return { message: asSentence(reason), code: null, status: null };
+}
+
+const asSentence = (t: string) => {
+  const s = t.trim();
+  const first = s.charAt(0).toUpperCase() + s.slice(1);
+  return /[.!?]$/.test(first) ? first : `${first}.`;
+};
+
+/**
+ * A failed job can succeed on a retry unless its failure was final: the worker threw BullMQ's
+ * UnrecoverableError (the audio worker does for client errors, timeouts and cancels), seen in its
+ * last stack trace, or left an API error a retry cannot change (4xx, 524).
+ */
+export function retryable(j: Pick<Job, 'failedReason' | 'stacktrace'>, state: string): boolean {
+  if (state !== 'failed') return false;
+  if (String(j.stacktrace?.at(-1) ?? '').startsWith('UnrecoverableError')) return false;
+  const status = failureOf(j.failedReason)?.status;
+  return !(status != null && (status < 500 || status === 524));
+}
+
 function view(queue: string, j: Job, state: string): QueueJobView {
   return {
     object: 'queue.job',
@@ -195,6 +239,8 @@ function view(queue: string, j: Job, state: string): QueueJobView {
     state,
     attempts_made: j.attemptsMade,
     failed_reason: j.failedReason ?? null,
+    error: failureOf(j.failedReason),
+    retryable: retryable(j, state),
     created_at: j.timestamp,
     finished_at: j.finishedOn ?? null,
   };

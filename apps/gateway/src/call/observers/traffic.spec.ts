@@ -72,6 +72,10 @@ describe('overview traffic in Redis (two recorders = two gateway replicas)', () 
     const now = Date.UTC(2026, 0, 1, 12, 30, 10);
     for (let i = 0; i < 99; i++) a.record('chat-A', 200, 20, 10, now);
     b.record('chat-A', 500, 3000, 0, now);
+    b.record('chat-C', 429, 1, 0, now);
+    b.record('chat-C', 402, 1, 0, now);
+    b.record('chat-C', 400, 1, 0, now);
+    b.record('chat-C', 503, 1, 0, now);
     b.record('chat-B', 200, 40, 7, now - 60_000);
     await Promise.all([a.flush(), b.flush()]);
     // Nothing left to write: a second flush sends nothing.
@@ -86,6 +90,13 @@ describe('overview traffic in Redis (two recorders = two gateway replicas)', () 
     assert.equal(chatA?.p50_ms, 25);
     assert.equal(chatA?.p99_ms, 25);
     assert.deepEqual(chatA?.requests_per_min, [0, 0, 0, 0, 100]);
+    assert.deepEqual(chatA?.server_errors_per_min, [0, 0, 0, 0, 1]);
+    assert.deepEqual(chatA?.refusals_per_min, [0, 0, 0, 0, 0]);
+    // Errors split: refusals (429, 402) and server errors (5xx) apart; the rest are client errors.
+    const chatC = models.find((m) => m.model === 'chat-C');
+    assert.equal(chatC?.errors, 4);
+    assert.deepEqual(chatC?.refusals_per_min, [0, 0, 0, 0, 2]);
+    assert.deepEqual(chatC?.server_errors_per_min, [0, 0, 0, 0, 1]);
     const chatB = models.find((m) => m.model === 'chat-B');
     assert.deepEqual(chatB?.tokens_per_min, [0, 0, 0, 7, 0]);
     const ttl = await redis.ttl(`${prefix}ov:${Math.floor(now / 60_000)}`);

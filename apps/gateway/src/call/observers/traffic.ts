@@ -9,7 +9,8 @@ import type { Redis } from 'ioredis';
  * p50/p99 come from the merged counts.
  *
  * Redis: one hash per minute, `<prefix>ov:<minute>` (minute = Unix seconds / 60), fields
- * `<model>\t<what>` with what = req | err | tok | b<i>; kept OVERVIEW_TTL_S.
+ * `<model>\t<what>` with what = req | err | ref | srv | tok | b<i> (err: every status >= 400; ref: the
+ * refusals among them, 429 and 402; srv: server errors, >= 500); kept OVERVIEW_TTL_S.
  */
 
 /** Upper bounds (ms) of the latency buckets; a last bucket takes everything above. */
@@ -46,11 +47,22 @@ export function percentileOf(buckets: readonly number[], p: number): number | nu
 interface Cell {
   req: number;
   err: number;
+  /** Refusals (429, 402): part of `err`. */
+  ref: number;
+  /** Server errors (>= 500): part of `err`. */
+  srv: number;
   tok: number;
   b: number[];
 }
 
-const newCell = (): Cell => ({ req: 0, err: 0, tok: 0, b: new Array<number>(BUCKETS).fill(0) });
+const newCell = (): Cell => ({
+  req: 0,
+  err: 0,
+  ref: 0,
+  srv: 0,
+  tok: 0,
+  b: new Array<number>(BUCKETS).fill(0),
+});
 
 export class TrafficRecorder {
   /** minute -> model -> counts not yet written. */
@@ -85,7 +97,11 @@ export class TrafficRecorder {
       byModel.set(model, c);
     }
     c.req++;
-    if (status >= 400) c.err++;
+    if (status >= 400) {
+      c.err++;
+      if (status >= 500) c.srv++;
+      else if (status === 429 || status === 402) c.ref++;
+    }
     c.tok += tokens;
     const i = bucketOf(latencyMs);
     c.b[i] = (c.b[i] ?? 0) + 1;
@@ -103,6 +119,8 @@ export class TrafficRecorder {
       for (const [model, c] of byModel) {
         pipe.hincrby(key, `${model}\treq`, c.req);
         if (c.err) pipe.hincrby(key, `${model}\terr`, c.err);
+        if (c.ref) pipe.hincrby(key, `${model}\tref`, c.ref);
+        if (c.srv) pipe.hincrby(key, `${model}\tsrv`, c.srv);
         if (c.tok) pipe.hincrby(key, `${model}\ttok`, c.tok);
         for (let i = 0; i < BUCKETS; i++) if (c.b[i]) pipe.hincrby(key, `${model}\tb${i}`, c.b[i] as number);
       }
@@ -137,6 +155,10 @@ export interface ModelTraffic {
   p99_ms: number | null;
   requests_per_min: number[];
   errors_per_min: number[];
+  /** Refusals (429, 402) per minute: part of errors_per_min. */
+  refusals_per_min: number[];
+  /** Server errors (>= 500) per minute: part of errors_per_min. */
+  server_errors_per_min: number[];
   tokens_per_min: number[];
   p50_per_min: Array<number | null>;
   p99_per_min: Array<number | null>;
@@ -164,6 +186,8 @@ export function summarize(hashes: ReadonlyArray<Record<string, string>>): ModelT
       const v = Number(value) || 0;
       if (what === 'req') c.req += v;
       else if (what === 'err') c.err += v;
+      else if (what === 'ref') c.ref += v;
+      else if (what === 'srv') c.srv += v;
       else if (what === 'tok') c.tok += v;
       else if (what.startsWith('b')) {
         const b = Number(what.slice(1));
@@ -184,6 +208,8 @@ export function summarize(hashes: ReadonlyArray<Record<string, string>>): ModelT
       p99_ms: percentileOf(all, 99),
       requests_per_min: cells.map((c) => c.req),
       errors_per_min: cells.map((c) => c.err),
+      refusals_per_min: cells.map((c) => c.ref),
+      server_errors_per_min: cells.map((c) => c.srv),
       tokens_per_min: cells.map((c) => c.tok),
       p50_per_min: cells.map((c) => percentileOf(c.b, 50)),
       p99_per_min: cells.map((c) => percentileOf(c.b, 99)),
