@@ -41,6 +41,7 @@ import { ResponsesController } from './openai/responses.controller.js';
 import { SpeechController } from './openai/speech.controller.js';
 import { TranscriptionsController } from './openai/transcriptions.controller.js';
 import { SearchController } from './search/search.controller.js';
+import { HostedSearch } from './search/hosted-search.js';
 import { SearchGateway } from './search/search.service.js';
 import { UsagePublisher } from './usage/usage-publisher.js';
 
@@ -146,6 +147,7 @@ export class AppModule {
         LimitsService,
         ModelGateway,
         SearchGateway,
+        HostedSearch,
         // The clock of the signed image URLs: tests replace its `now` (test/integration/images.spec.ts).
         { provide: CLOCK, useFactory: systemClock },
         ImageDelivery,

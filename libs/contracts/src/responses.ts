@@ -466,11 +466,31 @@ export const ResponseCustomToolCallItemSchema = z
   .meta({ id: 'ResponseCustomToolCallItem' });
 export type ResponseCustomToolCallItem = z.infer<typeof ResponseCustomToolCallItemSchema>;
 
+/**
+ * A hosted web search the platform ran inside the response (the `web_search` tool): `action.query` is
+ * what the model searched for, `action.sources` the URLs it got back; `status` `failed` when the
+ * search could not run.
+ */
+export const ResponseWebSearchCallItemSchema = z
+  .object({
+    id: z.string(),
+    type: z.literal('web_search_call'),
+    status: z.enum(['in_progress', 'searching', 'completed', 'failed']),
+    action: z.object({
+      type: z.literal('search'),
+      query: z.string(),
+      sources: z.array(z.object({ type: z.literal('url'), url: z.string() })).optional(),
+    }),
+  })
+  .meta({ id: 'ResponseWebSearchCallItem' });
+export type ResponseWebSearchCallItem = z.infer<typeof ResponseWebSearchCallItemSchema>;
+
 export const ResponseOutputItemSchema = z.discriminatedUnion('type', [
   ResponseReasoningItemSchema,
   ResponseMessageItemSchema,
   ResponseFunctionCallItemSchema,
   ResponseCustomToolCallItemSchema,
+  ResponseWebSearchCallItemSchema,
 ]);
 export type ResponseOutputItem = z.infer<typeof ResponseOutputItemSchema>;
 
