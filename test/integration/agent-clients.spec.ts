@@ -118,7 +118,7 @@ describe('agent clients through the gateway (scripted engine)', () => {
         'approval_policy = "never"',
         'sandbox_mode = "danger-full-access"',
         'check_for_update_on_startup = false',
-        'web_search = "disabled"',
+        'web_search = "live"',
         '',
         '[analytics]',
         'enabled = false',
@@ -164,6 +164,13 @@ describe('agent clients through the gateway (scripted engine)', () => {
     assert.ok(existsSync(join(work, 'out.txt')), detail());
     assert.equal(readFileSync(join(work, 'out.txt'), 'utf8').trim(), 'hi');
     assert.equal(seen.length, 2, detail());
+    // Codex offers the hosted web_search tool (web_search = "live"): the model is offered it as a function.
+    assert.ok(
+      ((seen[0]?.body.tools ?? []) as Array<{ function: { name: string } }>).some(
+        (t) => t.function.name === 'web_search',
+      ),
+      detail(),
+    );
     // The second turn carries the tool output Codex sent back, and the first turn's reasoning.
     const second = seen[1]?.body.messages ?? [];
     assert.ok(

@@ -240,6 +240,11 @@ export const ResponseWebSearchToolSchema = z
     search_context_size: z.enum(['low', 'medium', 'high']).nullable().optional(),
     /** A hint; results are not localized. */
     user_location: z.looseObject({ type: z.string().optional() }).nullable().optional(),
+    /**
+     * Codex CLI's (`web_search = "live"` true, `"cached"` false): a hint; the platform searches its
+     * configured engine either way, identical queries served from its ~15-minute cache.
+     */
+    external_web_access: z.boolean().nullable().optional(),
   })
   .meta({ id: 'ResponseWebSearchTool' });
 export type ResponseWebSearchTool = z.infer<typeof ResponseWebSearchToolSchema>;
