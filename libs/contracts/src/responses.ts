@@ -573,3 +573,21 @@ export const ResponseCompletedEventSchema = z
   })
   .meta({ id: 'ResponseCompletedEvent' });
 export type ResponseCompletedEvent = z.infer<typeof ResponseCompletedEventSchema>;
+
+// ---- stored responses: DELETE /v1/responses/{id}, GET /v1/responses/{id}/input_items ----
+export const ResponseDeletedSchema = z
+  .object({ id: z.string(), object: z.literal('response'), deleted: z.literal(true) })
+  .meta({ id: 'ResponseDeleted' });
+export type ResponseDeleted = z.infer<typeof ResponseDeletedSchema>;
+
+/** A page of the input items a stored response's model saw (its chain included), each with an `id`. */
+export const ResponseInputItemListSchema = z
+  .object({
+    object: z.literal('list'),
+    data: z.array(z.looseObject({ id: z.string(), type: z.string().optional() })),
+    first_id: z.string().nullable(),
+    last_id: z.string().nullable(),
+    has_more: z.boolean(),
+  })
+  .meta({ id: 'ResponseInputItemList' });
+export type ResponseInputItemList = z.infer<typeof ResponseInputItemListSchema>;
