@@ -1,0 +1,104 @@
+/**
+ * The operators' view of stored responses (the Responses API's `store`): GET and DELETE
+ * /admin/members/{id}/stored-responses on the real stack. Responses are made through the `openai` SDK
+ * (chat-F on the simulator); the count covers one member only, the purge is audited, needs write access,
+ * and afterwards the member's responses are gone for the API too (404) while another member's stay.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { MemberStoredResponsesSchema, StoredResponsesPurgedSchema } from '@infer/contracts';
+import OpenAI from 'openai';
+import { type Stack, startStack } from './harness.js';
+import { ADMIN_TOKEN } from './limits-support.js';
+
+describe('admin: a member stored-response count and purge', () => {
+  let stack: Stack;
+  let member: string;
+  let other: string;
+
+  before(async () => {
+    stack = await startStack({ env: { ADMIN_TOKEN } });
+    const byName = async (name: string) => {
+      const m = await stack.prisma.member.findFirst({ where: { name } });
+      assert.ok(m);
+      return m.id;
+    };
+    member = await byName('it-inference');
+    other = await byName('it-premium');
+  });
+  after(async () => {
+    await stack?.close();
+  });
+
+  const admin = async (method: string, path: string, token: string | null = ADMIN_TOKEN) => {
+    const res = await fetch(`${stack.url}${path}`, {
+      method,
+      headers: token ? { authorization: `Bearer ${token}` } : {},
+    });
+    return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+  };
+
+  it('counts the member responses, purges them (audited), and the API then answers 404', async () => {
+    const mine = stack.client('inference');
+    const theirs = stack.client('premium');
+    const a = await mine.responses.create({ model: 'chat-F', input: 'one', max_output_tokens: 8 });
+    await mine.responses.create({
+      model: 'chat-F',
+      input: 'two',
+      max_output_tokens: 8,
+      previous_response_id: a.id,
+    });
+    await mine.responses.create({ model: 'chat-F', input: 'not kept', max_output_tokens: 8, store: false });
+    const kept = await theirs.responses.create({ model: 'chat-F', input: 'theirs', max_output_tokens: 8 });
+
+    const count = await admin('GET', `/admin/members/${member}/stored-responses`);
+    assert.equal(count.status, 200, JSON.stringify(count.body));
+    assert.deepEqual(MemberStoredResponsesSchema.parse(count.body), {
+      object: 'member.stored_responses',
+      member_id: member,
+      count: 2,
+    });
+    assert.equal(
+      MemberStoredResponsesSchema.parse((await admin('GET', `/admin/members/${other}/stored-responses`)).body)
+        .count,
+      1,
+    );
+
+    // No credentials, or an API key: 401; an unknown member: 404 naming the id.
+    assert.equal((await admin('DELETE', `/admin/members/${member}/stored-responses`, null)).status, 401);
+    assert.equal(
+      (await admin('DELETE', `/admin/members/${member}/stored-responses`, stack.keys.premium)).status,
+      401,
+    );
+    const missing = await admin('GET', '/admin/members/nobody/stored-responses');
+    assert.equal(missing.status, 404);
+    assert.equal((missing.body.error as { param?: string }).param, 'id');
+
+    const purged = await admin('DELETE', `/admin/members/${member}/stored-responses`);
+    assert.equal(purged.status, 200, JSON.stringify(purged.body));
+    assert.deepEqual(StoredResponsesPurgedSchema.parse(purged.body), {
+      object: 'member.stored_responses.purged',
+      member_id: member,
+      deleted: 2,
+    });
+    assert.equal(
+      MemberStoredResponsesSchema.parse(
+        (await admin('GET', `/admin/members/${member}/stored-responses`)).body,
+      ).count,
+      0,
+    );
+    const gone = await mine.responses.retrieve(a.id).then(
+      () => null,
+      (e: unknown) => e,
+    );
+    assert.ok(gone instanceof OpenAI.NotFoundError, String(gone));
+    // The other member's response is untouched.
+    assert.equal((await theirs.responses.retrieve(kept.id)).id, kept.id);
+
+    const audit = await stack.prisma.auditEvent.findMany({
+      where: { action: 'member.stored_responses.purge', targetId: member },
+    });
+    assert.equal(audit.length, 1);
+    assert.deepEqual(audit[0]?.after, { deleted: 2 });
+  });
+});
