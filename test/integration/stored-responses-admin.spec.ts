@@ -3,11 +3,17 @@
  * /admin/members/{id}/stored-responses on the real stack. Responses are made through the `openai` SDK
  * (chat-F on the simulator); the count covers one member only, the purge is audited, needs write access,
  * and afterwards the member's responses are gone for the API too (404) while another member's stay.
+ * The console's member page shows the count and purges behind a confirmation (Debian's Chromium).
  */
 import assert from 'node:assert/strict';
+import { rmSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { MemberStoredResponsesSchema, StoredResponsesPurgedSchema } from '@infer/contracts';
+import { OperatorsRepository } from '@infer/persistence';
 import OpenAI from 'openai';
+import { chromium } from 'playwright-core';
+import { chromiumOptions, noChromium } from '../support/browser.js';
+import { axe, buildConsole, signIn } from '../support/console-browser.js';
 import { type Stack, startStack } from './harness.js';
 import { ADMIN_TOKEN } from './limits-support.js';
 
@@ -15,9 +21,13 @@ describe('admin: a member stored-response count and purge', () => {
   let stack: Stack;
   let member: string;
   let other: string;
+  let distDir: string | null = null;
+  const OWNER = { email: 'owner@example.com', password: 'owner password 123' };
 
   before(async () => {
-    stack = await startStack({ env: { ADMIN_TOKEN } });
+    if (!noChromium) distDir = await buildConsole();
+    stack = await startStack({ env: { ADMIN_TOKEN, ...(distDir ? { CONSOLE_DIR: distDir } : {}) } });
+    await new OperatorsRepository(stack.prisma).create({ ...OWNER, role: 'owner' });
     const byName = async (name: string) => {
       const m = await stack.prisma.member.findFirst({ where: { name } });
       assert.ok(m);
@@ -28,6 +38,7 @@ describe('admin: a member stored-response count and purge', () => {
   });
   after(async () => {
     await stack?.close();
+    if (distDir) rmSync(distDir, { recursive: true, force: true });
   });
 
   const admin = async (method: string, path: string, token: string | null = ADMIN_TOKEN) => {
@@ -100,5 +111,47 @@ describe('admin: a member stored-response count and purge', () => {
     });
     assert.equal(audit.length, 1);
     assert.deepEqual(audit[0]?.after, { deleted: 2 });
+  });
+
+  it('the console member page shows the count and purges after a confirmation', {
+    skip: noChromium,
+  }, async () => {
+    const mine = stack.client('inference');
+    for (const input of ['a', 'b', 'c'])
+      await mine.responses.create({ model: 'chat-F', input, max_output_tokens: 8 });
+    const browser = await chromium.launch(chromiumOptions);
+    try {
+      const page = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
+      await signIn(page, stack.url, OWNER);
+      await page.goto(`${stack.url}/console/members/${member}`);
+      const count = page.getByTestId('stored-responses-count');
+      await count.waitFor();
+      assert.equal(await count.textContent(), '3');
+      await axe(page, 'member page with stored responses');
+      await page.getByRole('button', { name: 'Purge stored responses' }).click();
+      const dialog = page.getByRole('dialog', { name: 'Purge stored responses?' });
+      await dialog.waitFor();
+      // Cancel keeps them.
+      await dialog.getByRole('button', { name: 'Cancel' }).click();
+      assert.equal(
+        MemberStoredResponsesSchema.parse(
+          (await admin('GET', `/admin/members/${member}/stored-responses`)).body,
+        ).count,
+        3,
+      );
+      await page.getByRole('button', { name: 'Purge stored responses' }).click();
+      await dialog.getByRole('button', { name: 'Purge', exact: true }).click();
+      await page.getByRole('status').filter({ hasText: 'Purged 3.' }).waitFor();
+      await page.getByTestId('stored-responses-count').filter({ hasText: /^0$/ }).waitFor();
+      assert.ok(await page.getByRole('button', { name: 'Purge stored responses' }).isDisabled());
+      assert.equal(
+        MemberStoredResponsesSchema.parse(
+          (await admin('GET', `/admin/members/${member}/stored-responses`)).body,
+        ).count,
+        0,
+      );
+    } finally {
+      await browser.close();
+    }
   });
 });
