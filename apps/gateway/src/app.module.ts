@@ -41,7 +41,7 @@ import { ResponsesController } from './openai/responses.controller.js';
 import { SpeechController } from './openai/speech.controller.js';
 import { TranscriptionsController } from './openai/transcriptions.controller.js';
 import { SearchController } from './search/search.controller.js';
-import { HostedSearch } from './search/hosted-search.js';
+import { HostedSearch } from './search/hosted-search.service.js';
 import { SearchGateway } from './search/search.service.js';
 import { UsagePublisher } from './usage/usage-publisher.js';
 

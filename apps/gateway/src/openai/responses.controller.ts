@@ -20,7 +20,7 @@ import type { Redis } from 'ioredis';
 import { workIdOf } from '../common/request-id.js';
 import { GATEWAY_CONFIG, type GatewayConfig } from '../config.js';
 import { LOGGER, PG, REDIS } from '../infra/tokens.js';
-import { HostedSearch } from '../search/hosted-search.js';
+import { HostedSearch } from '../search/hosted-search.service.js';
 import { ModelGateway } from './model-gateway.service.js';
 import { ResponseItemStore } from './response-items.js';
 import { Routes } from './routes.js';
