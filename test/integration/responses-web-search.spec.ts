@@ -253,7 +253,10 @@ describe('hosted web_search in /v1/responses (scripted engine, real search path)
     const turns = Array.from({ length: 4 }, (_, i) => ({
       tool_calls: [{ name: 'web_search', arguments: { query: `wombat burrows ${i}` } }],
     }));
-    up.script('search', [...turns, (req) => ({ text: `tools offered: ${((req.body.tools ?? []) as unknown[]).length}` })]);
+    up.script('search', [
+      ...turns,
+      (req) => ({ text: `tools offered: ${((req.body.tools ?? []) as unknown[]).length}` }),
+    ]);
     const r = await stack.client('inference').responses.create({
       model: 'search-model',
       input: 'Search a lot',

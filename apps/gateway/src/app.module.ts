@@ -40,8 +40,8 @@ import { RerankController } from './openai/rerank.controller.js';
 import { ResponsesController } from './openai/responses.controller.js';
 import { SpeechController } from './openai/speech.controller.js';
 import { TranscriptionsController } from './openai/transcriptions.controller.js';
-import { SearchController } from './search/search.controller.js';
 import { HostedSearch } from './search/hosted-search.service.js';
+import { SearchController } from './search/search.controller.js';
 import { SearchGateway } from './search/search.service.js';
 import { UsagePublisher } from './usage/usage-publisher.js';
 
