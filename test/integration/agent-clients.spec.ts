@@ -10,10 +10,8 @@
  * - LlamaIndex `OpenAIResponses` (it sends null `include`, `truncation`, `previous_response_id`).
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { OpenAIResponses } from '@llamaindex/openai';
@@ -25,34 +23,11 @@ import {
   type ScriptedRequest,
   type ScriptedUpstream,
   scriptedModel,
-  startScriptedUpstream,
 } from '../support/scripted-upstream.js';
-import { type Stack, startStack } from './harness.js';
+import { runProcess as run, type ScriptedStack, startScriptedStack } from './agent-support.js';
+import type { Stack } from './harness.js';
 
 const require = createRequire(import.meta.url);
-
-function run(
-  cmd: string,
-  args: string[],
-  opts: { cwd: string; env: NodeJS.ProcessEnv; timeoutMs: number },
-): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(cmd, args, { cwd: opts.cwd, env: opts.env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => {
-      stdout += d;
-    });
-    child.stderr.on('data', (d) => {
-      stderr += d;
-    });
-    const timer = setTimeout(() => child.kill('SIGKILL'), opts.timeoutMs);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
 
 /** The shell tool Codex offered (its name as the model sees it) and arguments that run `command`. */
 function shellCall(
@@ -82,27 +57,22 @@ describe('agent clients through the gateway (scripted engine)', () => {
   let up: ScriptedUpstream;
   let stack: Stack;
   let dir: string;
+  let scripted: ScriptedStack;
 
   before(async () => {
-    up = await startScriptedUpstream();
-    dir = mkdtempSync(join(tmpdir(), 'agent-clients-'));
-    const catalogFile = join(dir, 'models.json');
-    writeFileSync(
-      catalogFile,
-      JSON.stringify({
-        models: [
-          scriptedModel(up, 'codex-model', 'codex', { reasoning: 'default_on' }),
-          scriptedModel(up, 'agents-model', 'agents'),
-          scriptedModel(up, 'llama-model', 'llama'),
-        ],
-      }),
+    scripted = await startScriptedStack(
+      'agent-clients',
+      (u) => [
+        scriptedModel(u, 'codex-model', 'codex', { reasoning: 'default_on' }),
+        scriptedModel(u, 'agents-model', 'agents'),
+        scriptedModel(u, 'llama-model', 'llama'),
+      ],
+      { stack: { env: { ALLOW_INSECURE_HTTP: '1' } } },
     );
-    stack = await startStack({ catalogFile, env: { ALLOW_INSECURE_HTTP: '1' } });
+    ({ up, stack, dir } = scripted);
   });
   after(async () => {
-    await stack?.close();
-    await up?.close();
-    if (dir) rmSync(dir, { recursive: true, force: true });
+    await scripted?.close();
   });
 
   it('Codex CLI runs a scripted task to the end: tool call, output sent back, final answer', async () => {
@@ -118,7 +88,7 @@ describe('agent clients through the gateway (scripted engine)', () => {
         'approval_policy = "never"',
         'sandbox_mode = "danger-full-access"',
         'check_for_update_on_startup = false',
-        'web_search = "disabled"',
+        'web_search = "live"',
         '',
         '[analytics]',
         'enabled = false',
@@ -164,6 +134,13 @@ describe('agent clients through the gateway (scripted engine)', () => {
     assert.ok(existsSync(join(work, 'out.txt')), detail());
     assert.equal(readFileSync(join(work, 'out.txt'), 'utf8').trim(), 'hi');
     assert.equal(seen.length, 2, detail());
+    // Codex offers the hosted web_search tool (web_search = "live"): the model is offered it as a function.
+    assert.ok(
+      ((seen[0]?.body.tools ?? []) as Array<{ function: { name: string } }>).some(
+        (t) => t.function.name === 'web_search',
+      ),
+      detail(),
+    );
     // The second turn carries the tool output Codex sent back, and the first turn's reasoning.
     const second = seen[1]?.body.messages ?? [];
     assert.ok(

@@ -9,77 +9,42 @@
  * the usage ledger.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { LedgerWriter } from '../../apps/ledger-writer/src/app.js';
-import {
-  lastToolOutput,
-  type ScriptedUpstream,
-  scriptedModel,
-  startScriptedUpstream,
-} from '../support/scripted-upstream.js';
+import { lastToolOutput, type ScriptedUpstream, scriptedModel } from '../support/scripted-upstream.js';
 import { waitFor } from '../support/wait-for.js';
-import { type Stack, startStack, startStackLedger } from './harness.js';
+import { runProcess as run, type ScriptedStack, startScriptedStack } from './agent-support.js';
+import type { Stack } from './harness.js';
 
 const CLAUDE = join(process.cwd(), 'node_modules', '.bin', 'claude');
-
-function run(cmd: string, args: string[], opts: { cwd: string; env: NodeJS.ProcessEnv; timeoutMs: number }) {
-  return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
-    const child = spawn(cmd, args, { cwd: opts.cwd, env: opts.env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => {
-      stdout += d;
-    });
-    child.stderr.on('data', (d) => {
-      stderr += d;
-    });
-    const timer = setTimeout(() => child.kill('SIGKILL'), opts.timeoutMs);
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
 
 describe('Claude Code (claude -p) through the gateway', () => {
   let up: ScriptedUpstream;
   let stack: Stack;
-  let ledger: LedgerWriter;
   let dir: string;
+  let scripted: ScriptedStack;
 
   before(async () => {
-    up = await startScriptedUpstream();
-    dir = mkdtempSync(join(tmpdir(), 'claude-code-'));
-    const catalogFile = join(dir, 'models.json');
-    writeFileSync(
-      catalogFile,
-      JSON.stringify({
-        models: [
-          {
-            ...scriptedModel(up, 'coder', 'coder', { context_window: 1_048_576 }),
-            aliases: ['claude-opus-5-5', 'claude-sonnet-5-5'],
-          },
-          {
-            ...scriptedModel(up, 'coder-small', 'small', { context_window: 1_048_576 }),
-            rank: 20,
-            aliases: ['claude-haiku-5-5'],
-          },
-        ],
-      }),
+    scripted = await startScriptedStack(
+      'claude-code',
+      (u) => [
+        {
+          ...scriptedModel(u, 'coder', 'coder', { context_window: 1_048_576 }),
+          aliases: ['claude-opus-5-5', 'claude-sonnet-5-5'],
+        },
+        {
+          ...scriptedModel(u, 'coder-small', 'small', { context_window: 1_048_576 }),
+          rank: 20,
+          aliases: ['claude-haiku-5-5'],
+        },
+      ],
+      { ledger: true },
     );
-    stack = await startStack({ catalogFile });
-    ledger = await startStackLedger(stack);
+    ({ up, stack, dir } = scripted);
   });
   after(async () => {
-    await ledger?.stop();
-    await stack?.close();
-    await up?.close();
-    if (dir) rmSync(dir, { recursive: true, force: true });
+    await scripted?.close();
   });
 
   it('writes the file the engine asks for with its Write tool, and finishes', async () => {

@@ -1,14 +1,18 @@
 import {
+  ApiError,
   type ChatCompletionRequest,
   type ChatServiceBody,
   type CompletionRequest,
   type EndFrame,
+  type HostedSearchAnswer,
+  type HostedSearchAsk,
   type ResponseRequest,
+  type SearchResult,
   type ServiceRequest,
   Subjects,
 } from '@infer/contracts';
-import { type HandlerContext, type RpcHandler } from '@infer/rpc';
-import { SERVICE_LOG } from '@infer/runtime';
+import { type HandlerContext, type NatsConnection, type RpcHandler } from '@infer/rpc';
+import { NATS_CONNECTION, SERVICE_LOG } from '@infer/runtime';
 import { type Logger } from '@infer/telemetry';
 import { Controller, type DynamicModule, Inject, Module } from '@nestjs/common';
 import { Ctx, MessagePattern, Payload } from '@nestjs/microservices';
@@ -41,10 +45,15 @@ export class ChatController {
     @Inject(EngineRegistry) engines: EngineRegistry,
     @Inject(MEDIA_OPTIONS) media: MediaOptions,
     @Inject(REASONING_SEAL) seal: ReasoningSeal | null,
+    @Inject(NATS_CONNECTION) nc: NatsConnection | null,
   ) {
     this.chat = chatCompletionsHandler(engines, { media });
     this.completion = completionsHandler(engines);
-    this.response = responsesHandler(engines, { media, seal });
+    this.response = responsesHandler(engines, {
+      media,
+      seal,
+      ...(nc ? { search: hostedSearch(nc) } : {}),
+    });
     this.count = countTokensHandler(engines);
   }
 
@@ -76,6 +85,38 @@ export class ChatController {
   responses(@Payload() req: ServiceRequest<ResponseRequest>, @Ctx() ctx: HandlerContext): Promise<EndFrame> {
     return this.response(req, ctx);
   }
+}
+
+/** Longer than the gateway's own bound on one search (SEARCH_DEADLINE_MS, 60 s). */
+const HOSTED_SEARCH_TIMEOUT_MS = 65_000;
+
+/**
+ * A hosted web search (the Responses `web_search` tool) asked of the gateway that admitted the request,
+ * on its envelope's `search` subject: the gateway admits, runs and meters it like POST /v1/search.
+ */
+function hostedSearch(nc: NatsConnection) {
+  return async (subject: string, ask: HostedSearchAsk, signal: AbortSignal): Promise<SearchResult[]> => {
+    signal.throwIfAborted();
+    let raw: string;
+    try {
+      const msg = await Promise.race([
+        nc.request(subject, JSON.stringify(ask), { timeout: HOSTED_SEARCH_TIMEOUT_MS }),
+        new Promise<never>((_, reject) =>
+          signal.addEventListener('abort', () => reject(signal.reason), { once: true }),
+        ),
+      ]);
+      raw = msg.string();
+    } catch (e) {
+      if (signal.aborted) throw e;
+      throw new ApiError(503, 'Web search is unavailable right now (the gateway did not answer); retry.', {
+        type: 'server_error',
+        code: 'service_unavailable',
+      });
+    }
+    const answer = JSON.parse(raw) as HostedSearchAnswer;
+    if ('error' in answer) throw ApiError.fromWire(answer.error);
+    return answer.results;
+  };
 }
 
 @Module({})

@@ -41,6 +41,7 @@ import { RerankController } from './openai/rerank.controller.js';
 import { ResponsesController } from './openai/responses.controller.js';
 import { SpeechController } from './openai/speech.controller.js';
 import { TranscriptionsController } from './openai/transcriptions.controller.js';
+import { HostedSearch } from './search/hosted-search.service.js';
 import { SearchController } from './search/search.controller.js';
 import { SearchGateway } from './search/search.service.js';
 import { UsagePublisher } from './usage/usage-publisher.js';
@@ -149,6 +150,7 @@ export class AppModule {
         SpendService,
         ModelGateway,
         SearchGateway,
+        HostedSearch,
         // The clock of the signed image URLs: tests replace its `now` (test/integration/images.spec.ts).
         { provide: CLOCK, useFactory: systemClock },
         ImageDelivery,

@@ -638,3 +638,23 @@ export const MemberRefusalsSchema = z
   })
   .meta({ id: 'MemberRefusals' });
 export type MemberRefusals = z.infer<typeof MemberRefusalsSchema>;
+
+/** GET /admin/members/{id}/stored-responses: how many stored responses (unexpired) the member has. */
+export const MemberStoredResponsesSchema = z
+  .object({
+    object: z.literal('member.stored_responses'),
+    member_id: z.string(),
+    count: z.number().int().min(0),
+  })
+  .meta({ id: 'MemberStoredResponses' });
+export type MemberStoredResponses = z.infer<typeof MemberStoredResponsesSchema>;
+
+/** DELETE /admin/members/{id}/stored-responses: how many were purged. */
+export const StoredResponsesPurgedSchema = z
+  .object({
+    object: z.literal('member.stored_responses.purged'),
+    member_id: z.string(),
+    deleted: z.number().int().min(0),
+  })
+  .meta({ id: 'StoredResponsesPurged' });
+export type StoredResponsesPurged = z.infer<typeof StoredResponsesPurgedSchema>;

@@ -34,6 +34,12 @@ export const ServiceRequestSchema = z.object({
    * no endpoint of `model` can take the request. The answer then names the model that answered.
    */
   fallbacks: z.array(CatalogEntrySchema).optional(),
+  /**
+   * The NATS subject on which the gateway that admitted this request runs hosted web searches for it
+   * (the Responses API's `web_search` tool): each search is admitted, dispatched and metered there
+   * like POST /v1/search (HostedSearchAsk/HostedSearchAnswer). Absent: no hosted search.
+   */
+  search: z.string().optional(),
 });
 export interface ServiceRequest<B = unknown> extends Omit<z.infer<typeof ServiceRequestSchema>, 'body'> {
   body: B;

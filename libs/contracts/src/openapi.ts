@@ -35,7 +35,13 @@ import { ImageEditRequestSchema, ImageGenerationRequestSchema, ImageResponseSche
 import { JsonRpcMessageSchema, JsonRpcResponseSchema } from './mcp.js';
 import { ADMIN_SECURITY_SCHEMES, addAdminPaths } from './openapi-admin.js';
 import { RerankRequestSchema, RerankResponseSchema } from './rerank.js';
-import { ResponseObjectSchema, ResponseRequestSchema, ResponseStreamEventSchema } from './responses.js';
+import {
+  ResponseDeletedSchema,
+  ResponseInputItemListSchema,
+  ResponseObjectSchema,
+  ResponseRequestSchema,
+  ResponseStreamEventSchema,
+} from './responses.js';
 import { SearchRequestSchema, SearchResponseSchema } from './search.js';
 
 export const OPENAPI_VERSION = '3.1.0';
@@ -271,9 +277,45 @@ export function buildOpenApiDocument(opts: OpenApiOptions = {}): Json {
         'A ResponseObject, or with `stream: true` the Responses event sequence.',
         res(ResponseObjectSchema),
         res(ResponseStreamEventSchema),
-        'Typed SSE events (`event: <type>` + `data:`), no `[DONE]`: `response.created`, `response.in_progress`, output item and content part added/done, `response.reasoning_text.delta`, `response.output_text.delta`, `response.function_call_arguments.delta` and their `.done` events, each with `sequence_number`; last `response.completed` carrying the whole ResponseObject (a client may read only that one).',
+        'Typed SSE events (`event: <type>` + `data:`), no `[DONE]`: `response.created`, `response.in_progress`, output item and content part added/done, `response.reasoning_text.delta`, `response.output_text.delta`, `response.function_call_arguments.delta` and their `.done` events, for the hosted web_search tool `response.web_search_call.in_progress`/`.searching`/`.completed`, each with `sequence_number`; last `response.completed` carrying the whole ResponseObject (a client may read only that one).',
       ),
       errors: MODEL_ERRORS,
+    },
+    '/v1/responses/{response_id}': {
+      id: 'retrieveResponse',
+      summary: 'Retrieve a stored response (made with `store` true, the default, by the same member)',
+      tag: 'Responses',
+      method: 'get',
+      parameters: [{ name: 'response_id', in: 'path', required: true, schema: { type: 'string' } }],
+      ok: ok('The ResponseObject as it was answered.', jsonContent(res(ResponseObjectSchema))),
+      errors: [401, 404],
+      errorText: { 404: "No such response (or another member's, deleted, or past its retention)." },
+    },
+    'delete /v1/responses/{response_id}': {
+      id: 'deleteResponse',
+      summary: 'Delete a stored response',
+      tag: 'Responses',
+      method: 'delete',
+      parameters: [{ name: 'response_id', in: 'path', required: true, schema: { type: 'string' } }],
+      ok: ok('Deleted.', jsonContent(res(ResponseDeletedSchema))),
+      errors: [401, 404],
+      errorText: { 404: "No such response (or another member's, deleted, or past its retention)." },
+    },
+    '/v1/responses/{response_id}/input_items': {
+      id: 'listResponseInputItems',
+      summary: "A page of a stored response's input items (the whole chain the model saw, each with an id)",
+      tag: 'Responses',
+      method: 'get',
+      parameters: [
+        { name: 'response_id', in: 'path', required: true, schema: { type: 'string' } },
+        { name: 'after', in: 'query', schema: { type: 'string' } },
+        { name: 'before', in: 'query', schema: { type: 'string' } },
+        { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 100, default: 20 } },
+        { name: 'order', in: 'query', schema: { type: 'string', enum: ['asc', 'desc'], default: 'desc' } },
+      ],
+      ok: ok('A page of input items.', jsonContent(res(ResponseInputItemListSchema))),
+      errors: [400, 401, 404],
+      errorText: { 404: "No such response (or another member's, deleted, or past its retention)." },
     },
     '/v1/embeddings': {
       id: 'createEmbedding',

@@ -240,6 +240,11 @@ export const ResponseWebSearchToolSchema = z
     search_context_size: z.enum(['low', 'medium', 'high']).nullable().optional(),
     /** A hint; results are not localized. */
     user_location: z.looseObject({ type: z.string().optional() }).nullable().optional(),
+    /**
+     * Codex CLI's (`web_search = "live"` true, `"cached"` false): a hint; the platform searches its
+     * configured engine either way, identical queries served from its ~15-minute cache.
+     */
+    external_web_access: z.boolean().nullable().optional(),
   })
   .meta({ id: 'ResponseWebSearchTool' });
 export type ResponseWebSearchTool = z.infer<typeof ResponseWebSearchToolSchema>;
@@ -466,11 +471,31 @@ export const ResponseCustomToolCallItemSchema = z
   .meta({ id: 'ResponseCustomToolCallItem' });
 export type ResponseCustomToolCallItem = z.infer<typeof ResponseCustomToolCallItemSchema>;
 
+/**
+ * A hosted web search the platform ran inside the response (the `web_search` tool): `action.query` is
+ * what the model searched for, `action.sources` the URLs it got back; `status` `failed` when the
+ * search could not run.
+ */
+export const ResponseWebSearchCallItemSchema = z
+  .object({
+    id: z.string(),
+    type: z.literal('web_search_call'),
+    status: z.enum(['in_progress', 'searching', 'completed', 'failed']),
+    action: z.object({
+      type: z.literal('search'),
+      query: z.string(),
+      sources: z.array(z.object({ type: z.literal('url'), url: z.string() })).optional(),
+    }),
+  })
+  .meta({ id: 'ResponseWebSearchCallItem' });
+export type ResponseWebSearchCallItem = z.infer<typeof ResponseWebSearchCallItemSchema>;
+
 export const ResponseOutputItemSchema = z.discriminatedUnion('type', [
   ResponseReasoningItemSchema,
   ResponseMessageItemSchema,
   ResponseFunctionCallItemSchema,
   ResponseCustomToolCallItemSchema,
+  ResponseWebSearchCallItemSchema,
 ]);
 export type ResponseOutputItem = z.infer<typeof ResponseOutputItemSchema>;
 
@@ -548,3 +573,21 @@ export const ResponseCompletedEventSchema = z
   })
   .meta({ id: 'ResponseCompletedEvent' });
 export type ResponseCompletedEvent = z.infer<typeof ResponseCompletedEventSchema>;
+
+// ---- stored responses: DELETE /v1/responses/{id}, GET /v1/responses/{id}/input_items ----
+export const ResponseDeletedSchema = z
+  .object({ id: z.string(), object: z.literal('response'), deleted: z.literal(true) })
+  .meta({ id: 'ResponseDeleted' });
+export type ResponseDeleted = z.infer<typeof ResponseDeletedSchema>;
+
+/** A page of the input items a stored response's model saw (its chain included), each with an `id`. */
+export const ResponseInputItemListSchema = z
+  .object({
+    object: z.literal('list'),
+    data: z.array(z.looseObject({ id: z.string(), type: z.string().optional() })),
+    first_id: z.string().nullable(),
+    last_id: z.string().nullable(),
+    has_more: z.boolean(),
+  })
+  .meta({ id: 'ResponseInputItemList' });
+export type ResponseInputItemList = z.infer<typeof ResponseInputItemListSchema>;

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { WireError } from './errors.js';
 import { TextLimits } from './text-limits.js';
 
 export const SEARCH_COUNT_MIN = 1;
@@ -121,3 +122,18 @@ export const WEB_SEARCH_TOOL: FunctionToolDefinition = Object.freeze({
     parameters: searchParametersJsonSchema(),
   }),
 }) as FunctionToolDefinition;
+
+// ---- hosted search: a service asking the gateway that admitted its request to search for it ----
+/**
+ * What a service sends on the envelope's `search` subject: one search for the request `requestId`
+ * (the Responses API's hosted `web_search` tool). The gateway admits it against the member's search
+ * budget like POST /v1/search.
+ */
+export const HostedSearchAskSchema = z.object({
+  requestId: z.string().min(1),
+  query: z.string(),
+});
+export type HostedSearchAsk = z.infer<typeof HostedSearchAskSchema>;
+
+/** The gateway's answer: the results, or the error a POST /v1/search would have answered. */
+export type HostedSearchAnswer = { results: SearchResult[] } | { error: WireError };

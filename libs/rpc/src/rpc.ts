@@ -298,13 +298,16 @@ export class RpcServer {
       // A client that went away is expected: whatever the handler threw on its abort is not a fault.
       if (ac.signal.reason === CANCELLED_BY_CLIENT) log.debug({ err: String(e) }, 'cancelled by the client');
       else if (wire.status >= 500 && ac.signal.reason !== SHUTDOWN) log.error({ err: e }, 'handler failed');
-      this.send(reply, encodeFrame(FrameKind.error, JSON.stringify(wire)));
       let progress: UsageReport | undefined;
       try {
         progress = ctx.progress?.();
       } catch {
         // no usage to tell
       }
+      // Work that used tokens before it failed (a tools loop whose search was refused): the error
+      // frame carries that usage, so the gateway still meters it.
+      const frame: ErrorFrame = progress ? { ...wire, usage: progress } : wire;
+      this.send(reply, encodeFrame(FrameKind.error, JSON.stringify(frame)));
       this.recordUsage(req, progress, wire.status, started);
     } finally {
       clearTimeout(timer);
@@ -691,10 +694,25 @@ function readEnd(data: Uint8Array, into?: { partialUsage: UsageReport | null }):
   if (kind === FrameKind.end) return body as EndFrame;
   if (kind === FrameKind.error) {
     const frame = body as ErrorFrame;
-    if (into && frame.usage) into.partialUsage = frame.usage;
-    throw ApiError.fromWire(frame);
+    const err = ApiError.fromWire(frame);
+    if (frame.usage) {
+      if (into) into.partialUsage = frame.usage;
+      usageOfFailure.set(err, frame.usage);
+    }
+    throw err;
   }
   throw ApiError.internal();
+}
+
+/** The usage an error frame carried, by the error it became (see usageOfError). */
+const usageOfFailure = new WeakMap<object, UsageReport>();
+
+/**
+ * The usage of work that failed after it had used tokens (its error frame carried it: a shutdown, or a
+ * tools loop cut short by a refused search), for a unary caller that has only the error; null if none.
+ */
+export function usageOfError(e: unknown): UsageReport | null {
+  return e !== null && typeof e === 'object' ? (usageOfFailure.get(e) ?? null) : null;
 }
 
 const NATS_DEFAULT_MAX_PAYLOAD = 1024 * 1024;

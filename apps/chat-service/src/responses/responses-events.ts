@@ -6,6 +6,7 @@ import type {
   ResponseOutputItem,
   ResponseReasoningItem,
   ResponseUsage,
+  ResponseWebSearchCallItem,
 } from '@infer/contracts';
 import type { ChoiceDelta } from '../chat/generation.js';
 import { randomId } from '../chat/generation.js';
@@ -20,6 +21,24 @@ export type ResponseHead = Omit<ResponseObject, 'status' | 'output' | 'usage' | 
 type Open =
   | { kind: 'reasoning'; index: number; item: ResponseReasoningItem }
   | { kind: 'message'; index: number; item: ResponseMessageItem };
+
+/**
+ * A tool call of the current round by the engine's call index: its output index and item. A custom
+ * tool's call gathers the engine's JSON arguments (`{"input": ...}`) in `args` and gets its `input`
+ * when it closes; a hosted web search gathers `{"query": ...}` and becomes a `web_search_call` item.
+ */
+type OpenCall =
+  | { index: number; item: ResponseFunctionCallItem; args?: undefined }
+  | { index: number; item: ResponseCustomToolCallItem; args: string }
+  | WebSearchCall;
+
+/** A hosted web search the model asked for in this round (`callId`: the engine's call id). */
+export interface WebSearchCall {
+  index: number;
+  item: ResponseWebSearchCallItem;
+  args: string;
+  callId: string;
+}
 
 /**
  * Builds the Responses API output from a choice's deltas, and (when given `emit`) streams it as the
@@ -46,11 +65,7 @@ export class ResponseAssembler {
    * Tool calls by the engine's call index: their output index and item. A custom tool's call gathers
    * the engine's JSON arguments (`{"input": ...}`) in `args` and gets its `input` when it closes.
    */
-  private readonly calls = new Map<
-    number,
-    | { index: number; item: ResponseFunctionCallItem; args?: undefined }
-    | { index: number; item: ResponseCustomToolCallItem; args: string }
-  >();
+  private readonly calls = new Map<number, OpenCall>();
 
   /**
    * `offered` maps engine function names back to Responses tools (namespaced functions, custom
@@ -114,7 +129,19 @@ export class ResponseAssembler {
         const engineName = tc.function.name ?? '';
         const what = this.offered.get(engineName);
         const callId = tc.id ?? `call_${randomId()}`;
-        if (what?.kind === 'custom') {
+        if (what?.kind === 'web_search') {
+          const item: ResponseWebSearchCallItem = {
+            id: `ws_${randomId()}`,
+            type: 'web_search_call',
+            status: 'in_progress',
+            action: { type: 'search', query: '' },
+          };
+          call = { index: this.output.length, item, args: '', callId };
+          this.calls.set(tc.index, call);
+          this.output.push(item);
+          this.send('response.output_item.added', { output_index: call.index, item: structuredClone(item) });
+          this.send('response.web_search_call.in_progress', { item_id: item.id, output_index: call.index });
+        } else if (what?.kind === 'custom') {
           const item: ResponseCustomToolCallItem = {
             id: `ctc_${randomId()}`,
             type: 'custom_tool_call',
@@ -137,10 +164,12 @@ export class ResponseAssembler {
           };
           call = { index: this.output.length, item };
         }
-        this.calls.set(tc.index, call);
-        this.output.push(call.item);
-        this.send('response.output_item.added', { output_index: call.index, item: { ...call.item } });
-      } else if (tc.function.name) {
+        if (call.item.type !== 'web_search_call') {
+          this.calls.set(tc.index, call);
+          this.output.push(call.item);
+          this.send('response.output_item.added', { output_index: call.index, item: { ...call.item } });
+        }
+      } else if (tc.function.name && call.item.type !== 'web_search_call') {
         call.item.name += tc.function.name;
       }
       const args = tc.function.arguments;
@@ -149,6 +178,7 @@ export class ResponseAssembler {
         call.args += args;
         continue;
       }
+      if (call.item.type !== 'function_call') continue;
       call.item.arguments += args;
       this.send('response.function_call_arguments.delta', {
         item_id: call.item.id,
@@ -156,6 +186,42 @@ export class ResponseAssembler {
         delta: args,
       });
     }
+  }
+
+  /** The hosted web searches the model asked for in this round, in order. */
+  roundSearches(): WebSearchCall[] {
+    return [...this.calls.values()]
+      .filter((c): c is WebSearchCall => c.item.type === 'web_search_call')
+      .sort((a, b) => a.index - b.index);
+  }
+
+  /** Whether this round has calls the client runs (function and custom tools). */
+  roundHasClientCalls(): boolean {
+    return [...this.calls.values()].some((c) => c.item.type !== 'web_search_call');
+  }
+
+  /** A search of this round starts: its query is set and `response.web_search_call.searching` sent. */
+  searching(call: WebSearchCall, query: string): void {
+    this.closeOpen('completed');
+    call.item.action.query = query;
+    call.item.status = 'searching';
+    this.send('response.web_search_call.searching', { item_id: call.item.id, output_index: call.index });
+  }
+
+  /** A search of this round ended: completed (with its sources when asked for) or failed. */
+  searched(call: WebSearchCall, ok: boolean, sources: string[] | null): void {
+    call.item.status = ok ? 'completed' : 'failed';
+    if (ok && sources) call.item.action.sources = sources.map((url) => ({ type: 'url' as const, url }));
+    if (ok) {
+      this.send('response.web_search_call.completed', { item_id: call.item.id, output_index: call.index });
+    }
+    this.send('response.output_item.done', { output_index: call.index, item: structuredClone(call.item) });
+  }
+
+  /** The round's searches ran and the model goes on: the next round's calls are numbered afresh. */
+  nextRound(): void {
+    this.closeOpen('completed');
+    this.calls.clear();
   }
 
   /**
@@ -169,6 +235,12 @@ export class ResponseAssembler {
     this.closeOpen(itemStatus);
     for (const call of [...this.calls.values()].sort((a, b) => a.index - b.index)) {
       const { index, item } = call;
+      if (item.type === 'web_search_call') {
+        // Asked for beside client calls, or when the output cap cut the round: never run.
+        item.status = 'failed';
+        this.send('response.output_item.done', { output_index: index, item: structuredClone(item) });
+        continue;
+      }
       item.status = itemStatus;
       if (item.type === 'custom_tool_call') {
         item.input = customInput(call.args ?? '');

@@ -6,6 +6,7 @@ import {
   type DailyUsage,
   type LimitState,
   type MemberQuotas,
+  type MemberStoredResponses,
   type MintedKey,
   SetKeyLimitsRequestSchema,
   TIERS,
@@ -248,6 +249,8 @@ export function MemberDetailPage(props: { id: string }) {
       <RefusalsPanel memberId={m.id} />
 
       <QuotaPanel memberId={m.id} />
+
+      <StoredResponsesPanel memberId={m.id} memberName={m.name} canWrite={canWrite} />
 
       <BatchesPanel memberId={m.id} />
 
@@ -502,6 +505,67 @@ function QuotaRows(props: { rows: LimitState[] }) {
  * allowances per month or billing period and images per month (the member's), rolling budgets and
  * searches per day (each key's). Polled every 15 s.
  */
+/**
+ * The member's stored responses (the Responses API's `store`, kept for RESPONSES_RETENTION_DAYS): how
+ * many, and a purge behind a confirmation (admin or owner; audited).
+ */
+function StoredResponsesPanel(props: { memberId: string; memberName: string; canWrite: boolean }) {
+  const path = `/admin/members/${encodeURIComponent(props.memberId)}/stored-responses`;
+  const stored = useLoad(() => api<MemberStoredResponses>('GET', path), props.memberId);
+  const [confirming, setConfirming] = useState(false);
+  const [failure, setFailure] = useState<unknown>(null);
+  const [purged, setPurged] = useState<number | null>(null);
+  const count = stored.data?.count;
+  return (
+    <section aria-labelledby="stored-responses-title">
+      <div className="titlebar">
+        <h2 id="stored-responses-title">Stored responses</h2>
+        <Button
+          kind="danger"
+          disabled={!props.canWrite || !count}
+          reason={props.canWrite ? 'Nothing to purge.' : READ_ONLY_REASON}
+          onClick={() => setConfirming(true)}
+        >
+          Purge stored responses
+        </Button>
+      </div>
+      <ErrorNote error={stored.error ?? failure} />
+      <p>
+        {count === undefined ? 'Loading…' : <span data-testid="stored-responses-count">{count}</span>}
+        {count === undefined
+          ? null
+          : ` stored response${count === 1 ? '' : 's'} (kept for previous_response_id and GET /v1/responses/{id} until they expire).`}
+      </p>
+      {purged !== null ? <p role="status">Purged {purged}.</p> : null}
+      <Dialog open={confirming} title="Purge stored responses?" onClose={() => setConfirming(false)}>
+        <p>
+          The {count} stored response{count === 1 ? '' : 's'} of {props.memberName} are deleted at once: their
+          ids can no longer be retrieved or continued with previous_response_id. This cannot be undone.
+        </p>
+        <div className="actions">
+          <Button onClick={() => setConfirming(false)}>Cancel</Button>
+          <Button
+            kind="danger"
+            onClick={async () => {
+              setConfirming(false);
+              setFailure(null);
+              try {
+                const r = await api<{ deleted: number }>('DELETE', path);
+                setPurged(r.deleted);
+              } catch (error) {
+                setFailure(error);
+              }
+              stored.reload();
+            }}
+          >
+            Purge
+          </Button>
+        </div>
+      </Dialog>
+    </section>
+  );
+}
+
 function QuotaPanel(props: { memberId: string }) {
   const quotas = useLoad(
     () => api<MemberQuotas>('GET', `/admin/members/${encodeURIComponent(props.memberId)}/quotas`),

@@ -41,6 +41,8 @@ import { SearchDocumentsService } from './search-index/search-documents.service.
 import { SearchIndexAdminController } from './search-index/search-index.controller.js';
 import { SearchIndexService } from './search-index/search-index.service.js';
 import { SessionController } from './session/session.controller.js';
+import { StoredResponsesAdminController } from './stored-responses/stored-responses.controller.js';
+import { StoredResponsesAdminService } from './stored-responses/stored-responses.service.js';
 import { UsageReportController } from './usage/usage-report.controller.js';
 import { UsageReportService } from './usage/usage-report.service.js';
 import { UsageRollupsController } from './usage/usage-rollups.controller.js';
@@ -71,6 +73,7 @@ export const ADMIN_CONTROLLERS = [
   OverviewController,
   BatchesAdminController,
   LogsController,
+  StoredResponsesAdminController,
 ];
 
 export const ADMIN_PROVIDERS = [
@@ -93,6 +96,7 @@ export const ADMIN_PROVIDERS = [
   AuditService,
   AlertsService,
   LogsService,
+  StoredResponsesAdminService,
   UsageReportService,
   UsageRollupsService,
   QuotasService,

@@ -8,7 +8,7 @@ import {
   type ServiceRequest,
   type UsageReport,
 } from '@infer/contracts';
-import { NatsRpcClientProxy } from '@infer/rpc';
+import { NatsRpcClientProxy, usageOfError } from '@infer/rpc';
 import { Inject, Injectable } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { GATEWAY_CONFIG, type GatewayConfig } from '../config.js';
@@ -178,6 +178,7 @@ export class GovernedCall {
       // The engine pools' queue class and vLLM priority; the tier's fallbacks (docs/engine-pools.md).
       tier: s.batch ? 'batch' : (s.caller.tier as PriorityClass),
       fallbacks: s.fallbacks,
+      ...(s.search ? { search: s.search } : {}),
     };
   }
 
@@ -265,7 +266,14 @@ export class GovernedCall {
       end = await this.dispatch(call, envelope);
     } catch (e) {
       reply.raw.off('close', onClose);
-      this.settle(call, clientGone ? 499 : e instanceof ApiError ? e.status : 500, null, e);
+      // Work that failed after using tokens (its error frame says how many) is still metered.
+      const used = usageOfError(e);
+      this.settle(
+        call,
+        clientGone ? 499 : e instanceof ApiError ? e.status : 500,
+        used ? { usage: used } : null,
+        e,
+      );
       throw clientGone ? clientClosed() : e;
     }
     reply.raw.off('close', onClose);

@@ -92,6 +92,8 @@ export interface CallSpec {
   traceId?: string;
   /** The model's fallbacks the caller's tier may use (CatalogSnapshot.fallbacksFor), for the envelope. */
   fallbacks?: CatalogEntry[] | undefined;
+  /** The subject on which this gateway runs hosted web searches for the call (HostedSearch), if it may. */
+  search?: string;
 }
 
 /** An admitted call: its outcome record plus what dispatch and settlement need. */

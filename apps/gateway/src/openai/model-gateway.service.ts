@@ -30,6 +30,7 @@ export class ModelGateway {
    * image ids into signed URLs or base64); a failure there is settled with its own status.
    * `observe`: sees each stream item before it is written (awaited when it returns a promise), e.g.
    * /v1/responses keeping the output items of `response.completed`.
+   * `search`: the subject on which this gateway runs hosted web searches for the call (HostedSearch).
    */
   async handle(
     route: ModelRoute,
@@ -38,6 +39,7 @@ export class ModelGateway {
     input: unknown = req.body,
     present?: (data: unknown) => unknown | Promise<unknown>,
     observe?: (payload: Uint8Array) => Promise<void> | undefined,
+    search?: string,
   ): Promise<void> {
     const auth = routeCaller(route, req);
     const requestId = workIdOf(req);
@@ -66,6 +68,7 @@ export class ModelGateway {
       deadlineMs: this.config.REQUEST_TIMEOUT_MS,
       traceId: reply.getHeader(TRACE_ID_HEADER) as string | undefined,
       fallbacks: this.catalog.current.fallbacksFor(model, auth.tier),
+      ...(search ? { search } : {}),
     });
     void reply.headers(call.admission.headers);
     // A body larger than one NATS message (chat with big data: URIs ...) is a 413, not a failed publish:

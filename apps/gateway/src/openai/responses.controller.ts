@@ -1,4 +1,4 @@
-import type { ResponseObject } from '@infer/contracts';
+import { type ResponseObject, ResponseRequestSchema } from '@infer/contracts';
 import type { SqlRunner } from '@infer/persistence/lazy';
 import type { Logger } from '@infer/telemetry';
 import {
@@ -17,8 +17,10 @@ import {
 } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Redis } from 'ioredis';
+import { workIdOf } from '../common/request-id.js';
 import { GATEWAY_CONFIG, type GatewayConfig } from '../config.js';
 import { LOGGER, PG, REDIS } from '../infra/tokens.js';
+import { HostedSearch } from '../search/hosted-search.service.js';
 import { ModelGateway } from './model-gateway.service.js';
 import { ResponseItemStore } from './response-items.js';
 import { Routes } from './routes.js';
@@ -49,6 +51,7 @@ export class ResponsesController implements OnModuleInit, OnModuleDestroy {
     @Inject(PG) private readonly pg: SqlRunner,
     @Inject(GATEWAY_CONFIG) config: GatewayConfig,
     @Inject(LOGGER) private readonly log: Logger,
+    @Inject(HostedSearch) private readonly hosted: HostedSearch,
   ) {
     this.items = new ResponseItemStore(redis);
     this.stored = new StoredResponses(pg, config.RESPONSES_RETENTION_DAYS);
@@ -70,9 +73,13 @@ export class ResponsesController implements OnModuleInit, OnModuleDestroy {
   @Post('responses')
   @HttpCode(200)
   async create(@Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
-    const memberId = req.auth?.memberId;
-    if (!memberId) return this.gateway.handle(Routes.responses, req, reply);
-    const chain = await this.stored.continue(memberId, req.body);
+    const auth = req.auth;
+    const memberId = auth?.memberId;
+    // An invalid body goes on as it is: the governed call refuses it (the 400 naming the field) and
+    // its observers see the refusal. A valid one is read from its parsed form only.
+    const parsed = ResponseRequestSchema.safeParse(req.body ?? {});
+    if (!memberId || !auth || !parsed.success) return this.gateway.handle(Routes.responses, req, reply);
+    const chain = await this.stored.continue(memberId, parsed.data);
     const input = await this.items.resolve(memberId, chain.body);
     const keep = async (response: ResponseObject) => {
       try {
@@ -82,21 +89,30 @@ export class ResponsesController implements OnModuleInit, OnModuleDestroy {
         this.log.warn({ err }, 'could not store a response');
       }
     };
-    return this.gateway.handle(
-      Routes.responses,
-      req,
-      reply,
-      input,
-      async (data) => {
-        await keep(data as ResponseObject);
-        return chain.previous ? { ...(data as object), previous_response_id: chain.previous } : data;
-      },
-      (payload) => {
-        const json = utf8.decode(payload);
-        if (!json.startsWith('{"type":"response.completed"')) return undefined;
-        return keep((JSON.parse(json) as { response: ResponseObject }).response);
-      },
-    );
+    // The hosted web_search tool: the chat-service's searches for this call come back to this gateway.
+    const searches = parsed.data.tools?.some((t) => t.type.startsWith('web_search'))
+      ? this.hosted.allow(workIdOf(req), auth)
+      : null;
+    try {
+      return await this.gateway.handle(
+        Routes.responses,
+        req,
+        reply,
+        input,
+        async (data) => {
+          await keep(data as ResponseObject);
+          return chain.previous ? { ...(data as object), previous_response_id: chain.previous } : data;
+        },
+        (payload) => {
+          const json = utf8.decode(payload);
+          if (!json.startsWith('{"type":"response.completed"')) return undefined;
+          return keep((JSON.parse(json) as { response: ResponseObject }).response);
+        },
+        searches ? this.hosted.subject : undefined,
+      );
+    } finally {
+      searches?.();
+    }
   }
 
   @Get('responses/:id')

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { ApiError, type ResponseObject } from '@infer/contracts';
+import { ApiError, type ResponseObject, type ResponseRequest } from '@infer/contracts';
 import { type SqlRunner, type StoredResponse, StoredResponsesRepository } from '@infer/persistence/lazy';
 
 /** The 404 for an id the member has no (unexpired) stored response under, naming `param`. */
@@ -38,35 +38,25 @@ export class StoredResponses {
    * The request body with `previous_response_id` replaced by the stored response's input items and
    * output, before the new input; the items (each with an id) are returned to be stored with the answer.
    * A body without it passes unchanged. Unknown, expired or another member's id: 404 naming the field.
+   * `body` is the validated request (ResponseRequestSchema): nothing unvalidated is read here.
    */
   async continue(
     memberId: string,
-    body: unknown,
-  ): Promise<{ body: unknown; items: Item[] | null; previous: string | null }> {
-    if (!body || typeof body !== 'object' || Array.isArray(body))
-      return { body, items: null, previous: null };
-    const b = body as Item;
-    const input = b.input;
-    // The body is not validated yet (the governed call does that next): items that are not objects are
-    // left for its 400 naming them, never read here.
-    const own: Item[] | null =
+    body: ResponseRequest,
+  ): Promise<{ body: ResponseRequest; items: Item[] | null; previous: string | null }> {
+    const input = body.input;
+    const own: Item[] =
       typeof input === 'string'
         ? [{ type: 'message', role: 'user', content: input }]
-        : Array.isArray(input) && input.every(isItem)
-          ? (input as Item[])
-          : null;
-    // An input of another shape is the validator's to refuse (a 400 naming it): nothing to chain.
-    if (own === null && input !== undefined && input !== null) return { body, items: null, previous: null };
-    const prevId = b.previous_response_id;
-    if (typeof prevId !== 'string' || !prevId) {
-      return { body, items: own ? withIds(own) : null, previous: null };
-    }
+        : (input as unknown as Item[]);
+    const prevId = body.previous_response_id;
+    if (typeof prevId !== 'string' || !prevId) return { body, items: withIds(own), previous: null };
     const stored = RESPONSE_ID.test(prevId) ? await this.repo.find(memberId, prevId) : null;
     if (!stored) throw responseNotFound(prevId, 'previous_response_id');
     const output = Array.isArray(stored.response.output) ? (stored.response.output as Item[]) : [];
-    const items = withIds([...stored.inputItems, ...output.map(outputAsInput), ...(own ?? [])]);
-    const { previous_response_id: _, ...rest } = b;
-    return { body: { ...rest, input: items }, items, previous: prevId };
+    const items = withIds([...stored.inputItems, ...output.map(outputAsInput), ...own]);
+    const { previous_response_id: _, ...rest } = body;
+    return { body: { ...rest, input: items as ResponseRequest['input'] }, items, previous: prevId };
   }
 
   async keep(
@@ -92,10 +82,6 @@ export class StoredResponses {
     if (!r) throw responseNotFound(id, 'response_id');
     return r;
   }
-}
-
-function isItem(it: unknown): boolean {
-  return it !== null && typeof it === 'object' && !Array.isArray(it);
 }
 
 function withIds(items: Item[]): Item[] {
