@@ -5,6 +5,7 @@ export * from './catalog.js';
 export * from './chat.js';
 export * from './common.js';
 export * from './completions.js';
+export * from './account.js';
 export * from './console.js';
 export * from './embeddings.js';
 export * from './envelope.js';

@@ -51,6 +51,14 @@ export {
   type MemberWithKeyCount,
 } from './members.js';
 export {
+  InvitationError,
+  type InvitationProblem,
+  type MemberInvitationInfo,
+  MemberInvitationsRepository,
+  MemberSessionsRepository,
+  type SessionWithMember,
+} from './member-accounts.js';
+export {
   type CreateOperatorInput,
   normalizeEmail,
   OPERATOR_ROLES,
