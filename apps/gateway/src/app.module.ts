@@ -6,6 +6,9 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import { type DynamicModule, Module } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD } from '@nestjs/core';
 import type { Redis } from 'ioredis';
+import { AccountController } from './account/account.controller.js';
+import { AccountService } from './account/account.service.js';
+import { AccountAccess, AccountGuard } from './account/account-access.js';
 import { ADMIN_CONTROLLERS, ADMIN_PROVIDERS } from './admin/admin.module.js';
 import { AuthGuard } from './auth/auth.guard.js';
 import { KeyCache, type KeyStore } from './auth/key-cache.js';
@@ -41,6 +44,8 @@ import { ResponsesController } from './openai/responses.controller.js';
 import { SpeechController } from './openai/speech.controller.js';
 import { TranscriptionsController } from './openai/transcriptions.controller.js';
 import { SearchController } from './search/search.controller.js';
+import { SelfUsageService } from './usage/self-usage.service.js';
+import { UsageController } from './usage/usage.controller.js';
 import { SearchGateway } from './search/search.service.js';
 import { UsagePublisher } from './usage/usage-publisher.js';
 
@@ -78,6 +83,8 @@ export const GATEWAY_CONTROLLERS = [
   ImagesController,
   FilesController,
   BatchesController,
+  UsageController,
+  AccountController,
   ...ADMIN_CONTROLLERS,
 ];
 
@@ -93,6 +100,10 @@ export class AppModule {
           : GATEWAY_CONTROLLERS.filter((c) => c !== MetricsController),
       providers: [
         ...ADMIN_PROVIDERS,
+        SelfUsageService,
+        AccountAccess,
+        AccountGuard,
+        AccountService,
         ...CALL_PROVIDERS,
         BullQueues,
         // Files API bytes (FILE_STORE=fs|s3), shared with the batch runner.

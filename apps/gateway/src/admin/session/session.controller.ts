@@ -15,7 +15,7 @@ import { Actor, Admin } from '../access/admin.decorator.js';
 import { AdminAccess, type AdminActor, sameOrigin } from '../access/admin-access.service.js';
 import { clearedSessionCookie, readSessionCookie, sessionCookie } from '../access/cookies.js';
 import { operatorView } from '../views.js';
-import { LoginThrottle } from './login-throttle.js';
+import { LoginThrottle } from '../../auth/login-throttle.js';
 
 /** Verified against when the email is unknown, so both failures take the same time. */
 let dummyHash: Promise<string> | undefined;
