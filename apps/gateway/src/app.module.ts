@@ -44,9 +44,9 @@ import { ResponsesController } from './openai/responses.controller.js';
 import { SpeechController } from './openai/speech.controller.js';
 import { TranscriptionsController } from './openai/transcriptions.controller.js';
 import { SearchController } from './search/search.controller.js';
+import { SearchGateway } from './search/search.service.js';
 import { SelfUsageService } from './usage/self-usage.service.js';
 import { UsageController } from './usage/usage.controller.js';
-import { SearchGateway } from './search/search.service.js';
 import { UsagePublisher } from './usage/usage-publisher.js';
 
 /** Connections and stores made before Nest starts (see app.ts), handed in as providers. */

@@ -1,4 +1,9 @@
-import { DEFAULT_MEMBER_INVITE_TTL, DEFAULT_QUEUE_PREFIX, parseDuration, UsageStream } from '@infer/contracts';
+import {
+  DEFAULT_MEMBER_INVITE_TTL,
+  DEFAULT_QUEUE_PREFIX,
+  parseDuration,
+  UsageStream,
+} from '@infer/contracts';
 import {
   checkFileStoreEnv,
   checkImageStoreEnv,

@@ -11,7 +11,12 @@ import { LimitStateSchema } from './limits.js';
 
 const Email = z.string().trim().toLowerCase().max(320).email();
 const Duration = (example: string) =>
-  z.string().refine((v) => parseDuration(v) !== null && parseDuration(v) !== 0, `must be a duration such as ${example}`);
+  z
+    .string()
+    .refine(
+      (v) => parseDuration(v) !== null && parseDuration(v) !== 0,
+      `must be a duration such as ${example}`,
+    );
 
 // ---- invitations (operators: POST /admin/members/{id}/invitations, `admin member invite`) ----
 

@@ -45,12 +45,6 @@ export {
 } from './errors.js';
 export { type LazyPrisma, lazyPrisma, prismaLoaded } from './lazy-db.js';
 export {
-  type CreateMemberInput,
-  type MemberSearch,
-  MembersRepository,
-  type MemberWithKeyCount,
-} from './members.js';
-export {
   InvitationError,
   type InvitationProblem,
   type MemberInvitationInfo,
@@ -58,6 +52,12 @@ export {
   MemberSessionsRepository,
   type SessionWithMember,
 } from './member-accounts.js';
+export {
+  type CreateMemberInput,
+  type MemberSearch,
+  MembersRepository,
+  type MemberWithKeyCount,
+} from './members.js';
 export {
   type CreateOperatorInput,
   normalizeEmail,

@@ -48,7 +48,8 @@ export class MemberInvitationsRepository {
     memberId: string,
     options: { ttlMs: number; email?: string | null | undefined; createdBy: string },
   ): Promise<{ token: string; invitation: MemberInvitationInfo; member: Member }> {
-    if (!(options.ttlMs > 0)) throw new InvalidInputError('the invitation must expire after a positive duration');
+    if (!(options.ttlMs > 0))
+      throw new InvalidInputError('the invitation must expire after a positive duration');
     const email = options.email?.trim().toLowerCase() || undefined;
     if (email !== undefined && (!/^[^\s@]+@[^\s@]+$/.test(email) || email.length > 320))
       throw new InvalidInputError(`invalid email: ${options.email}`);
@@ -63,7 +64,8 @@ export class MemberInvitationsRepository {
             where: { email: { equals: email, mode: 'insensitive' }, id: { not: memberId } },
             select: { id: true },
           });
-          if (other) throw new PersistenceUserError(`email already in use by another member: ${email}`, 'conflict');
+          if (other)
+            throw new PersistenceUserError(`email already in use by another member: ${email}`, 'conflict');
           member = await tx.member.update({ where: { id: memberId }, data: { email } });
         }
         if (!member.email)

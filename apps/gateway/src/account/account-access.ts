@@ -170,5 +170,6 @@ export const AccountOpen = () => SetMetadata(IS_PUBLIC, true);
 
 /** The member AccountGuard admitted. */
 export const CurrentMember = createParamDecorator(
-  (_: unknown, ctx: ExecutionContext): MemberActor => ctx.switchToHttp().getRequest<FastifyRequest>().memberActor!,
+  (_: unknown, ctx: ExecutionContext): MemberActor =>
+    ctx.switchToHttp().getRequest<FastifyRequest>().memberActor!,
 );

@@ -20,12 +20,25 @@ import {
   MemberSessionsRepository,
   verifyPassword,
 } from '@infer/persistence/lazy';
-import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Post, Query, Req, Res } from '@nestjs/common';
+import {
+  Body,
+  Controller,
+  Delete,
+  Get,
+  HttpCode,
+  Inject,
+  Param,
+  Post,
+  Query,
+  Req,
+  Res,
+} from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Redis } from 'ioredis';
 import { LoginThrottle } from '../auth/login-throttle.js';
 import { GATEWAY_CONFIG, type GatewayConfig } from '../config.js';
 import { PRISMA, REDIS } from '../infra/tokens.js';
+import { AccountService } from './account.service.js';
 import {
   AccountAccess,
   AccountOpen,
@@ -39,7 +52,6 @@ import {
   sameOrigin,
   signedOut,
 } from './account-access.js';
-import { AccountService } from './account.service.js';
 
 let dummyHash: Promise<string> | undefined;
 /** Verified against when the email is unknown, so both failures take the same time. */

@@ -40,7 +40,8 @@ export function accountKeyView(k: ApiKeyInfo, now = Date.now()): AccountKey {
   };
 }
 
-const isLive = (k: ApiKeyInfo, now = Date.now()) => !k.revokedAt && (!k.expiresAt || k.expiresAt.getTime() > now);
+const isLive = (k: ApiKeyInfo, now = Date.now()) =>
+  !k.revokedAt && (!k.expiresAt || k.expiresAt.getTime() > now);
 
 const keyAudit = (k: ApiKeyInfo) => ({
   member_id: k.memberId,

@@ -3,8 +3,8 @@ import type { Db } from '@infer/persistence/lazy';
 import { Inject, Injectable } from '@nestjs/common';
 import { CatalogService } from '../catalog/catalog.service.js';
 import { PRISMA } from '../infra/tokens.js';
-import { billingPeriod } from '../limits/periods.js';
 import { LimitsService } from '../limits/limits.service.js';
+import { billingPeriod } from '../limits/periods.js';
 
 const DAY_MS = 86_400_000;
 

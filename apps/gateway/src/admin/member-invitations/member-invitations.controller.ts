@@ -1,7 +1,7 @@
 import {
   invitationUrl,
-  MemberInviteRequestSchema,
   type MemberInvitationView,
+  MemberInviteRequestSchema,
   parseDuration,
   parseOrThrow,
 } from '@infer/contracts';
@@ -41,7 +41,11 @@ export class MemberInvitationsController {
       .audited(
         actor,
         (tx) =>
-          new MemberInvitationsRepository(tx).create(id, { ttlMs, email: input.email, createdBy: actor.label }),
+          new MemberInvitationsRepository(tx).create(id, {
+            ttlMs,
+            email: input.email,
+            createdBy: actor.label,
+          }),
         ({ invitation, member }) => ({
           action: 'member.invite',
           targetType: 'member',
