@@ -12,6 +12,7 @@ import {
   UpdateMemberRequestSchema,
 } from '@infer/contracts';
 import { type FormEvent, Fragment, useState } from 'react';
+import { InviteButton } from '../account/InviteButton.js';
 import { api, query } from '../api.js';
 import { ago, utc } from '../format.js';
 import { useLoad } from '../hooks.js';
@@ -90,6 +91,7 @@ export function MemberDetailPage(props: { id: string }) {
         >
           {m.suspended ? 'Unsuspend' : 'Suspend'}
         </Button>
+        <InviteButton memberId={m.id} email={m.email} canWrite={canWrite} />
       </div>
       <AnchorEditor
         memberId={m.id}
