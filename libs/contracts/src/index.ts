@@ -1,3 +1,4 @@
+export * from './account.js';
 export * from './anthropic.js';
 export * from './audio.js';
 export * from './batch.js';
@@ -5,7 +6,6 @@ export * from './catalog.js';
 export * from './chat.js';
 export * from './common.js';
 export * from './completions.js';
-export * from './account.js';
 export * from './console.js';
 export * from './embeddings.js';
 export * from './envelope.js';

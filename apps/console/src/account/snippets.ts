@@ -57,9 +57,10 @@ export function snippets(apiBase: string, chatModel: string | undefined): Snippe
       code: [
         "import OpenAI from 'openai';",
         '',
+        'const { INFER_API_KEY } = process.env;',
         'const client = new OpenAI({',
         `  baseURL: '${base}',`,
-        '  apiKey: process.env.INFER_API_KEY,',
+        '  apiKey: INFER_API_KEY,',
         '});',
         'const reply = await client.chat.completions.create({',
         `  model: '${model}',`,
