@@ -1,10 +1,16 @@
 // The members' account pages at /account/ (the console's build, a member-only layout): the invitation
 // link where a member sets their password, the sign-in, and the account page itself. A member's
 // session is its own cookie and API (/account/api/...), never the operator console's.
-import { AccountLoginRequestSchema, type AccountSessionView, type InvitationPreview } from '@infer/contracts';
+import {
+  AccountLoginRequestSchema,
+  type AccountSessionView,
+  type InvitationPreview,
+  type OidcConfigView,
+} from '@infer/contracts';
 import { type FormEvent, useCallback, useEffect, useState } from 'react';
 import { ApiFailure, api, onSessionEnded, setCsrfToken } from '../api.js';
 import { utc } from '../format.js';
+import { ssoMessage } from '../sso.js';
 import { Button, ErrorNote, Field } from '../ui.js';
 import { type FieldErrors, fieldErrors } from '../validate.js';
 import { AccountPage } from './AccountPage.js';
@@ -57,8 +63,17 @@ function AccountSignIn(props: { onSignedIn: (s: AccountSessionView) => void }) {
   const [email, setEmail] = useState('');
   const [password, setPassword] = useState('');
   const [errors, setErrors] = useState<FieldErrors>({});
-  const [failure, setFailure] = useState<unknown>(null);
+  const [failure, setFailure] = useState<unknown>(() =>
+    ssoMessage(new URLSearchParams(window.location.search).get('sso_error')),
+  );
   const [busy, setBusy] = useState(false);
+  const [sso, setSso] = useState<OidcConfigView | null>(null);
+  useEffect(() => {
+    // The error code has been read: a reload should not show it again.
+    if (new URLSearchParams(window.location.search).has('sso_error'))
+      window.history.replaceState(null, '', window.location.pathname);
+    api<OidcConfigView>('GET', '/admin/oidc').then(setSso, () => setSso(null));
+  }, []);
   const submit = async (e: FormEvent) => {
     e.preventDefault();
     const body = { email, password };
@@ -105,6 +120,14 @@ function AccountSignIn(props: { onSignedIn: (s: AccountSessionView) => void }) {
           Sign in
         </Button>
       </form>
+      {sso?.enabled ? (
+        <p className="sso">
+          {/* A plain link: the browser itself goes to the provider and comes back with a cookie. */}
+          <a className="btn" href="/admin/oidc/start?for=member">
+            Sign in with {sso.provider_name}
+          </a>
+        </p>
+      ) : null}
       <p className="hint">No password yet, or forgot it? Ask an operator for an invitation link.</p>
     </main>
   );
