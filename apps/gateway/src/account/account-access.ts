@@ -1,29 +1,16 @@
-import { timingSafeEqual } from 'node:crypto';
 import { ApiError, ErrorType } from '@infer/contracts';
-import {
-  type AuditActor,
-  type AuditEntry,
-  AuditRepository,
-  type Db,
-  MemberSessionsRepository,
-  type Prisma,
-  type SessionWithMember,
-} from '@infer/persistence/lazy';
+import type { AuditActor, SessionWithMember } from '@infer/persistence/lazy';
 import {
   applyDecorators,
-  type CanActivate,
   createParamDecorator,
   type ExecutionContext,
-  Inject,
-  Injectable,
   SetMetadata,
   UseGuards,
 } from '@nestjs/common';
 import { parseCookie, stringifySetCookie } from 'cookie';
 import type { FastifyRequest } from 'fastify';
 import { IS_PUBLIC } from '../auth/public.decorator.js';
-import { GATEWAY_CONFIG, type GatewayConfig } from '../config.js';
-import { PRISMA } from '../infra/tokens.js';
+import { AccountGuard } from './account.guard.js';
 
 /**
  * Who may use the account pages' API (/account/api/...): a member's session, and nothing else. Its
@@ -75,13 +62,6 @@ export function sameOrigin(req: FastifyRequest): boolean {
   }
 }
 
-function sameToken(a: unknown, b: string): boolean {
-  if (typeof a !== 'string') return false;
-  const x = Buffer.from(a);
-  const y = Buffer.from(b);
-  return x.length === y.length && timingSafeEqual(x, y);
-}
-
 export const csrfFailed = () =>
   new ApiError(403, 'Missing or wrong X-CSRF-Token: reload the page and try again.', {
     type: ErrorType.permission,
@@ -94,8 +74,6 @@ export const signedOut = () =>
     code: 'session_expired',
   });
 
-const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
-
 /** The member behind a request, for the handlers and the audit log. */
 export interface MemberActor extends AuditActor {
   type: 'member';
@@ -107,55 +85,6 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The signed-in member, set by AccountGuard before an account handler runs. */
     memberActor?: import('./account-access.js').MemberActor;
-  }
-}
-
-@Injectable()
-export class AccountAccess {
-  readonly sessions: MemberSessionsRepository;
-
-  constructor(
-    @Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig,
-    @Inject(PRISMA) private readonly db: Db,
-  ) {
-    this.sessions = new MemberSessionsRepository(db);
-  }
-
-  /** The member's live session (401 without one), CSRF and same origin on every change (403). */
-  async require(req: FastifyRequest): Promise<MemberActor> {
-    const token = readAccountCookie(req.headers.cookie);
-    const session = token ? await this.sessions.resolve(token, this.config.MEMBER_SESSION_IDLE_MS) : null;
-    if (!session) throw signedOut();
-    if (!SAFE_METHODS.has(req.method)) {
-      if (!sameOrigin(req) || !sameToken(req.headers['x-csrf-token'], session.csrfToken)) throw csrfFailed();
-    }
-    const m = session.member;
-    return { type: 'member', id: m.id, label: m.email ?? m.name, ip: req.ip, session };
-  }
-
-  /** A change and its audit row in one transaction (as the admin room's AdminAccess.audited). */
-  audited<T>(
-    actor: AuditActor,
-    change: (tx: Prisma.TransactionClient) => Promise<T>,
-    entry: (result: T) => AuditEntry | null,
-  ): Promise<T> {
-    return this.db.$transaction(async (tx) => {
-      const result = await change(tx);
-      const e = entry(result);
-      if (e) await new AuditRepository(tx).append(actor, e);
-      return result;
-    });
-  }
-}
-
-@Injectable()
-export class AccountGuard implements CanActivate {
-  constructor(@Inject(AccountAccess) private readonly access: AccountAccess) {}
-
-  async canActivate(ctx: ExecutionContext): Promise<boolean> {
-    const req = ctx.switchToHttp().getRequest<FastifyRequest>();
-    req.memberActor = await this.access.require(req);
-    return true;
   }
 }
 

@@ -40,7 +40,6 @@ import { GATEWAY_CONFIG, type GatewayConfig } from '../config.js';
 import { PRISMA, REDIS } from '../infra/tokens.js';
 import { AccountService } from './account.service.js';
 import {
-  AccountAccess,
   AccountOpen,
   AccountRoute,
   accountCookie,
@@ -52,6 +51,7 @@ import {
   sameOrigin,
   signedOut,
 } from './account-access.js';
+import { AccountAccess } from './account-access.service.js';
 
 let dummyHash: Promise<string> | undefined;
 /** Verified against when the email is unknown, so both failures take the same time. */

@@ -19,7 +19,8 @@ import { GATEWAY_CONFIG, type GatewayConfig } from '../config.js';
 import { KEYS_CHANGED, type KeysChanged, PRISMA } from '../infra/tokens.js';
 import { Routes } from '../openai/routes.js';
 import { SelfUsageService } from '../usage/self-usage.service.js';
-import { AccountAccess, type MemberActor } from './account-access.js';
+import type { MemberActor } from './account-access.js';
+import { AccountAccess } from './account-access.service.js';
 
 const secs = (d: Date) => Math.floor(d.getTime() / 1000);
 

@@ -48,7 +48,7 @@ export class SelfUsageService {
   ) {}
 
   async read(subject: UsageSubject): Promise<SelfUsage> {
-    const now = this.limits.engine.clock();
+    const now = this.limits.store.clock();
     const period = billingPeriod(subject.billingAnchor, now);
     const fromDay = new Date(Math.floor(period.start / DAY_MS) * DAY_MS).toISOString().slice(0, 10);
     const toDay = new Date(Math.floor(now / DAY_MS) * DAY_MS).toISOString().slice(0, 10);
