@@ -1,16 +1,7 @@
 import { ApiError, ErrorType } from '@infer/contracts';
 import type { AuditActor, SessionWithMember } from '@infer/persistence/lazy';
-import {
-  applyDecorators,
-  createParamDecorator,
-  type ExecutionContext,
-  SetMetadata,
-  UseGuards,
-} from '@nestjs/common';
 import { parseCookie, stringifySetCookie } from 'cookie';
 import type { FastifyRequest } from 'fastify';
-import { IS_PUBLIC } from '../auth/public.decorator.js';
-import { AccountGuard } from './account.guard.js';
 
 /**
  * Who may use the account pages' API (/account/api/...): a member's session, and nothing else. Its
@@ -87,18 +78,3 @@ declare module 'fastify' {
     memberActor?: import('./account-access.js').MemberActor;
   }
 }
-
-/**
- * An account route: needs a member's session (AccountGuard); public for the API-key guard (an API key
- * never opens the account pages, and the account's session never calls the API).
- */
-export const AccountRoute = () => applyDecorators(SetMetadata(IS_PUBLIC, true), UseGuards(AccountGuard));
-
-/** An account route open without a session (sign-in, the invitation). */
-export const AccountOpen = () => SetMetadata(IS_PUBLIC, true);
-
-/** The member AccountGuard admitted. */
-export const CurrentMember = createParamDecorator(
-  (_: unknown, ctx: ExecutionContext): MemberActor =>
-    ctx.switchToHttp().getRequest<FastifyRequest>().memberActor!,
-);

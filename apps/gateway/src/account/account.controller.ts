@@ -38,12 +38,10 @@ import type { Redis } from 'ioredis';
 import { LoginThrottle } from '../auth/login-throttle.js';
 import { GATEWAY_CONFIG, type GatewayConfig } from '../config.js';
 import { PRISMA, REDIS } from '../infra/tokens.js';
+import { AccountOpen, AccountRoute, CurrentMember } from './account.guard.js';
 import { AccountService } from './account.service.js';
 import {
-  AccountOpen,
-  AccountRoute,
   accountCookie,
-  CurrentMember,
   clearedAccountCookie,
   csrfFailed,
   type MemberActor,
