@@ -16,7 +16,7 @@ import { join, resolve } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { OidcConfigSchema } from '@infer/contracts';
-import { OperatorsRepository } from '@infer/persistence';
+import { MembersRepository, OperatorsRepository } from '@infer/persistence';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { type RunningGateway, startGateway } from '../../apps/gateway/src/app.js';
 import { freePort } from '../../bench/support.js';
@@ -100,17 +100,17 @@ describe('operator console: single sign-on with OpenID Connect', { skip: noChrom
   });
 
   /** From the console's sign-in page through the provider's login (and consent) pages and back. */
-  async function ssoFlow(login: string): Promise<Page> {
+  async function ssoFlow(login: string, at = '/console/'): Promise<Page> {
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
     const page = await context.newPage();
-    await page.goto(`${stack.url}/console/`);
+    await page.goto(`${stack.url}${at}`);
     await page.getByRole('link', { name: 'Sign in with Test IdP' }).click();
     await page.waitForURL(`${issuer}/**`);
     await page.locator('input[name="login"]').fill(login);
     await page.locator('input[name="password"]').fill('any password works here');
     await page.getByRole('button', { name: 'Sign-in' }).click();
     const deadline = Date.now() + 15_000;
-    while (!page.url().startsWith(`${stack.url}/console/`)) {
+    while (!page.url().startsWith(`${stack.url}${at}`)) {
       if (Date.now() > deadline) throw new Error(`stuck at ${page.url()}`);
       const consent = page.getByRole('button', { name: 'Continue' });
       if (await consent.isVisible().catch(() => false)) await consent.click();
@@ -184,6 +184,29 @@ describe('operator console: single sign-on with OpenID Connect', { skip: noChrom
       await page.context().close();
     });
   }
+
+  it('signs a member in to the account pages through the same provider, matched by verified email', async () => {
+    await new MembersRepository(stack.prisma).create({
+      name: 'Mia Member',
+      email: 'mia@example.com',
+      tier: 'community',
+    });
+    const page = await ssoFlow('mia@example.com', '/account/');
+    await page.getByRole('heading', { name: 'Mia Member' }).waitFor();
+    // A member's session, not an operator's: the console's API refuses it.
+    const cookies = await page.context().cookies();
+    assert.ok(cookies.some((c) => c.name === 'infer_account_session' && c.path === '/account'));
+    assert.ok(!cookies.some((c) => c.name === 'infer_console_session'));
+    const console = await page.evaluate("fetch('/admin/session').then((r) => r.status)");
+    assert.equal(console, 401);
+    // An email no member has, and an operator's email, are refused with their message.
+    for (const login of ['nobody@example.com', 'ada@example.com']) {
+      const refused = await ssoFlow(login, '/account/');
+      await refused.getByText('No member account has your verified email').waitFor();
+    }
+    const unverified = await ssoFlow('unverified-mia@example.com', '/account/');
+    await unverified.getByText('Your email address is not verified').waitFor();
+  });
 
   it('refuses a callback whose state does not match the attempt (or with no attempt)', async () => {
     const start = await fetch(`${stack.url}/admin/oidc/start`, { redirect: 'manual' });

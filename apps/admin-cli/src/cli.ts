@@ -5,8 +5,10 @@ import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import {
+  DEFAULT_MEMBER_INVITE_TTL,
   formatMoney,
   type InvalidationTarget,
+  invitationUrl,
   type KeyLifecycleInput,
   KeyLimitsStateSchema,
   LimitsOverrideSchema,
@@ -20,10 +22,13 @@ import {
 } from '@infer/contracts';
 import {
   type ApiKeyInfo,
+  AuditRepository,
   createRepositories,
   databaseUrlFromEnv,
+  inTransaction,
   isUserError,
   type Member,
+  MemberInvitationsRepository,
   migrateDeploy,
   migrateStatus,
   PersistenceUserError,
@@ -33,7 +38,7 @@ import {
   usageReport,
 } from '@infer/persistence';
 import { announceChange } from './announce.js';
-import { OPERATOR_USAGE, operatorCommands } from './operator-commands.js';
+import { cliActor, OPERATOR_USAGE, operatorCommands } from './operator-commands.js';
 import { SEARCH_USAGE, searchCommands } from './search-commands.js';
 
 /** Repository root (this file is apps/admin-cli/{src,dist}/cli.*). */
@@ -45,6 +50,12 @@ export const USAGE = `infer admin CLI (env DATABASE_URL, default postgresql://po
   member create --name N [--email E] --tier T     create a member (tiers: ${TIERS.join(', ')})
   member set-tier <memberId> <tier>               change a member's tier (all its keys follow)
   member list [--tier T]                          list members
+  member invite <memberId> [--email E] [--expires-in DURATION]
+                                                  a one-time link where the member sets the password of
+                                                  their account page (also a password reset; voids their
+                                                  older links); valid MEMBER_INVITE_TTL (default 72h);
+                                                  the link starts with PUBLIC_BASE_URL, else GATEWAY_URL,
+                                                  else --gateway, else http://127.0.0.1:8080
   key mint <member> [--name N] [--expires-in DURATION | --expires-at ISO] [--models a,b] [--ips cidr,cidr]
                                                   create an API key; the key is printed once
                                                   (DURATION: 90m, 24h, 30d, 1h30m; --models: the only
@@ -332,6 +343,43 @@ const commands: Record<string, Handler> = {
       .repos()
       .members.list(ctx.values.tier ? { tier: parseTier(ctx.values.tier) } : {});
     ctx.print({ members }, () => memberRows(members));
+    return 0;
+  },
+
+  'member invite': async (ctx) => {
+    noExtra(ctx.args, 1);
+    const memberId = need(ctx.args[0], '<memberId>');
+    const ttlText = ctx.values['expires-in'] ?? ctx.env.MEMBER_INVITE_TTL ?? DEFAULT_MEMBER_INVITE_TTL;
+    const ttlMs = parseDuration(ttlText);
+    if (!ttlMs) throw new UsageError(`--expires-in: must be a duration such as 72h or 7d (got '${ttlText}')`);
+    const base =
+      ctx.env.PUBLIC_BASE_URL || ctx.env.GATEWAY_URL || ctx.values.gateway || 'http://127.0.0.1:8080';
+    try {
+      new URL(base);
+    } catch {
+      throw new UsageError(`the gateway's base URL is not a URL: ${base}`);
+    }
+    const actor = cliActor();
+    const { token, invitation, member } = await inTransaction(ctx.repos().db, async (tx) => {
+      const made = await new MemberInvitationsRepository(tx).create(memberId, {
+        ttlMs,
+        email: ctx.values.email,
+        createdBy: actor.label,
+      });
+      await new AuditRepository(tx).append(actor, {
+        action: 'member.invite',
+        targetType: 'member',
+        targetId: made.member.id,
+        after: { email: made.member.email, expires_at: made.invitation.expiresAt.toISOString() },
+      });
+      return made;
+    });
+    const url = invitationUrl(base, token);
+    ctx.print(
+      { url, member_id: member.id, email: member.email, expires_at: invitation.expiresAt.toISOString() },
+      () =>
+        `invitation for ${member.name} <${member.email}>, valid until ${iso(invitation.expiresAt)}:\n${url}`,
+    );
     return 0;
   },
 

@@ -33,7 +33,7 @@ export interface OperatorCliContext {
 
 type OperatorHandler = (ctx: OperatorCliContext) => Promise<number>;
 
-const cliActor = (): AuditActor => {
+export const cliActor = (): AuditActor => {
   let who = 'unknown';
   try {
     who = userInfo().username;

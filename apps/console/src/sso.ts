@@ -12,7 +12,9 @@ export const SSO_MESSAGES: Record<OidcErrorCode, string> = {
   domain_not_allowed: 'Accounts of your email domain cannot sign in here.',
   unknown_operator: 'There is no operator account for your email. Ask an owner to create one.',
   operator_disabled: 'Your operator account is disabled.',
-  identity_mismatch: 'This operator account is linked to another sign-on identity.',
+  identity_mismatch: 'This account is linked to another sign-on identity.',
+  unknown_member: 'No member account has your verified email. Ask an operator to invite you.',
+  member_suspended: 'Your membership is suspended: you cannot sign in, and your API keys are refused.',
 };
 
 /** The message for an `sso_error` query value; unknown values get a generic one (never echoed). */

@@ -6,6 +6,10 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import { type DynamicModule, Module } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD } from '@nestjs/core';
 import type { Redis } from 'ioredis';
+import { AccountController } from './account/account.controller.js';
+import { AccountGuard } from './account/account.guard.js';
+import { AccountService } from './account/account.service.js';
+import { AccountAccess } from './account/account-access.service.js';
 import { ADMIN_CONTROLLERS, ADMIN_PROVIDERS } from './admin/admin.module.js';
 import { AuthGuard } from './auth/auth.guard.js';
 import { KeyCache, type KeyStore } from './auth/key-cache.js';
@@ -44,6 +48,8 @@ import { TranscriptionsController } from './openai/transcriptions.controller.js'
 import { HostedSearch } from './search/hosted-search.service.js';
 import { SearchController } from './search/search.controller.js';
 import { SearchGateway } from './search/search.service.js';
+import { SelfUsageService } from './usage/self-usage.service.js';
+import { UsageController } from './usage/usage.controller.js';
 import { UsagePublisher } from './usage/usage-publisher.js';
 
 /** Connections and stores made before Nest starts (see app.ts), handed in as providers. */
@@ -80,6 +86,8 @@ export const GATEWAY_CONTROLLERS = [
   ImagesController,
   FilesController,
   BatchesController,
+  UsageController,
+  AccountController,
   ...ADMIN_CONTROLLERS,
 ];
 
@@ -95,6 +103,10 @@ export class AppModule {
           : GATEWAY_CONTROLLERS.filter((c) => c !== MetricsController),
       providers: [
         ...ADMIN_PROVIDERS,
+        SelfUsageService,
+        AccountAccess,
+        AccountGuard,
+        AccountService,
         ...CALL_PROVIDERS,
         BullQueues,
         // Files API bytes (FILE_STORE=fs|s3), shared with the batch runner.

@@ -1,4 +1,9 @@
-import { DEFAULT_QUEUE_PREFIX, UsageStream } from '@infer/contracts';
+import {
+  DEFAULT_MEMBER_INVITE_TTL,
+  DEFAULT_QUEUE_PREFIX,
+  parseDuration,
+  UsageStream,
+} from '@infer/contracts';
 import {
   checkFileStoreEnv,
   checkImageStoreEnv,
@@ -153,6 +158,20 @@ export const GatewayEnvFields = z.object({
   CONSOLE_OIDC_AUTO_PROVISION: envBool(false).describe(
     'On: an unknown (verified, allowed-domain) email becomes a viewer at its first sign-in; needs ' +
       'CONSOLE_OIDC_ALLOWED_DOMAINS. Off: the operator must exist (`operator create` without a password is SSO-only).',
+  ),
+  MEMBER_INVITE_TTL: z
+    .string()
+    .default(DEFAULT_MEMBER_INVITE_TTL)
+    .refine((v) => (parseDuration(v) ?? 0) > 0, 'must be a duration such as 72h or 7d')
+    .describe(
+      "How long a member's invitation link works (a duration: 72h, 7d); the admin CLI's `member invite` " +
+        'reads the same variable. A password reset is another invitation.',
+    ),
+  MEMBER_MAX_KEYS: envInt(10, 1).describe(
+    'Live (neither revoked nor expired) API keys a member may have at once on their account page.',
+  ),
+  MEMBER_SESSION_IDLE_MS: envInt(60 * 60_000, 1_000).describe(
+    "A member's account-page session ends after this long without a request (ms).",
   ),
   SEARCH_SUBJECT_PREFIX: z
     .string()

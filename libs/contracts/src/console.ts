@@ -74,6 +74,9 @@ export const OidcErrorCodes = [
   'unknown_operator',
   'operator_disabled',
   'identity_mismatch',
+  // Members' sign-in (the account pages) through the same provider.
+  'unknown_member',
+  'member_suspended',
 ] as const;
 export type OidcErrorCode = (typeof OidcErrorCodes)[number];
 

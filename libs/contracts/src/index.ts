@@ -1,3 +1,4 @@
+export * from './account.js';
 export * from './anthropic.js';
 export * from './audio.js';
 export * from './batch.js';

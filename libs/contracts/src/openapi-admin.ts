@@ -1,4 +1,5 @@
 import type { z } from 'zod';
+import { MemberInvitationSchema, MemberInviteRequestSchema } from './account.js';
 import { AdminBatchListSchema } from './batch.js';
 import {
   AdminKeyListSchema,
@@ -216,6 +217,17 @@ const ADMIN_OPS: AdminOp[] = [
     role: 'admin',
     body: SetMemberLimitsRequestSchema,
     ok: AdminMemberSchema,
+  },
+  {
+    method: 'post',
+    path: '/admin/members/{id}/invitations',
+    id: 'inviteMember',
+    summary:
+      "A one-time link where the member sets their account password (also a reset; voids the member's older links; in this answer only)",
+    role: 'admin',
+    body: MemberInviteRequestSchema,
+    ok: MemberInvitationSchema,
+    status: 201,
   },
   {
     method: 'post',

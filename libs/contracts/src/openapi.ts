@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { SelfUsageSchema } from './account.js';
 import {
   AnthropicCountTokensRequestSchema,
   AnthropicCountTokensResponseSchema,
@@ -215,6 +216,15 @@ export function buildOpenApiDocument(opts: OpenApiOptions = {}): Json {
       parameters: [{ name: 'model', in: 'path', required: true, schema: { type: 'string' } }],
       ok: ok('The model.', jsonContent(res(ModelSchema))),
       errors: [401, 404],
+    },
+    '/v1/usage': {
+      id: 'getUsage',
+      summary:
+        "The calling key's and its member's usage, limits, remaining allowances and reset times for the current billing period (query parameters are ignored: never another member's data)",
+      tag: 'Usage',
+      method: 'get',
+      ok: ok('The usage of the current period.', jsonContent(res(SelfUsageSchema))),
+      errors: [401],
     },
     '/v1/chat/completions': {
       id: 'createChatCompletion',

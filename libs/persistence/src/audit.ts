@@ -5,7 +5,8 @@ import { PrismaSql } from './sql-tag.js';
 const { DbNull } = PrismaSql;
 
 export interface AuditActor {
-  type: 'operator' | 'token' | 'cli';
+  /** `member`: a member acting on their own account (account pages). */
+  type: 'operator' | 'token' | 'cli' | 'member';
   id?: string | null;
   label: string;
   ip?: string | null;

@@ -24,6 +24,8 @@ const MODELS: Record<Uncapitalize<Prisma.ModelName>, true> = {
   searchDocument: true,
   operator: true,
   operatorSession: true,
+  memberSession: true,
+  memberInvitation: true,
   auditEvent: true,
   usageDaily: true,
   usageHourlyModel: true,

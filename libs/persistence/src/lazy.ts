@@ -45,6 +45,14 @@ export {
 } from './errors.js';
 export { type LazyPrisma, lazyPrisma, prismaLoaded } from './lazy-db.js';
 export {
+  InvitationError,
+  type InvitationProblem,
+  type MemberInvitationInfo,
+  MemberInvitationsRepository,
+  MemberSessionsRepository,
+  type SessionWithMember,
+} from './member-accounts.js';
+export {
   type CreateMemberInput,
   type MemberSearch,
   MembersRepository,

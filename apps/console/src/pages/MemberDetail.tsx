@@ -13,6 +13,7 @@ import {
   UpdateMemberRequestSchema,
 } from '@infer/contracts';
 import { type FormEvent, Fragment, useState } from 'react';
+import { InviteButton } from '../account/InviteButton.js';
 import { api, query } from '../api.js';
 import { useConfirm } from '../confirm.js';
 import { ago, utc } from '../format.js';
@@ -150,6 +151,9 @@ export function MemberDetailPage(props: { id: string }) {
           >
             {m.suspended ? 'Unsuspend' : 'Suspend'}
           </Button>
+        </div>
+        <div className="field">
+          <InviteButton memberId={m.id} email={m.email} canWrite={canWrite} />
         </div>
       </div>
       <AnchorEditor

@@ -7,7 +7,7 @@ import {
   RequestLogRepository,
 } from '@infer/persistence/lazy';
 import { SearchDocumentsRepository } from '@infer/search-index';
-import { PRISMA } from '../infra/tokens.js';
+import { KEYS_CHANGED, PRISMA } from '../infra/tokens.js';
 import { AdminGuard } from './access/admin.guard.js';
 import { AdminAccess } from './access/admin-access.service.js';
 import { AlertsController } from './alerts/alerts.controller.js';
@@ -21,6 +21,7 @@ import { KeysAdminController } from './keys/keys.controller.js';
 import { KeysService } from './keys/keys.service.js';
 import { LogsController } from './logs/logs.controller.js';
 import { LogsService } from './logs/logs.service.js';
+import { MemberInvitationsController } from './member-invitations/member-invitations.controller.js';
 import { MembersAdminController } from './members/members.controller.js';
 import { MembersService } from './members/members.service.js';
 import { ModelsAdminController } from './models/models.controller.js';
@@ -61,6 +62,7 @@ export const ADMIN_CONTROLLERS = [
   AuditController,
   AlertsController,
   MembersAdminController,
+  MemberInvitationsController,
   KeysAdminController,
   ModelsAdminController,
   UsageReportController,
@@ -108,4 +110,6 @@ export const ADMIN_PROVIDERS = [
   OverviewService,
   // Admin changes reach every gateway replica at once (core NATS; TTLs are the fallback).
   AdminInvalidation,
+  // The same for the members' account pages (revoke, rotate), which may not import admin code.
+  { provide: KEYS_CHANGED, useExisting: AdminInvalidation },
 ];

@@ -41,7 +41,8 @@ function pageHeaders(reply: FastifyReply): FastifyReply {
  * Serves the operator console's production build (apps/console/dist, or `dir`) at /console/:
  * hashed files under /console/assets/ are cached for a year (immutable); every other path under
  * /console/ answers index.html (the app routes itself), never cached, so a deploy never leaves a tab
- * on missing chunks. Without a build, /console/ explains how to make one.
+ * on missing chunks. Without a build, /console/ explains how to make one. The members' account pages
+ * (/account/) are the same build and page.
  */
 export async function serveConsole(app: NestFastifyApplication, dir = DEFAULT_CONSOLE_DIR): Promise<void> {
   const f = app.getHttpAdapter().getInstance();
@@ -83,6 +84,17 @@ export async function serveConsole(app: NestFastifyApplication, dir = DEFAULT_CO
     // A missing hashed asset is a 404, not the page (the browser would run HTML as a script).
     if (req.url.startsWith('/console/assets/')) {
       sendError(req, reply, new ApiError(404, 'No such console asset.', { code: 'unknown_url' }));
+      return reply;
+    }
+    return index(req, reply);
+  });
+  // The members' account pages: the same build and page (main.tsx picks the member-only layout from
+  // the path); their API is /account/api/..., where an unknown path is a JSON 404, not the page.
+  f.get('/account', (_req, reply) => reply.redirect('/account/', 308));
+  f.get('/account/', index);
+  f.get('/account/*', async (req, reply) => {
+    if (req.url.startsWith('/account/api/') || req.url === '/account/api') {
+      sendError(req, reply, new ApiError(404, 'No such account API route.', { code: 'unknown_url' }));
       return reply;
     }
     return index(req, reply);

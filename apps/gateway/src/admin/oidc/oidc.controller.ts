@@ -1,8 +1,9 @@
 import { createHash, randomBytes } from 'node:crypto';
-import type { OidcConfigView, OidcErrorCode } from '@infer/contracts';
+import { ACCOUNT_PATH, type OidcConfigView, type OidcErrorCode } from '@infer/contracts';
 import {
   AuditRepository,
   type Db,
+  MemberSessionsRepository,
   type Operator,
   OperatorSessionsRepository,
   OperatorsRepository,
@@ -13,6 +14,7 @@ import { parseCookie, stringifySetCookie } from 'cookie';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Redis } from 'ioredis';
 import * as oidc from 'openid-client';
+import { accountCookie } from '../../account/account-access.js';
 import { GATEWAY_CONFIG, type GatewayConfig } from '../../config.js';
 import { LOGGER, PRISMA, REDIS } from '../../infra/tokens.js';
 import { Admin } from '../access/admin.decorator.js';
@@ -30,6 +32,8 @@ interface Attempt {
   state: string;
   nonce: string;
   verifier: string;
+  /** `member`: a member signing in to the account pages (`/admin/oidc/start?for=member`). */
+  for?: 'member';
 }
 
 class SignInRefused extends Error {
@@ -49,6 +53,9 @@ const isLoopback = (u: URL) => ['127.0.0.1', 'localhost', '[::1]'].includes(u.ho
  *   GET /admin/oidc/callback   -> 302 to /console/ with a session cookie, or to
  *                                 /console/?sso_error=<code>: never a 500.
  * The session afterwards is the same server-side session as a password sign-in.
+ * Members sign in to their account pages through the same relying party and callback
+ * (`/admin/oidc/start?for=member`): matched by verified email, never provisioned, their identity linked
+ * at the first sign-in; they get a member session (never an operator's) and land on /account/.
  */
 @Admin('sign-in')
 @Controller('admin/oidc')
@@ -76,6 +83,7 @@ export class OidcController {
 
   @Get('start')
   async start(@Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+    const member = new URL(req.url, 'http://gateway.invalid').searchParams.get('for') === 'member';
     try {
       if (!this.enabled) throw new SignInRefused('not_configured');
       const provider = await this.provider();
@@ -83,6 +91,7 @@ export class OidcController {
         state: oidc.randomState(),
         nonce: oidc.randomNonce(),
         verifier: oidc.randomPKCECodeVerifier(),
+        ...(member ? { for: 'member' as const } : {}),
       };
       const handle = randomBytes(32).toString('base64url');
       await this.redis.set(this.attemptKey(handle), JSON.stringify(attempt), 'EX', ATTEMPT_TTL_S);
@@ -101,12 +110,13 @@ export class OidcController {
         .header('location', url.href)
         .send();
     } catch (error) {
-      this.fail(req, reply, error);
+      this.fail(req, reply, error, member);
     }
   }
 
   @Get('callback')
   async callback(@Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+    let member = false;
     try {
       if (!this.enabled) throw new SignInRefused('not_configured');
       const query = new URL(req.url, 'http://gateway.invalid').searchParams;
@@ -114,6 +124,7 @@ export class OidcController {
       const handle = parseCookie(req.headers.cookie ?? '')[OIDC_COOKIE];
       const stored = handle ? await this.redis.getdel(this.attemptKey(handle)) : null;
       const attempt = stored ? (JSON.parse(stored) as Attempt) : null;
+      member = attempt?.for === 'member';
       if (!attempt || query.get('state') !== attempt.state) throw new SignInRefused('state_mismatch');
       if (query.has('error')) {
         this.log.warn(
@@ -141,6 +152,10 @@ export class OidcController {
         claims = { ...idToken, email: info.email, email_verified: info.email_verified };
       }
       const email = typeof claims.email === 'string' ? claims.email.trim().toLowerCase() : '';
+      if (member) {
+        await this.memberSignIn(req, reply, { ...claims, email });
+        return;
+      }
       const operators = new OperatorsRepository(this.db);
       const found = email ? await operators.findByEmail(email) : null;
       const identity = {
@@ -202,8 +217,49 @@ export class OidcController {
         .header('location', CONSOLE_PATH)
         .send();
     } catch (error) {
-      this.fail(req, reply, error);
+      this.fail(req, reply, error, member);
     }
+  }
+
+  /**
+   * A member's sign-in: the verified email names the member (no domain list, no provisioning: members
+   * exist before they sign in); the first sign-in links the identity, later ones must be the same.
+   */
+  private async memberSignIn(
+    req: FastifyRequest,
+    reply: FastifyReply,
+    claims: { iss: string; sub: string; email: string; email_verified?: unknown },
+  ): Promise<void> {
+    if (!claims.email) throw new SignInRefused('email_missing');
+    if (claims.email_verified !== true) throw new SignInRefused('email_unverified');
+    const sessions = new MemberSessionsRepository(this.db);
+    const found = await sessions.findMemberByEmail(claims.email);
+    if (!found) throw new SignInRefused('unknown_member');
+    if (found.suspendedAt) throw new SignInRefused('member_suspended');
+    const identity = identityKey({ issuer: claims.iss, subject: claims.sub });
+    if (found.oidcSubject && found.oidcSubject !== identity) throw new SignInRefused('identity_mismatch');
+    const actor = { type: 'member' as const, id: found.id, label: found.email ?? found.name, ip: req.ip };
+    const opened = await this.db.$transaction(async (tx) => {
+      const repo = new MemberSessionsRepository(tx);
+      if (!found.oidcSubject) await repo.linkOidc(found.id, identity);
+      const session = await repo.open(found.id, { ip: req.ip, userAgent: req.headers['user-agent'] });
+      await new AuditRepository(tx).append(actor, {
+        action: 'member.sign_in',
+        targetType: 'member',
+        targetId: found.id,
+        after: { method: 'oidc', issuer: claims.iss, ...(found.oidcSubject ? {} : { linked: true }) },
+      });
+      return session;
+    });
+    reply
+      .code(302)
+      .header('cache-control', 'no-store')
+      .header('set-cookie', [
+        this.attemptCookie(req, '', true),
+        accountCookie(opened.token, req.protocol === 'https'),
+      ])
+      .header('location', ACCOUNT_PATH)
+      .send();
   }
 
   /** The provider's configuration, discovered once (again after a failure). */
@@ -256,14 +312,14 @@ export class OidcController {
   }
 
   /** Back to the sign-in page with a code the console explains; never a 500. */
-  private fail(req: FastifyRequest, reply: FastifyReply, error: unknown): void {
+  private fail(req: FastifyRequest, reply: FastifyReply, error: unknown, member = false): void {
     const code = errorCode(error);
     if (!(error instanceof SignInRefused)) this.log.warn({ err: error, code }, 'single sign-on failed');
     reply
       .code(302)
       .header('cache-control', 'no-store')
       .header('set-cookie', this.attemptCookie(req, '', true))
-      .header('location', `${CONSOLE_PATH}?sso_error=${code}`)
+      .header('location', `${member ? ACCOUNT_PATH : CONSOLE_PATH}?sso_error=${code}`)
       .send();
   }
 }
