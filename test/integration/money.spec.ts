@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { formatMoney } from '@infer/contracts';
+import { formatMoney, SelfUsageSchema } from '@infer/contracts';
 import { usageTotal } from '@infer/persistence';
 import { Redis } from 'ioredis';
 import OpenAI from 'openai';
@@ -245,6 +245,15 @@ describe('prices, cost, budgets and alerts', () => {
       overrides: { budget: { member_per_month: budget } },
     });
     assert.deepEqual([state?.name, state?.limit, state?.used], ['member.budget_per_month', limit, spent]);
+    // GET /v1/usage, through the SDK with the key itself: the same cost and the budget among its limits.
+    const own = SelfUsageSchema.parse(
+      await new OpenAI({ baseURL: `${third.url}/v1`, apiKey: k.key, maxRetries: 0 }).get('/usage'),
+    );
+    assert.equal(own.currency, 'usd');
+    assert.equal(own.member.usage.cost, formatMoney(spent));
+    assert.equal(own.key?.usage.cost, formatMoney(spent));
+    const ownBudget = own.limits.find((l) => l.name === 'member.budget_per_month');
+    assert.deepEqual([ownBudget?.limit, ownBudget?.used, ownBudget?.unit], [limit, spent, 'nano_usd']);
     // Past the burst, by the SDK on another replica: a request that does not fit what is left is refused
     // or, like any last request admitted (docs/api-decisions.md, output reservation), passes the budget
     // once; then the budget is spent and the next request is refused.

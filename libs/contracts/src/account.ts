@@ -141,6 +141,8 @@ export const UsageTotalsSchema = z
     prompt_tokens: z.number().int(),
     completion_tokens: z.number().int(),
     total_tokens: z.number().int(),
+    /** What these requests cost, in dollars as an exact decimal string (stored with each request at the prices then). */
+    cost: z.string(),
   })
   .meta({ id: 'UsageTotals' });
 export type UsageTotals = z.infer<typeof UsageTotalsSchema>;
@@ -161,6 +163,8 @@ export const SelfUsageSchema = z
      * its end. Usage below counts the UTC days this period touches.
      */
     period: z.object({ start: z.number().int(), end: z.number().int() }),
+    /** The currency of every `cost` and of the budgets' dollar figures. */
+    currency: z.literal('usd'),
     member: z.object({ id: z.string(), tier: TierSchema, usage: UsageTotalsSchema }),
     /** The calling key (GET /v1/usage); null on the account page, which shows the member's keys together. */
     key: z
@@ -170,7 +174,8 @@ export const SelfUsageSchema = z
     daily: z.array(UsageDayRowSchema),
     /**
      * Every limit of the key and of its member right now: used, remaining and when it resets (rate
-     * limits per minute or day, quotas, the monthly allowance). Empty when limits are off.
+     * limits per minute or day, quotas, the monthly allowance, the money budgets in `nano_usd`). Empty
+     * when limits are off.
      */
     limits: z.array(LimitStateSchema),
   })

@@ -396,7 +396,7 @@ function UsageSection(props: { usage: SelfUsage | undefined; error: unknown }) {
           <p>
             Period {utc(u.period.start)} to {utc(u.period.end)}:{' '}
             {u.member.usage.requests.toLocaleString('en')} requests,{' '}
-            {u.member.usage.total_tokens.toLocaleString('en')} tokens (all your keys).
+            {u.member.usage.total_tokens.toLocaleString('en')} tokens, ${u.member.usage.cost} (all your keys).
           </p>
           <h3>Limits and allowances</h3>
           {u.limits.length === 0 ? (
@@ -446,6 +446,7 @@ function UsageSection(props: { usage: SelfUsage | undefined; error: unknown }) {
                   <th scope="col">Model</th>
                   <th scope="col">Requests</th>
                   <th scope="col">Tokens</th>
+                  <th scope="col">Cost (USD)</th>
                 </tr>
               </thead>
               <tbody>
@@ -457,6 +458,7 @@ function UsageSection(props: { usage: SelfUsage | undefined; error: unknown }) {
                     </td>
                     <td data-label="Requests">{d.requests.toLocaleString('en')}</td>
                     <td data-label="Tokens">{d.total_tokens.toLocaleString('en')}</td>
+                    <td data-label="Cost (USD)">${d.cost}</td>
                   </tr>
                 ))}
               </tbody>

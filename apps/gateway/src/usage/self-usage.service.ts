@@ -1,4 +1,11 @@
-import type { CatalogEntry, LimitState, SelfUsage, Tier, UsageTotals } from '@infer/contracts';
+import {
+  type CatalogEntry,
+  formatMoney,
+  LimitState,
+  SelfUsage,
+  Tier,
+  type UsageTotals,
+} from '@infer/contracts';
 import type { Db } from '@infer/persistence/lazy';
 import { Inject, Injectable } from '@nestjs/common';
 import { CatalogService } from '../catalog/catalog.service.js';
@@ -23,21 +30,29 @@ export interface UsageSubject {
   } | null;
 }
 
-const zero = (): UsageTotals => ({ requests: 0, prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 });
+/** Totals while summing: cost in nano-dollars (exact; formatted once at the end). */
+type Sum = Omit<UsageTotals, 'cost'> & { nanos: bigint };
 
-function add(t: UsageTotals, r: UsageTotals): void {
+const zero = (): Sum => ({ requests: 0, prompt_tokens: 0, completion_tokens: 0, total_tokens: 0, nanos: 0n });
+
+function add(t: Sum, r: Sum): void {
   t.requests += r.requests;
   t.prompt_tokens += r.prompt_tokens;
   t.completion_tokens += r.completion_tokens;
   t.total_tokens += r.total_tokens;
+  t.nanos += r.nanos;
+}
+
+function totals({ nanos, ...t }: Sum): UsageTotals {
+  return { ...t, cost: formatMoney(nanos) };
 }
 
 /**
  * The one read behind GET /v1/usage and the account page's usage: a member's (and key's) usage of
  * the current billing period from the daily rollup the ledger writer keeps, and every limit's live
- * state from the limits engine (the same counters admission uses). Never takes a member or key id
- * from a request's parameters: the subject is the caller's own credential. When prices and budgets
- * land, their cost and budget fields are added here, once, for both.
+ * state from the limits store (the same counters admission uses). Never takes a member or key id
+ * from a request's parameters: the subject is the caller's own credential. Cost is the sum of each
+ * request's stored cost (prices at the time of use); the money budgets are limits (unit `nano_usd`).
  */
 @Injectable()
 export class SelfUsageService {
@@ -54,10 +69,19 @@ export class SelfUsageService {
     const toDay = new Date(Math.floor(now / DAY_MS) * DAY_MS).toISOString().slice(0, 10);
     const [rows, limits] = await Promise.all([
       this.db.$queryRaw<
-        Array<{ day: string; model: string; keyId: string; r: number; p: number; c: number; t: number }>
+        Array<{
+          day: string;
+          model: string;
+          keyId: string;
+          r: number;
+          p: number;
+          c: number;
+          t: number;
+          n: string | null;
+        }>
       >`SELECT to_char("day", 'YYYY-MM-DD') AS day, "model", "keyId",
                "requests"::int AS r, "promptTokens"::float8 AS p, "completionTokens"::float8 AS c,
-               "totalTokens"::float8 AS t
+               "totalTokens"::float8 AS t, "cost"::text AS n
           FROM "UsageDaily"
          WHERE "memberId" = ${subject.memberId}
            AND "day" BETWEEN ${fromDay}::date AND ${toDay}::date`,
@@ -65,9 +89,15 @@ export class SelfUsageService {
     ]);
     const member = zero();
     const key = zero();
-    const byDayModel = new Map<string, SelfUsage['daily'][number]>();
+    const byDayModel = new Map<string, Sum & { day: string; model: string }>();
     for (const row of rows) {
-      const t = { requests: row.r, prompt_tokens: row.p, completion_tokens: row.c, total_tokens: row.t };
+      const t = {
+        requests: row.r,
+        prompt_tokens: row.p,
+        completion_tokens: row.c,
+        total_tokens: row.t,
+        nanos: BigInt(row.n ?? '0'),
+      };
       add(member, t);
       if (subject.key && row.keyId === subject.key.id) add(key, t);
       const id = `${row.day} ${row.model}`;
@@ -78,16 +108,17 @@ export class SelfUsageService {
       }
       add(d, t);
     }
-    const daily = [...byDayModel.values()].sort((a, b) =>
-      a.day === b.day ? a.model.localeCompare(b.model) : a.day.localeCompare(b.day),
-    );
+    const daily = [...byDayModel.values()]
+      .sort((a, b) => (a.day === b.day ? a.model.localeCompare(b.model) : a.day.localeCompare(b.day)))
+      .map(({ day, model, ...sum }) => ({ day, model, ...totals(sum) }));
     return {
       object: 'usage',
       at: Math.floor(now / 1000),
       period: { start: Math.floor(period.start / 1000), end: Math.floor(period.end / 1000) },
-      member: { id: subject.memberId, tier: subject.tier, usage: member },
+      currency: 'usd',
+      member: { id: subject.memberId, tier: subject.tier, usage: totals(member) },
       key: subject.key
-        ? { id: subject.key.id, name: subject.key.name, prefix: subject.key.prefix, usage: key }
+        ? { id: subject.key.id, name: subject.key.name, prefix: subject.key.prefix, usage: totals(key) }
         : null,
       daily,
       limits,
