@@ -6,14 +6,16 @@
 # be running: scripts/services.sh (or scripts/setup.sh) starts them.
 #
 # Environment (defaults in scripts/lib.sh): DATABASE_URL REDIS_URL NATS_URL PORT HOST ALLOW_INSECURE_HTTP,
-# plus START_TIMEOUT (seconds to wait for readiness, default 60).
+# plus START_TIMEOUT (seconds to wait for readiness, default 300: the first start compiles every TypeScript
+# file of eight apps at once, which takes minutes on a small or busy machine; an app that exits is
+# reported at once, so the timeout only bounds a start that hangs).
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 require_node
 stack_env_defaults
-TIMEOUT="${START_TIMEOUT:-60}"
+TIMEOUT="${START_TIMEOUT:-300}"
 
 # The address to probe: a wildcard bind is reached on loopback.
 PROBE_HOST="$HOST"
@@ -72,16 +74,22 @@ fail() {
 }
 
 deadline=$((SECONDS + TIMEOUT))
+started_at=$SECONDS next_note=$((SECONDS + 30))
 while :; do
   status="$(http_status /readyz 2>/dev/null || true)"
   [[ "$status" == 200 ]] && break
   for app in "${started[@]}"; do
     pid_alive "$RUN_DIR/$app.pid" || fail "$app exited during start-up (see its log above)"
   done
-  ((SECONDS < deadline)) || fail "gateway not ready after ${TIMEOUT}s (last GET /readyz status: ${status:-no answer})"
+  ((SECONDS < deadline)) ||
+    fail "gateway not ready after ${TIMEOUT}s (last GET /readyz status: ${status:-no answer}); on a slow machine wait longer: START_TIMEOUT=600 bash scripts/start.sh"
+  if ((SECONDS >= next_note)); then
+    info "waiting for the gateway to be ready ($((SECONDS - started_at))s so far, GET /readyz: ${status:-no answer yet}; at most ${TIMEOUT}s, START_TIMEOUT)"
+    next_note=$((SECONDS + 30))
+  fi
   sleep 0.5
 done
-info "gateway ready: GET $BASE/readyz -> 200"
+info "gateway ready after $((SECONDS - started_at))s: GET $BASE/readyz -> 200"
 
 echo
 echo "Inference API base URL: $BASE/v1"
