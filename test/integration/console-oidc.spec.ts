@@ -17,6 +17,7 @@ import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { OidcConfigSchema } from '@infer/contracts';
 import { MembersRepository, OperatorsRepository } from '@infer/persistence';
+import OpenAI from 'openai';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { type RunningGateway, startGateway } from '../../apps/gateway/src/app.js';
 import { freePort } from '../../bench/support.js';
@@ -199,6 +200,24 @@ describe('operator console: single sign-on with OpenID Connect', { skip: noChrom
     assert.ok(!cookies.some((c) => c.name === 'infer_console_session'));
     const console = await page.evaluate("fetch('/admin/session').then((r) => r.status)");
     assert.equal(console, 401);
+    // The member signed in by single sign-on makes a key, uses it through the SDK and revokes it.
+    await page.getByRole('button', { name: 'Create a key' }).click();
+    await page.getByLabel('Name').fill('sso laptop');
+    await page.getByRole('button', { name: 'Create key', exact: true }).click();
+    const secret = page.getByTestId('minted-key');
+    await secret.waitFor();
+    const key = ((await secret.textContent()) ?? '').trim();
+    await page.getByRole('button', { name: 'I have stored the key' }).click();
+    const sdk = new OpenAI({ baseURL: stack.baseURL, apiKey: key, maxRetries: 0 });
+    assert.ok((await sdk.models.list()).data.length > 0);
+    await page.getByRole('button', { name: 'Revoke sso laptop' }).click();
+    await page.getByRole('button', { name: 'Revoke key', exact: true }).click();
+    await page.getByText(/^revoked /).waitFor();
+    const after = await sdk.models.list().then(
+      () => 200,
+      (e: unknown) => (e instanceof OpenAI.APIError ? e.status : e),
+    );
+    assert.equal(after, 401);
     // An email no member has, and an operator's email, are refused with their message.
     for (const login of ['nobody@example.com', 'ada@example.com']) {
       const refused = await ssoFlow(login, '/account/');
