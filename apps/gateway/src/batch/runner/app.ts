@@ -46,6 +46,7 @@ export const BatchRunnerEnvSchema = GatewayEnvFields.pick({
   LIMITS_ENABLED: true,
   LIMITS_FILE: true,
   LIMITS_REDIS_PREFIX: true,
+  ALERT_THRESHOLDS: true,
   CATALOG_REFRESH_MS: true,
   ...pickAll(FileStoreEnvShape),
   FILE_RETENTION_DAYS: true,
@@ -121,6 +122,8 @@ async function openRunner(config: BatchRunnerConfig, log: Logger): Promise<Parts
     LIMITS_ENABLED: config.LIMITS_ENABLED,
     LIMITS_FILE: config.LIMITS_FILE,
     LIMITS_REDIS_PREFIX: config.LIMITS_REDIS_PREFIX,
+    // Batch lines count toward the allowances and budgets: their thresholds alert as the gateway's do.
+    ALERT_THRESHOLDS: config.ALERT_THRESHOLDS,
   } as GatewayConfig;
   const catalog = new CatalogService(persistence.catalogSource, gatewaySettings, log);
   await catalog.onModuleInit();
