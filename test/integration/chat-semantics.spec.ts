@@ -832,7 +832,12 @@ describe('chat semantics through the gateway (openai SDK, simulator engines)', (
         assert.match(String(e.param), /^input/);
       }
       await bad(
-        client.responses.create({ model: 'chat-E', input: 'x', tools: [{ type: 'web_search' }] } as never),
+        // web_search is run by the platform (responses-web-search.spec.ts); file_search is not offered.
+        client.responses.create({
+          model: 'chat-E',
+          input: 'x',
+          tools: [{ type: 'file_search', vector_store_ids: ['vs_1'] }],
+        } as never),
         'tools[0].type',
       );
       await bad(

@@ -249,9 +249,9 @@ describe('operator console in Chromium', {
     await page.getByRole('button', { name: 'Export CSV' }).click();
     const csv = readFileSync((await (await download).path()) ?? '', 'utf8');
     assert.match(csv, /^day,model,requests,errors/);
-    // Cost beside tokens (ADR 0101): this stack's catalog has no prices, so 0.
-    assert.match(csv, /^day,model,requests,errors,prompt_tokens,completion_tokens,total_tokens,cost_usd\n/);
-    assert.match(csv, /\d{4}-\d{2}-\d{2},chat-A,\d+,\d+,\d+,\d+,\d+,0\n/);
+    // Cost beside tokens (ADR 0101): this stack's catalog has no prices, so 0. Lines end in CRLF (RFC 4180).
+    assert.match(csv, /^day,model,requests,errors,prompt_tokens,completion_tokens,total_tokens,cost_usd\r\n/);
+    assert.match(csv, /\d{4}-\d{2}-\d{2},chat-A,\d+,\d+,\d+,\d+,\d+,0\r\n/);
     assert.match(csv, /\d{4}-\d{2}-\d{2},chat-A,\d+/);
     await page.getByRole('navigation').getByRole('link', { name: 'Overview' }).click();
     await page

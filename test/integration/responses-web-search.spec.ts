@@ -244,7 +244,10 @@ describe('hosted web_search in /v1/responses (scripted engine, real search path)
       { timeoutMs: 20_000, everyMs: 100 },
     );
     const refused = rows.filter((u) => u.model === 'search-model' && u.status === 429);
-    assert.ok(refused.length >= 1, JSON.stringify(rows));
+    assert.ok(
+      refused.length >= 1,
+      JSON.stringify(rows, (_, v) => (typeof v === 'bigint' ? String(v) : v)),
+    );
     for (const u of refused) assert.ok(u.totalTokens > 0, 'the first round is metered');
     assert.equal(rows.filter((u) => u.model === 'web-search').length, 1);
   });
