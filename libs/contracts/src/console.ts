@@ -609,8 +609,11 @@ export const RequestLogEntrySchema = z
     latency_ms: z.number().int(),
     first_token_ms: z.number().int().nullable(),
     trace_id: z.string().nullable(),
-    cost: z.string().nullable().describe('Not filled yet: null'),
-    engine_endpoint: z.string().nullable().describe('Not filled yet: null'),
+    cost: z
+      .string()
+      .nullable()
+      .describe('What the request cost, in dollars as a decimal string (null: refused before it ran)'),
+    engine_endpoint: z.string().nullable().describe('Not recorded yet: null'),
   })
   .meta({ id: 'RequestLogEntry' });
 export type RequestLogEntry = z.infer<typeof RequestLogEntrySchema>;
