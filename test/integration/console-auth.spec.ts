@@ -4,38 +4,19 @@
  * real gateway is driven over HTTP the way the console's browser code does (cookie + X-CSRF-Token).
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { AuditListSchema, ErrorBodySchema, SessionSchema } from '@infer/contracts';
 import { Redis } from 'ioredis';
+import { runAdminCli } from '../support/processes.js';
 import { type Stack, startStack } from './harness.js';
 
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const ADMIN_TOKEN = 'console-admin-token-0123456789';
 const OWNER = { email: 'owner@example.com', password: 'owner password 123' };
 const VIEWER = { email: 'viewer@example.com', password: 'viewer password 123' };
 
 function cli(args: string[], env: Record<string, string>, stdin: string) {
-  return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
-    const child = spawn(
-      process.execPath,
-      ['--conditions=source', '--import', './tools/ts-register.js', 'apps/admin-cli/src/main.ts', ...args],
-      { cwd: ROOT, env: { ...process.env, ...env } },
-    );
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => {
-      stdout += d;
-    });
-    child.stderr.on('data', (d) => {
-      stderr += d;
-    });
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-    child.stdin.end(stdin);
-  });
+  return runAdminCli(args, env, { stdin });
 }
 
 interface Browser {

@@ -3,11 +3,11 @@
 // ip_not_allowed, X-Forwarded-For simulates client addresses), rotation with a grace (one stable id,
 // the old secret until its grace ends), through the admin API and the admin CLI (--json).
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { MembersRepository } from '@infer/persistence';
 import OpenAI from 'openai';
+import { runAdminCli } from '../support/processes.js';
 import { waitFor } from '../support/wait-for.js';
 import { apiError, type Stack, startStack } from './harness.js';
 import { ADMIN_TOKEN } from './limits-support.js';
@@ -57,28 +57,10 @@ describe('key lifecycle', () => {
   };
 
   const cli = (...args: string[]) =>
-    new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-      const child = spawn(
-        process.execPath,
-        ['--conditions=source', '--import', './tools/ts-register.js', 'apps/admin-cli/src/main.ts', ...args],
-        {
-          env: {
-            ...process.env,
-            DATABASE_URL: stack.databaseUrl,
-            NATS_URL: String(stack.gatewayEnv.NATS_URL ?? 'nats://127.0.0.1:4222'),
-            MODEL_SUBJECT_PREFIX: String(stack.gatewayEnv.MODEL_SUBJECT_PREFIX ?? ''),
-          },
-        },
-      );
-      let stdout = '';
-      let stderr = '';
-      child.stdout.on('data', (d) => {
-        stdout += d;
-      });
-      child.stderr.on('data', (d) => {
-        stderr += d;
-      });
-      child.on('close', (code) => resolve({ code, stdout, stderr }));
+    runAdminCli(args, {
+      DATABASE_URL: stack.databaseUrl,
+      NATS_URL: String(stack.gatewayEnv.NATS_URL ?? 'nats://127.0.0.1:4222'),
+      MODEL_SUBJECT_PREFIX: String(stack.gatewayEnv.MODEL_SUBJECT_PREFIX ?? ''),
     });
 
   it('an expired key gets 401 key_expired; the CLI mints with --expires-in and clears it with --expires-at never', async () => {

@@ -1,7 +1,6 @@
 // Every limit of the spec through the gateway and the official openai SDK: status, code, type and
 // headers; period roll-overs with the gateway's injectable clock; rebuild from the ledger; /admin.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { AdminUsageReportSchema, KeyLimitsStateSchema } from '@infer/contracts';
@@ -10,6 +9,7 @@ import { Redis } from 'ioredis';
 import OpenAI from 'openai';
 import { type RunningGateway, startGateway } from '../../apps/gateway/src/app.js';
 import { estimatePromptTokens } from '../../apps/gateway/src/limits/estimate.js';
+import { runAdminCli } from '../support/processes.js';
 import { apiError, type Stack, startStack } from './harness.js';
 import { ADMIN_TOKEN, newKey, TestClock, writeCatalog, writeLimitsFile } from './limits-support.js';
 
@@ -330,30 +330,10 @@ describe('limits through the gateway (openai SDK)', () => {
     it('the admin CLI shows the live state through the admin API', async () => {
       const k = await newKey(stack, 'inference', { key: { concurrent: 3 } });
       await k.client.chat.completions.create({ model: 'chat-B', messages: hi, max_tokens: 1 });
-      const out = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-        const child = spawn(
-          process.execPath,
-          [
-            '--conditions=source',
-            '--import',
-            './tools/ts-register.js',
-            'apps/admin-cli/src/main.ts',
-            'key',
-            'limits',
-            k.keyId,
-            '--json',
-          ],
-          { env: { ...process.env, DATABASE_URL: stack.databaseUrl, GATEWAY_URL: stack.url, ADMIN_TOKEN } },
-        );
-        let stdout = '';
-        let stderr = '';
-        child.stdout.on('data', (d) => {
-          stdout += d;
-        });
-        child.stderr.on('data', (d) => {
-          stderr += d;
-        });
-        child.on('close', (code) => resolve({ code, stdout, stderr }));
+      const out = await runAdminCli(['key', 'limits', k.keyId, '--json'], {
+        DATABASE_URL: stack.databaseUrl,
+        GATEWAY_URL: stack.url,
+        ADMIN_TOKEN,
       });
       assert.equal(out.code, 0, out.stderr);
       const { state } = JSON.parse(out.stdout);

@@ -8,9 +8,7 @@
  * not a member's and a member's is not an operator's. The keys are used through the `openai` SDK.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import {
   AccountKeyListSchema,
   AccountMintedKeySchema,
@@ -27,10 +25,10 @@ import { ADMIN_ROUTE } from '../../apps/gateway/src/admin/access/admin-route.js'
 import { ADMIN_CONTROLLERS } from '../../apps/gateway/src/admin/admin.module.js';
 import { type RunningGateway, startGateway } from '../../apps/gateway/src/app.js';
 import { IS_PUBLIC } from '../../apps/gateway/src/auth/public.decorator.js';
+import { runAdminCli } from '../support/processes.js';
 import { waitFor } from '../support/wait-for.js';
 import { type LiveStack, startLiveStack } from './harness.js';
 
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const ADMIN_TOKEN = 'members-admin-token-0123456789';
 const MAX_KEYS = 3;
 const HTTP = ['GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'ALL', 'OPTIONS', 'HEAD'];
@@ -62,23 +60,7 @@ function routesOf(cls: new (...args: never[]) => unknown) {
 }
 
 function cli(args: string[], env: Record<string, string>) {
-  return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
-    const child = spawn(
-      process.execPath,
-      ['--conditions=source', '--import', './tools/ts-register.js', 'apps/admin-cli/src/main.ts', ...args],
-      { cwd: ROOT, env: { ...process.env, ...env } },
-    );
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => {
-      stdout += d;
-    });
-    child.stderr.on('data', (d) => {
-      stderr += d;
-    });
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
+  return runAdminCli(args, env);
 }
 
 describe('member accounts: invitations, sessions, own keys, usage, isolation', () => {

@@ -1,17 +1,14 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { GatewaySubjects } from '@infer/contracts';
 import { dropDatabase, hashApiKey } from '@infer/persistence';
 import { createTestDatabase, type TestDatabase } from '@infer/persistence/testing';
 import { connect } from '@nats-io/transport-node';
-
-const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+import { runAdminCli } from '../../../test/support/processes.js';
 
 interface Result {
   code: number | null;
@@ -20,23 +17,7 @@ interface Result {
 }
 
 function cli(args: string[], env: Record<string, string>): Promise<Result> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(
-      process.execPath,
-      ['--conditions=source', '--import', './tools/ts-register.js', 'apps/admin-cli/src/main.ts', ...args],
-      { cwd: ROOT, env: { ...process.env, ...env, DEBUG: '' } },
-    );
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => {
-      stdout += d;
-    });
-    child.stderr.on('data', (d) => {
-      stderr += d;
-    });
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
+  return runAdminCli(args, env);
 }
 
 describe('admin CLI end to end', () => {

@@ -1,31 +1,12 @@
 // The admin CLI's limits and usage commands, end to end on a throw-away database.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { createRepositories, type Repositories } from '@infer/persistence';
 import { createTestDatabase, type TestDatabase } from '@infer/persistence/testing';
-
-const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+import { runAdminCli } from '../../../test/support/processes.js';
 
 function cli(args: string[], env: Record<string, string>) {
-  return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
-    const child = spawn(
-      process.execPath,
-      ['--conditions=source', '--import', './tools/ts-register.js', 'apps/admin-cli/src/main.ts', ...args],
-      { cwd: ROOT, env: { ...process.env, GATEWAY_URL: '', ADMIN_TOKEN: '', ...env, DEBUG: '' } },
-    );
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => {
-      stdout += d;
-    });
-    child.stderr.on('data', (d) => {
-      stderr += d;
-    });
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
+  return runAdminCli(args, { GATEWAY_URL: '', ADMIN_TOKEN: '', ...env });
 }
 
 describe('admin CLI: key limits and usage reports', () => {
