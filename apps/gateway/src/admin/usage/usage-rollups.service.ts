@@ -30,6 +30,18 @@ const GROUP_FIELD = { model: 'model', member: 'member_id', key: 'key_id' } as co
  *   GET /admin/usage/daily?from=YYYY-MM-DD&to=YYYY-MM-DD&member=&key=&model=&group_by=model|member|key|none&top=50
  *   GET /admin/usage/hourly?hours=24    platform-wide, per model and hour
  */
+
+/** One day (and group) of a rollup query: requests, errors, prompt/completion/total tokens, cost in nano-dollars as text. */
+interface RollupRow {
+  day: string;
+  g: string | null;
+  r: number;
+  e: number;
+  p: number;
+  c: number;
+  t: number;
+  m: string | null;
+}
 @Injectable()
 export class UsageRollupsService {
   constructor(@Inject(PRISMA) private readonly db: Db) {}
@@ -53,16 +65,7 @@ export class UsageRollupsService {
     if (!q.member && !q.key && (q.group_by === 'model' || q.group_by === 'none')) {
       // Platform-wide per model: the hourly per-model rollup holds the same totals in far fewer rows.
       const rows = await this.db.$queryRaw<
-        Array<{
-          day: string;
-          g: string | null;
-          r: number;
-          e: number;
-          p: number;
-          c: number;
-          t: number;
-          m: string | null;
-        }>
+        RollupRow[]
       >`SELECT to_char(("hour" AT TIME ZONE 'UTC')::date, 'YYYY-MM-DD') AS day,
                ${q.group_by === 'model' ? PrismaSql.sql`"model"` : PrismaSql.sql`NULL`}::text AS g,
                sum("requests")::int AS r, sum("errors")::int AS e, sum("promptTokens")::float8 AS p,
@@ -109,18 +112,7 @@ export class UsageRollupsService {
               SELECT n."memberId", ${daySum(PrismaSql.sql`n."memberId"`)} AS t
                 FROM ub n WHERE n.u >= (SELECT t FROM bar))
             SELECT "memberId" FROM exact WHERE t IS NOT NULL ORDER BY t DESC, 1 LIMIT ${q.top}`;
-      const rows = await this.db.$queryRaw<
-        Array<{
-          day: string;
-          g: string | null;
-          r: number;
-          e: number;
-          p: number;
-          c: number;
-          t: number;
-          m: string | null;
-        }>
-      >`WITH top AS (${ranked})
+      const rows = await this.db.$queryRaw<RollupRow[]>`WITH top AS (${ranked})
         SELECT to_char("day", 'YYYY-MM-DD') AS day, ${g}::text AS g, sum("requests")::int AS r,
                sum("errors")::int AS e, sum("promptTokens")::float8 AS p, sum("completionTokens")::float8 AS c,
                sum("totalTokens")::float8 AS t, sum("cost")::text AS m
@@ -130,18 +122,7 @@ export class UsageRollupsService {
     }
     const cond = PrismaSql.join(where, ' AND ');
     // Grouped: only the `top` groups by tokens over the range, so a chart of all members stays small.
-    const rows = await this.db.$queryRaw<
-      Array<{
-        day: string;
-        g: string | null;
-        r: number;
-        e: number;
-        p: number;
-        c: number;
-        t: number;
-        m: string | null;
-      }>
-    >`WITH top AS (
+    const rows = await this.db.$queryRaw<RollupRow[]>`WITH top AS (
         SELECT ${group ?? PrismaSql.sql`NULL`}::text AS g FROM "UsageDaily" WHERE ${cond}
          GROUP BY 1 ORDER BY sum("totalTokens") DESC, 1 LIMIT ${group ? q.top : 1})
       SELECT to_char("day", 'YYYY-MM-DD') AS day, ${group ?? PrismaSql.sql`NULL`}::text AS g,
@@ -157,16 +138,7 @@ export class UsageRollupsService {
     fromDay: string,
     toDay: string,
     groupBy: 'model' | 'member' | 'key' | 'none',
-    rows: Array<{
-      day: string;
-      g: string | null;
-      r: number;
-      e: number;
-      p: number;
-      c: number;
-      t: number;
-      m: string | null;
-    }>,
+    rows: RollupRow[],
   ): Promise<DailyUsage> {
     const names = await this.names(groupBy, [...new Set(rows.map((r) => r.g).filter((g) => g !== null))]);
     return {
