@@ -28,7 +28,6 @@ import { ImageDelivery } from './images/image-delivery.service.js';
 import { BullQueues } from './infra/bull-queues.service.js';
 import { CATALOG_SOURCE, FILE_STORE, LOGGER, NATS, PG, PRISMA, REDIS } from './infra/tokens.js';
 import { LimitsService } from './limits/limits.service.js';
-import { SpendService } from './limits/spend.service.js';
 import { McpEndpoint } from './mcp/mcp.endpoint.js';
 import { MessagesController } from './messages/messages.controller.js';
 import { MetricsController } from './metrics/metrics.controller.js';
@@ -159,7 +158,6 @@ export class AppModule {
         CatalogService,
         LimitsService,
         // Per-member and per-key cost and budget reads (GET /v1/usage, the console).
-        SpendService,
         ModelGateway,
         SearchGateway,
         HostedSearch,
