@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every check (the README's second command; `npm test` runs this too), on a fresh machine too:
-#   backing services (scripts/services.sh), Debian's chromium for the browser tests, npm packages when
+#   backing services (scripts/services.sh), git, Debian's chromium for the browser tests, npm packages when
 #   missing or stale, Prisma client, kubectl for the manifest tests (scripts/kubectl.sh), typecheck
 #   (tsc), lint and format check (biome), the layout rules (tools/check-layout.js), then every spec
 #   (node tools/test.js).
@@ -9,6 +9,18 @@
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+# git: the docs and layout tests list the repository's tracked files (a minimal Debian has no git when the
+# checkout was copied in). Installed once when missing.
+ensure_git() {
+  command -v git >/dev/null 2>&1 && return 0
+  if ! _node_can_apt; then
+    warn "git is missing and apt-get is not usable (needs root or sudo): the docs tests will fail"
+    return 0
+  fi
+  _node_as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq || warn "apt-get update failed"
+  _node_apt_install git || warn "could not install git: the docs tests will fail"
+}
 
 # The browser tests (the operator console's and test/integration/compat-browser.spec.ts) drive Debian's
 # chromium with playwright-core (never a browser download). Installed once when missing; idempotent.
@@ -41,6 +53,7 @@ ensure_podman() {
 
 require_node
 bash "$REPO_ROOT/scripts/services.sh"
+ensure_git
 ensure_chromium
 ensure_podman
 install_deps auto
