@@ -22,7 +22,7 @@ import type { CatalogSource } from './catalog/catalog.js';
 import { CatalogService } from './catalog/catalog.service.js';
 import { ErrorsFilter } from './common/errors.filter.js';
 import { GATEWAY_CONFIG, type GatewayConfig } from './config.js';
-import { BackingChecks } from './health/backing.js';
+import { BackingChecks } from './health/backing.service.js';
 import { HealthController } from './health/health.controller.js';
 import { CLOCK, systemClock } from './images/clock.js';
 import { ImageDelivery } from './images/image-delivery.service.js';

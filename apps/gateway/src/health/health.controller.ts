@@ -3,7 +3,7 @@ import { Controller, Get, Inject, Res } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import { Public } from '../auth/public.decorator.js';
 import { LOGGER } from '../infra/tokens.js';
-import { BackingChecks } from './backing.js';
+import { BackingChecks } from './backing.service.js';
 
 const KEYS = { postgresql: 'postgres', redis: 'redis', nats: 'nats' } as const;
 

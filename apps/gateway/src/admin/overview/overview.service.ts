@@ -7,7 +7,7 @@ import { Inject, Injectable, type OnApplicationShutdown, type OnModuleInit } fro
 import type { Redis } from 'ioredis';
 import { readTraffic, TrafficRecorder } from '../../call/observers/traffic.js';
 import { GATEWAY_CONFIG, type GatewayConfig } from '../../config.js';
-import { BackingChecks, type BackingState } from '../../health/backing.js';
+import { BackingChecks, type BackingState } from '../../health/backing.service.js';
 import { BullQueues } from '../../infra/bull-queues.service.js';
 import { LOGGER, NATS, REDIS } from '../../infra/tokens.js';
 import { MetricsService } from '../../metrics/metrics.service.js';
