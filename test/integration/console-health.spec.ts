@@ -19,6 +19,8 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Overview, RequestLogEntry } from '@infer/contracts';
 import { OperatorsRepository } from '@infer/persistence';
+import { type RunningService, startMicroservice } from '@infer/runtime';
+import { Module } from '@nestjs/common';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { startAudioService } from '../../apps/audio-service/src/app.js';
 import { type EmbeddingService, startEmbeddingService } from '../../apps/embedding-service/src/app.js';
@@ -41,6 +43,9 @@ import { runnerEnv } from './batch-support.js';
 import { type Stack, startStack, startStackLedger } from './harness.js';
 import { ADMIN_TOKEN } from './limits-support.js';
 
+@Module({})
+class ProbeModule {}
+
 const OWNER = { email: 'owner@example.com', password: 'owner password 123' };
 const WIDTHS = [1440, 390] as const;
 /** Every role this test starts, as the overview names them. */
@@ -60,6 +65,7 @@ describe('the console says whether the platform is healthy (Chromium)', { skip: 
   let ledger: LedgerWriter;
   let runner: RunningBatchRunner;
   let embedding: EmbeddingService;
+  let probe: RunningService | undefined;
   let otlp: OtlpReceiver;
   let viewer: TraceViewer;
   let browser: Browser;
@@ -140,6 +146,7 @@ describe('the console says whether the platform is healthy (Chromium)', { skip: 
 
   after(async () => {
     await browser?.close();
+    await probe?.stop();
     await runner?.stop();
     await ledger?.stop();
     await stack?.close();
@@ -254,6 +261,40 @@ describe('the console says whether the platform is healthy (Chromium)', { skip: 
     await page.context().close();
   });
 
+  it('an instance whose readiness check fails shows degraded with the failing check; InferEngineNotReady fires', async () => {
+    // A service started by this test on the stack's subjects with one readiness check of its own (the
+    // real StatusPublisher and readiness machinery; the check is what the test turns off and on).
+    let engineReady = true;
+    probe = await startMicroservice({
+      name: 'probe-service',
+      queue: 'probe-service',
+      module: ProbeModule,
+      env: { ...stack.gatewayEnv, LOG_LEVEL: 'silent' },
+      subjectPrefix: stack.gatewayEnv.MODEL_SUBJECT_PREFIX,
+      checks: () => [{ name: 'engines', check: () => engineReady }],
+    });
+    const page = await newPage();
+    const row = page.getByTestId('instances').locator('tr[data-service="probe-service"]');
+    await row.getByText('up', { exact: true }).waitFor({ timeout: 30_000 });
+    engineReady = false;
+    await row.getByText('degraded', { exact: true }).waitFor({ timeout: 30_000 });
+    await row.getByText(/not ready: engines failing, since \d\d:\d\d:\d\d UTC/).waitFor();
+    await page.getByText('probe-service: 0 up, 1 degraded', { exact: true }).waitFor();
+    const health = page.getByTestId('health');
+    await health.getByRole('heading', { name: 'The platform is degraded' }).waitFor();
+    await health.getByText(/^probe-service@\S+ is degraded \(not ready: engines failing\)\.$/).waitFor();
+    const alert = page.getByTestId('alerts').getByRole('row').filter({ hasText: 'InferEngineNotReady' });
+    await alert.getByText('probe-service: readiness check engines fails.').waitFor({ timeout: 30_000 });
+    await alert.getByText('firing', { exact: true }).waitFor();
+    await check(page, '04-overview-instance-degraded');
+    // Ready again: up, the alert resolved, healthy.
+    engineReady = true;
+    await row.getByText('up', { exact: true }).waitFor({ timeout: 30_000 });
+    await health.getByRole('heading', { name: 'The platform is healthy' }).waitFor({ timeout: 30_000 });
+    await page.getByTestId('no-alerts').waitFor();
+    await page.context().close();
+  });
+
   it('an instance stopped shows down; errors on its model fire InferHighErrorRate, listed with severity and since', async () => {
     const page = await newPage();
     const rowOf = (service: string) => page.getByTestId('instances').locator(`tr[data-service="${service}"]`);
@@ -265,7 +306,7 @@ describe('the console says whether the platform is healthy (Chromium)', { skip: 
     const health = page.getByTestId('health');
     await health.getByRole('heading', { name: 'The platform is down' }).waitFor();
     await health.getByText('No embedding-service instance is up.').waitFor();
-    await check(page, '04-overview-instance-down');
+    await check(page, '05-overview-instance-down');
 
     // Requests to its model now fail (5xx): more than 5 % of the last 5 minutes.
     const client = stack.client('premium');
@@ -295,7 +336,7 @@ describe('the console says whether the platform is healthy (Chromium)', { skip: 
     // The same threshold drawn on the chart of the same figure.
     const chart = page.getByRole('figure', { name: 'Server errors, % of requests per minute' });
     await chart.getByText('alert threshold (InferHighErrorRate)').waitFor();
-    await check(page, '05-overview-alert-firing');
+    await check(page, '06-overview-alert-firing');
     await page.context().close();
     assert.deepEqual(cspErrors, []);
   });

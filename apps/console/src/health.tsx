@@ -11,6 +11,27 @@ const bytes = (n: number) => `${Math.round(n / 1048576)} MB`;
 const duration = (s: number) =>
   s < 120 ? `${s} s` : s < 7200 ? `${Math.round(s / 60)} min` : `${Math.round(s / 3600)} h`;
 
+/**
+ * Text whose hyphenated words (service names, instance ids, `embed-model`) stay whole: a browser may
+ * break after a hyphen ("probe- / service") on a phone.
+ */
+export function Words(props: { text: string }) {
+  return (
+    <>
+      {props.text.split(/(\s+)/).map((w, i) =>
+        w.includes('-') ? (
+          // biome-ignore lint/suspicious/noArrayIndexKey: the words of one fixed text
+          <span className="nowrap" key={i}>
+            {w}
+          </span>
+        ) : (
+          w
+        ),
+      )}
+    </>
+  );
+}
+
 export function StateBadge(props: { state: 'up' | 'degraded' | 'down' | 'firing' | 'pending' }) {
   const cls =
     props.state === 'up'
@@ -48,7 +69,9 @@ export function HealthPanel(props: { o: Overview | undefined; now: number }) {
         {o.health.problems.length ? (
           <ul>
             {o.health.problems.map((p) => (
-              <li key={p}>{p}</li>
+              <li key={p}>
+                <Words text={p} />
+              </li>
             ))}
           </ul>
         ) : (
@@ -112,7 +135,11 @@ export function HealthPanel(props: { o: Overview | undefined; now: number }) {
                   <StateBadge state={a.state} />
                 </td>
                 <td data-label="Since">{a.since ? `${clock(a.since)} (${ago(a.since, now)})` : '-'}</td>
-                <td data-label="Summary">{a.summary}</td>
+                <td data-label="Summary">
+                  <span>
+                    <Words text={a.summary} />
+                  </span>
+                </td>
               </tr>
             ))}
           </tbody>
@@ -150,11 +177,13 @@ export function InstancesTable(props: { o: Overview | undefined; now: number }) 
       <tbody>
         {list.map((i) => (
           <tr key={i.instance} data-state={i.state} data-service={i.service}>
-            <td data-label="Service">{i.service}</td>
+            <td className="nowrap" data-label="Service">
+              {i.service}
+            </td>
             <td data-label="State">
               <span>
                 <StateBadge state={i.state} />
-                {i.reason ? ` ${i.reason}, since ${clock(i.since)}` : null}
+                {i.reason ? <Words text={` ${i.reason}, since ${clock(i.since)}`} /> : null}
               </span>
             </td>
             <td className="mono wide" data-label="Instance">

@@ -129,9 +129,18 @@ export function OverviewPage() {
   // The rollup for the hours before this one, the live counters for this one (hours.ts).
   const day = requestsPerModel24h(usage.data?.data ?? [], o, now);
   const waiting = (o?.queues ?? []).reduce((n, q) => n + (q.counts.waiting ?? 0), 0);
-  const services = new Map<string, number>();
-  for (const i of o?.instances ?? [])
-    if (i.state !== 'down') services.set(i.service, (services.get(i.service) ?? 0) + 1);
+  // Per service: how many instances are up, degraded, down (`chat-service: 2 up, 1 degraded`).
+  const services = new Map<string, Record<'up' | 'degraded' | 'down', number>>();
+  for (const i of o?.instances ?? []) {
+    const n = services.get(i.service) ?? { up: 0, degraded: 0, down: 0 };
+    n[i.state]++;
+    services.set(i.service, n);
+  }
+  const counts = (n: Record<'up' | 'degraded' | 'down', number>) =>
+    (['up', 'degraded', 'down'] as const)
+      .filter((k) => n[k] || k === 'up')
+      .map((k) => `${n[k]} ${k}`)
+      .join(', ');
   return (
     <section>
       <div className="titlebar">
@@ -151,7 +160,7 @@ export function OverviewPage() {
               <span key={s}>
                 {i ? ' · ' : ''}
                 <span className="nowrap">
-                  {s}: {n} up
+                  {s}: {counts(n)}
                 </span>
               </span>
             ))
