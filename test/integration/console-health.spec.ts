@@ -8,13 +8,17 @@
  *   why the platform is no longer healthy;
  * - requests to its model then fail with 5xx: the shipped rule InferHighErrorRate fires (the console's
  *   own evaluation; CONSOLE_ALERTS_FOR_S=0 so as not to wait its 10 minutes) and is listed;
+ * - an instance whose readiness check fails shows degraded, and InferEngineNotReady fires;
  * - a request's log row links to its trace in the trace viewer, and the viewer's link (a trace id)
- *   leads back to the request in the Logs page; the Logs lookup takes a trace id too.
+ *   leads back to the request in the Logs page; the Logs lookup takes a trace id too;
+ * - a replica with ALERTMANAGER_URL lists a stand-in Alertmanager's alerts, and says when it cannot.
  * Every page is checked with axe-core and the layout checker at 1440 and 390 px and screenshotted
  * into the folder printed at the start.
  */
 import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Overview, RequestLogEntry } from '@infer/contracts';
@@ -24,6 +28,7 @@ import { Module } from '@nestjs/common';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { startAudioService } from '../../apps/audio-service/src/app.js';
 import { type EmbeddingService, startEmbeddingService } from '../../apps/embedding-service/src/app.js';
+import { startGateway } from '../../apps/gateway/src/app.js';
 import { type RunningBatchRunner, startBatchRunner } from '../../apps/gateway/src/batch/runner/app.js';
 import { startImageService } from '../../apps/image-service/src/app.js';
 import type { LedgerWriter } from '../../apps/ledger-writer/src/app.js';
@@ -339,5 +344,70 @@ describe('the console says whether the platform is healthy (Chromium)', { skip: 
     await check(page, '06-overview-alert-firing');
     await page.context().close();
     assert.deepEqual(cspErrors, []);
+  });
+
+  it("with ALERTMANAGER_URL the overview lists Alertmanager's active alerts; unreachable, it says so and shows its own", async () => {
+    // A stand-in Alertmanager (test double of its GET /api/v2/alerts), and a second gateway replica
+    // of this stack configured with it.
+    let up = true;
+    const am = createServer((req, res) => {
+      if (!up || !req.url?.startsWith('/api/v2/alerts?active=true&silenced=false&inhibited=false')) {
+        res.writeHead(503).end();
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(
+        JSON.stringify([
+          {
+            labels: { alertname: 'InferLedgerLag', severity: 'critical' },
+            annotations: { summary: 'The ledger writer is more than 10,000 usage events behind.' },
+            startsAt: new Date(Date.now() - 120_000).toISOString(),
+            status: { state: 'active' },
+          },
+        ]),
+      );
+    });
+    await new Promise<void>((r) => am.listen(0, '127.0.0.1', r));
+    const replica = await startGateway({
+      ...stack.gatewayEnv,
+      ALERTMANAGER_URL: `http://127.0.0.1:${(am.address() as AddressInfo).port}`,
+    });
+    try {
+      const get = async () => {
+        const res = await fetch(`${replica.url}/admin/overview?minutes=5`, {
+          headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+        });
+        return ((await res.json()) as Overview).alerts;
+      };
+      const a = await get();
+      assert.equal(a.source, 'alertmanager');
+      assert.deepEqual(a.not_evaluated, []);
+      assert.deepEqual(
+        a.active.map((x) => [x.alert, x.severity, x.state, x.summary]),
+        [
+          [
+            'InferLedgerLag',
+            'critical',
+            'firing',
+            'The ledger writer is more than 10,000 usage events behind.',
+          ],
+        ],
+      );
+      up = false;
+      // The reader keeps an answer 10 s: wait for the next read to fail.
+      const failed = await waitFor(
+        'the console to notice Alertmanager is down',
+        async () => {
+          const x = await get();
+          return x.source === 'console' ? x : null;
+        },
+        { timeoutMs: 30_000, everyMs: 500 },
+      );
+      assert.match(failed.error ?? '', /^Alertmanager could not be read \(Alertmanager answered 503\)/);
+      assert.ok(failed.not_evaluated.includes('InferHighLatency'));
+    } finally {
+      await replica.close();
+      await new Promise<void>((r) => am.close(() => r()));
+    }
   });
 });
