@@ -109,6 +109,12 @@ describe('the console evaluates the shipped PrometheusRule', () => {
     x.instances = [
       inst('gateway', { state: 'degraded', checks: { postgresql: true, redis: false, nats: true } }),
       inst('gateway', { instance: 'gateway@h:2', state: 'down', reason: 'stopped: it shut down cleanly' }),
+      // Lost (silent): listed for 15 minutes, long after Kubernetes replaced it; not a not-ready pod.
+      inst('gateway', {
+        instance: 'gateway@h:3',
+        state: 'down',
+        reason: 'no status for 20 s: stopped answering',
+      }),
       inst('chat-service', { inflight: 150 }),
       inst('chat-service', {
         instance: 'chat-service@h:2',

@@ -57,11 +57,10 @@ export function breaches(x: AlertInputs): Breach[] {
   const serverPerS = server5 / (WINDOW_MIN * 60);
   if (serverPerS > 1 && !gateways.some((g) => g.state === 'up'))
     out.push({ alert: 'InferLimitsStoreDown', labels: {}, value: serverPerS });
-  // sum(kube_pod_status_ready{condition="false"}) > 0: a replica that is there but not ready, or gone
-  // without stopping (a pod that no longer answers its probe).
-  const notReady = gateways.filter(
-    (g) => g.state === 'degraded' || (g.state === 'down' && !g.reason?.startsWith('stopped')),
-  ).length;
+  // sum(kube_pod_status_ready{condition="false"}) > 0: a replica that answers but is not ready. One
+  // that went silent is not counted: it stays listed (down) for 15 minutes, long after Kubernetes has
+  // restarted or replaced it; the overview's verdict names it.
+  const notReady = gateways.filter((g) => g.state === 'degraded').length;
   if (notReady > 0) out.push({ alert: 'InferGatewayNotReady', labels: {}, value: notReady });
   // sum by (queue) (infer_bullmq_queue_jobs{state=~"waiting|prioritized"}) > 50
   for (const q of x.queues) {
