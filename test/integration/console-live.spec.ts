@@ -102,7 +102,7 @@ describe('operator console live pages in Chromium', { skip: noChromium }, () => 
     assert.ok((current ?? 0) >= 3 && (total ?? 0) >= (current ?? 0), `24 h row: ${total}, ${current}`);
     const row = page.getByRole('row', { name: /chat-B/ }).first();
     await row.waitFor();
-    const instances = page.getByRole('table', { name: 'Service instances that are up' });
+    const instances = page.getByRole('table', { name: 'Service instances and their state' });
     for (const service of ['gateway', 'chat-service', 'ledger-writer'])
       await instances
         .getByRole('row', { name: new RegExp(`^${service} .*7\\.7\\.7-e2e`) })

@@ -22,6 +22,7 @@ import type { CatalogSource } from './catalog/catalog.js';
 import { CatalogService } from './catalog/catalog.service.js';
 import { ErrorsFilter } from './common/errors.filter.js';
 import { GATEWAY_CONFIG, type GatewayConfig } from './config.js';
+import { BackingChecks } from './health/backing.service.js';
 import { HealthController } from './health/health.controller.js';
 import { CLOCK, systemClock } from './images/clock.js';
 import { ImageDelivery } from './images/image-delivery.service.js';
@@ -108,6 +109,7 @@ export class AppModule {
         AccountService,
         ...CALL_PROVIDERS,
         BullQueues,
+        BackingChecks,
         // Files API bytes (FILE_STORE=fs|s3), shared with the batch runner.
         { provide: FILE_STORE, useFactory: () => createFileStore(deps.config) },
         // Interactive requests in flight, reported to Redis for the batch lane (batch/pressure.ts).

@@ -197,6 +197,33 @@ export const GatewayEnvFields = z.object({
     .describe(
       "The version this replica reports on the console's overview (image tag, git sha); default package.json's.",
     ),
+  ALERTMANAGER_URL: z
+    .preprocess((v) => (v === '' ? undefined : v), z.string().url().optional())
+    .describe(
+      "An Alertmanager's base URL (e.g. http://alertmanager:9093): the console's overview lists its active " +
+        'alerts (GET /api/v2/alerts). Unset: the console evaluates the shipped PrometheusRule itself from ' +
+        'what the gateways see (the rules it can; ADR 0111).',
+    ),
+  CONSOLE_ALERTS_FOR_S: z
+    .preprocess((v) => (v === '' ? undefined : v), z.coerce.number().int().min(0).optional())
+    .describe(
+      "Caps every alert rule's `for` (seconds) in the console's own evaluation, for a lab or a test that " +
+        "cannot wait 10 minutes; unset: the rule file's `for`.",
+    ),
+  TRACE_URL_TEMPLATE: z
+    .preprocess(
+      (v) => (v === '' ? undefined : v),
+      z
+        .string()
+        .url()
+        .refine((u) => u.includes('{trace_id}'), 'must contain {trace_id}')
+        .optional(),
+    )
+    .describe(
+      'Link from a request in the console to its trace in your trace viewer: a URL with {trace_id}, e.g. ' +
+        'https://jaeger.example.com/trace/{trace_id} or a Grafana Explore URL. Unset: the trace id is shown ' +
+        'without a link.',
+    ),
   LEDGER_CONSUMER: z
     .string()
     .min(1)

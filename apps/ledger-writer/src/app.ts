@@ -418,6 +418,8 @@ export async function runLedgerWriter(
     version: serviceVersion({ SERVICE_VERSION: config.SERVICE_VERSION }),
     subjectPrefix: config.STATUS_SUBJECT_PREFIX,
     log,
+    // As its /readyz: the NATS connection it consumes on.
+    readiness: () => ({ ready: !nc.isClosed(), checks: { nats: !nc.isClosed() } }),
   });
   status.start();
   log.info(

@@ -109,6 +109,12 @@ export const AuditQuerySchema = z
     target_id: z.string().min(1).max(200).optional(),
     from: z.coerce.date().optional(),
     to: z.coerce.date().optional(),
+    /** The requests of one trace: its W3C trace id (32 hex digits, as the log and trace viewers show it). */
+    trace_id: z
+      .string()
+      .regex(/^[0-9a-f]{32}$/i, 'a trace id is 32 hexadecimal digits')
+      .transform((t) => t.toLowerCase())
+      .optional(),
     /** Cursor: the `next_before` of the previous page. */
     before: z
       .string()
@@ -516,7 +522,38 @@ export const OverviewInstanceSchema = z.object({
   rss: z.number().int(),
   uptime_s: z.number().int(),
   last_seen_ms: z.number().int(),
+  /** up: ready; degraded: it answers but a readiness check fails; down: stopped or silent. */
+  state: z.enum(['up', 'degraded', 'down']),
+  /** Why it is degraded or down (the failing readiness checks, stopped, silent since ...); null when up. */
+  reason: z.string().nullable(),
+  /** Its readiness checks (what its /readyz says), by name: true when passing. */
+  checks: z.record(z.string(), z.boolean()),
+  /** Unix milliseconds since when it is in this state. */
+  since: z.number().int(),
 });
+
+export const OverviewBackingSchema = z.object({
+  name: z.enum(['postgresql', 'redis', 'nats']),
+  up: z.boolean(),
+  /** Round trip of the check from the gateway that answered (ms); null when it failed. */
+  latency_ms: z.number().nullable(),
+  reason: z.string().nullable(),
+  checked_at: z.number().int().describe('Unix milliseconds'),
+  /** Instances whose own readiness check of this server fails now (e.g. `nats` of a chat-service). */
+  failing_instances: z.array(z.string()),
+});
+
+export const OverviewAlertSchema = z.object({
+  alert: z.string(),
+  severity: z.enum(['critical', 'warning']),
+  /** pending: the rule's expression holds, not yet for its `for`; firing: it has. */
+  state: z.enum(['firing', 'pending']),
+  labels: z.record(z.string(), z.string()),
+  since: z.number().int().describe('Unix milliseconds: firing since, or pending since'),
+  value: z.number().nullable(),
+  summary: z.string(),
+});
+export type OverviewAlert = z.infer<typeof OverviewAlertSchema>;
 
 export const OverviewSchema = z
   .object({
@@ -552,6 +589,23 @@ export const OverviewSchema = z
     queues: z.array(
       z.object({ name: z.string(), paused: z.boolean(), counts: z.record(z.string(), z.number().int()) }),
     ),
+    /** PostgreSQL, Redis and NATS as the answering gateway reaches them (its /readyz checks). */
+    backing: z.array(OverviewBackingSchema),
+    alerts: z.object({
+      /** console: the shipped PrometheusRule evaluated by the gateways; alertmanager: ALERTMANAGER_URL. */
+      source: z.enum(['console', 'alertmanager']),
+      /** Alertmanager could not be read (the console's own evaluation is shown instead); else null. */
+      error: z.string().nullable(),
+      /** Firing first, then pending; critical first. */
+      active: z.array(OverviewAlertSchema),
+      /** Rules of the file the console cannot evaluate (they need Prometheus); empty from Alertmanager. */
+      not_evaluated: z.array(z.string()),
+    }),
+    /** The answer to "is the platform healthy": down, degraded or healthy, and why. */
+    health: z.object({
+      status: z.enum(['healthy', 'degraded', 'down']),
+      problems: z.array(z.string()),
+    }),
     ledger: z.object({
       /** Events in the stream not yet delivered to the ledger writer. */
       pending: z.number().int().nullable(),
@@ -580,6 +634,12 @@ export const RequestLogQuerySchema = z
       .optional(),
     from: z.coerce.date().optional(),
     to: z.coerce.date().optional(),
+    /** The requests of one trace: its W3C trace id (32 hex digits, as the log and trace viewers show it). */
+    trace_id: z
+      .string()
+      .regex(/^[0-9a-f]{32}$/i, 'a trace id is 32 hexadecimal digits')
+      .transform((t) => t.toLowerCase())
+      .optional(),
     /** Cursor: the `next_before` of the previous page (opaque). */
     before: z
       .string()
@@ -609,6 +669,12 @@ export const RequestLogEntrySchema = z
     latency_ms: z.number().int(),
     first_token_ms: z.number().int().nullable(),
     trace_id: z.string().nullable(),
+    trace_url: z
+      .string()
+      .nullable()
+      .describe(
+        "The trace in the operator's trace viewer (TRACE_URL_TEMPLATE); null without a template or trace",
+      ),
     cost: z
       .string()
       .nullable()

@@ -1,4 +1,5 @@
 export * from './account.js';
+export * from './alert-rules.js';
 export * from './anthropic.js';
 export * from './audio.js';
 export * from './batch.js';

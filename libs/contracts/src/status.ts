@@ -32,6 +32,12 @@ export const ServiceStatusSchema = z
     at: z.number().int().describe('Unix milliseconds of this message'),
     /** Milliseconds until the next message; an instance silent for 3 intervals is gone. */
     interval_ms: z.number().int().min(100),
+    /** What the instance's /readyz says now: every readiness check passes (absent: an older instance). */
+    ready: z.boolean().optional(),
+    /** Each readiness check by name (nats, engines, stores ...): true when it passes. */
+    checks: z.record(z.string().max(100), z.boolean()).optional(),
+    /** The last message of an instance that is shutting down cleanly. */
+    stopping: z.boolean().optional(),
   })
   .meta({ id: 'ServiceStatus' });
 export type ServiceStatus = z.infer<typeof ServiceStatusSchema>;

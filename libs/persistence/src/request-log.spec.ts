@@ -100,7 +100,12 @@ describe('RequestLogRepository (PostgreSQL, daily partitions)', () => {
           limit: 'x',
         }),
         event('p4', t + 2000, { memberId: 'm3' }),
-        event('p5', t + 3000, { memberId: 'm2', status: 502, errorCode: 'upstream_error' }),
+        event('p5', t + 3000, {
+          memberId: 'm2',
+          status: 502,
+          errorCode: 'upstream_error',
+          traceId: '4bf92f3577b34da6a3ce929d0e0e4736',
+        }),
       ],
       { retentionDays: 30, now: NOW },
     );
@@ -120,6 +125,9 @@ describe('RequestLogRepository (PostgreSQL, daily partitions)', () => {
     assert.deepEqual(ids(await log.list({ memberId: 'm2', statusClass: '5xx', limit: 10 })), ['p5']);
     assert.deepEqual(ids(await log.list({ errorCode: 'invalid_value', limit: 10 })), ['p2']);
     assert.deepEqual(ids(await log.list({ memberId: 'm3', limit: 10 })), ['p4']);
+    // From a trace back to its requests.
+    assert.deepEqual(ids(await log.list({ traceId: '4bf92f3577b34da6a3ce929d0e0e4736', limit: 10 })), ['p5']);
+    assert.deepEqual(ids(await log.list({ traceId: '00000000000000000000000000000001', limit: 10 })), []);
     const refusals = await log.refusals('m2', NOW);
     assert.deepEqual(
       refusals.map((r) => [r.limitName, r.errorCode, r.lastHour, r.lastDay, r.lastKeyId]),

@@ -51,6 +51,8 @@ export interface RequestLogQuery {
   model?: string;
   statusClass?: StatusClass;
   errorCode?: string;
+  /** The requests of one trace (W3C trace id). */
+  traceId?: string;
   /** Inclusive. */
   from?: Date;
   /** Exclusive. */
@@ -206,6 +208,7 @@ export class RequestLogRepository {
     if (q.model) where.push(sql`"model" = ${q.model}`);
     if (q.statusClass) where.push(statusCondition(q.statusClass));
     if (q.errorCode) where.push(sql`"error_code" = ${q.errorCode}`);
+    if (q.traceId) where.push(sql`"trace_id" = ${q.traceId}`);
     if (q.from) where.push(sql`"time" >= ${q.from}`);
     if (q.to) where.push(sql`"time" < ${q.to}`);
     if (q.before) where.push(sql`("time", "request_id") < (${q.before.time}, ${q.before.requestId})`);

@@ -22,7 +22,7 @@ describe('service status messages (console overview)', () => {
     await nc.close();
   });
 
-  it('announces at start, answers a ping at once, and stops', async () => {
+  it('announces at start, answers a ping at once, and stops with a last message marked stopping', async () => {
     const seen: unknown[] = [];
     const sub = nc.subscribe(prefix + StatusSubjects.all, {
       callback: (_e, m) => {
@@ -49,12 +49,50 @@ describe('service status messages (console overview)', () => {
     nc.publish(prefix + StatusSubjects.ping);
     await waitFor('the status answering the ping', () => seen.length >= 2);
     assert.equal(ServiceStatusSchema.parse(seen[1]).inflight, 5);
+    assert.equal(ServiceStatusSchema.parse(seen[1]).stopping, undefined);
     p.stop();
     nc.publish(prefix + StatusSubjects.ping);
-    // The unsubscribe went to the server before the ping: two round trips, and nothing came back.
+    // The unsubscribe went to the server before the ping: two round trips, and only the goodbye came.
     await nc.flush();
     await nc.flush();
-    assert.equal(seen.length, 2, 'no answer after stop');
+    await waitFor('the last message', () => seen.length >= 3);
+    assert.equal(ServiceStatusSchema.parse(seen[2]).stopping, true);
+    p.stop();
+    await nc.flush();
+    assert.equal(seen.length, 3, 'no answer after stop, one goodbye');
+    sub.unsubscribe();
+  });
+
+  it('carries the readiness checks; a check that throws says not ready', async () => {
+    const seen: Array<{ ready?: boolean; checks?: Record<string, boolean> }> = [];
+    const sub = nc.subscribe(`${prefix}infer.status.readiness-spec`, {
+      callback: (_e, m) => {
+        seen.push(JSON.parse(new TextDecoder().decode(m.data)));
+      },
+    });
+    let engine: boolean | null = true;
+    const p = new StatusPublisher(nc, {
+      service: 'readiness-spec',
+      inflight: () => 0,
+      intervalMs: 60_000,
+      subjectPrefix: prefix,
+      readiness: () => {
+        if (engine === null) throw new Error('boom');
+        return { ready: engine, checks: { nats: true, engine } };
+      },
+    });
+    p.start();
+    await waitFor('the first status', () => seen.length >= 1);
+    assert.deepEqual([seen[0]?.ready, seen[0]?.checks], [true, { nats: true, engine: true }]);
+    engine = false;
+    p.publish();
+    await waitFor('the second status', () => seen.length >= 2);
+    assert.deepEqual([seen[1]?.ready, seen[1]?.checks], [false, { nats: true, engine: false }]);
+    engine = null;
+    p.publish();
+    await waitFor('the third status', () => seen.length >= 3);
+    assert.equal(seen[2]?.ready, false);
+    p.stop();
     sub.unsubscribe();
   });
 

@@ -36,12 +36,24 @@ export function serviceVersion(env: NodeJS.ProcessEnv = process.env): string {
   return cachedVersion;
 }
 
+export interface Readiness {
+  ready: boolean;
+  checks: Record<string, boolean>;
+}
+
+const READINESS_TIMEOUT_MS = 2_000;
+
 export interface StatusPublisherOptions {
   service: string;
   /** Requests, jobs or events this instance is working on now. */
   inflight: () => number;
   intervalMs?: number;
   version?: string;
+  /**
+   * What the instance's /readyz says (its readiness checks), read before each message; a check that
+   * throws or takes over 2 s counts as failing. Absent: the message says nothing about readiness.
+   */
+  readiness?: () => Readiness | Promise<Readiness>;
   /** Tests only: prepended to the status and ping subjects (as MODEL_SUBJECT_PREFIX is to the RPC ones). */
   subjectPrefix?: string;
   log?: Logger;
@@ -49,8 +61,9 @@ export interface StatusPublisherOptions {
 
 /**
  * Announces this process on NATS for the operator console (see StatusSubjects): a small status
- * message every `intervalMs` (5 s) and at once on a ping. Costs one publish per interval; nothing
- * on any request path.
+ * message every `intervalMs` (5 s) and at once on a ping, with its readiness (what its /readyz says),
+ * and a last message marked `stopping` when it stops. Costs one publish (and one run of the readiness
+ * checks) per interval; nothing on any request path.
  */
 export class StatusPublisher {
   readonly instance: string;
@@ -72,7 +85,11 @@ export class StatusPublisher {
     this.instance = `${opts.service}@${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
   }
 
+  private last: Readiness | null = null;
+  private publishing = false;
+
   status(): ServiceStatus {
+    const r = this.last;
     return {
       instance: this.instance,
       service: this.opts.service,
@@ -85,16 +102,48 @@ export class StatusPublisher {
       started_at: this.startedAt,
       at: Date.now(),
       interval_ms: this.intervalMs,
+      ...(r ? { ready: r.ready, checks: r.checks } : {}),
+      ...(this.timer === null && this.stopped ? { stopping: true } : {}),
     };
   }
 
-  publish(): void {
+  private stopped = false;
+
+  private send(): void {
     if (this.nc.isClosed() || this.nc.isDraining()) return;
     try {
       this.nc.publish(this.subject, JSON.stringify(this.status()));
     } catch (err) {
       this.opts.log?.debug({ err }, 'status publish failed');
     }
+  }
+
+  /** Reads the readiness (when there is a check) and publishes; one at a time. */
+  publish(): void {
+    const readiness = this.opts.readiness;
+    if (!readiness) {
+      this.send();
+      return;
+    }
+    if (this.publishing) return;
+    this.publishing = true;
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<Readiness>((resolve) => {
+      timer = setTimeout(
+        () => resolve({ ready: false, checks: { readiness_timeout: false } }),
+        READINESS_TIMEOUT_MS,
+      );
+      timer.unref();
+    });
+    Promise.race([Promise.resolve().then(readiness), timeout])
+      .catch((): Readiness => ({ ready: false, checks: { readiness_error: false } }))
+      .then((r) => {
+        clearTimeout(timer);
+        this.publishing = false;
+        if (this.stopped) return;
+        this.last = r;
+        this.send();
+      });
   }
 
   start(): void {
@@ -107,9 +156,16 @@ export class StatusPublisher {
     this.timer.unref();
   }
 
+  /** Stops announcing; an instance that was announcing sends a last message marked `stopping`. */
   stop(): void {
+    const wasRunning = this.timer !== null;
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
+    if (wasRunning && !this.stopped) {
+      this.stopped = true;
+      this.send();
+    }
+    this.stopped = true;
     try {
       this.ping?.unsubscribe();
     } catch {

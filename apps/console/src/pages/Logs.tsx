@@ -8,7 +8,9 @@ import { Link, navigate } from '../router.js';
 import { Button, ErrorNote, Field } from '../ui.js';
 
 /** The filters of the list, as they are named in the URL and in GET /admin/logs. */
-const FILTERS = ['member', 'key', 'model', 'status', 'code', 'from', 'to'] as const;
+const FILTERS = ['member', 'key', 'model', 'status', 'code', 'from', 'to', 'trace_id'] as const;
+/** A W3C trace id (what trace viewers show): the lookup takes it as well as a request id. */
+const TRACE_ID = /^[0-9a-f]{32}$/i;
 type Filters = Record<(typeof FILTERS)[number], string>;
 const STATUS_OPTIONS = ['', '2xx', '4xx', '429', '402', '5xx'] as const;
 const PAGE = 50;
@@ -65,10 +67,20 @@ export function LogsPage(props: { params: URLSearchParams }) {
         aria-label="Find a request by its id"
         onSubmit={(e) => {
           e.preventDefault();
-          go({ request: lookup.trim() || undefined });
+          const id = lookup.trim();
+          if (TRACE_ID.test(id)) {
+            setLookup('');
+            navigate('logs', { trace_id: id.toLowerCase() });
+          } else go({ request: id || undefined });
         }}
       >
-        <Field label="Request id" name="request" value={lookup} onChange={setLookup} type="search" />
+        <Field
+          label="Request id or trace id"
+          name="request"
+          value={lookup}
+          onChange={setLookup}
+          type="search"
+        />
         <Button type="submit" kind="primary">
           Look up
         </Button>
@@ -76,6 +88,11 @@ export function LogsPage(props: { params: URLSearchParams }) {
       {requestId ? <RequestDetail requestId={requestId} onClose={() => go({ request: undefined })} /> : null}
 
       <h2>Requests</h2>
+      {filters.trace_id ? (
+        <p data-testid="trace-filter">
+          The requests of trace <span className="mono">{filters.trace_id}</span>.
+        </p>
+      ) : null}
       <form
         className="filters"
         aria-label="Filter the requests"
@@ -127,7 +144,7 @@ export function LogsPage(props: { params: URLSearchParams }) {
         <Button type="submit">Filter</Button>
         <Button
           onClick={() => {
-            setForm({ member: '', key: '', model: '', status: '', code: '', from: '', to: '' });
+            setForm({ member: '', key: '', model: '', status: '', code: '', from: '', to: '', trace_id: '' });
             navigate('logs', {});
           }}
         >
@@ -218,7 +235,15 @@ function LogTable(props: { rows: RequestLogEntry[]; filters: Filters }) {
               {r.total_tokens.toLocaleString('en')}
             </td>
             <td className="mono" data-label="Request">
-              <Link to={logsLink(props.filters, r.request_id)}>{r.request_id}</Link>
+              <span>
+                <Link to={logsLink(props.filters, r.request_id)}>{r.request_id}</Link>
+                {r.trace_url ? (
+                  <>
+                    {' '}
+                    <TraceLink entry={r} />
+                  </>
+                ) : null}
+              </span>
             </td>
           </tr>
         ))}
@@ -350,7 +375,16 @@ function RequestDetail(props: { requestId: string; onClose: () => void }) {
               {r.batch ? ' (batch)' : ''}
             </dd>
             <dt>Trace id</dt>
-            <dd className="mono">{r.trace_id ?? '-'}</dd>
+            <dd>
+              {r.trace_id ? (
+                <span>
+                  <span className="mono">{r.trace_id}</span> {r.trace_url ? <TraceLink entry={r} /> : null}{' '}
+                  <Link to={logsLink({ trace_id: r.trace_id })}>All requests of this trace</Link>
+                </span>
+              ) : (
+                'not traced (tracing off, or not sampled)'
+              )}
+            </dd>
           </dl>
           <p>
             <Link to={logsLink({ member: r.member_id })}>All requests of this member</Link> ·{' '}
@@ -359,6 +393,21 @@ function RequestDetail(props: { requestId: string; onClose: () => void }) {
         </>
       ) : null}
     </section>
+  );
+}
+
+/** The request's trace in the operator's trace viewer (TRACE_URL_TEMPLATE), in a new tab. */
+function TraceLink(props: { entry: RequestLogEntry }) {
+  const r = props.entry;
+  return (
+    <a
+      href={r.trace_url ?? undefined}
+      target="_blank"
+      rel="noreferrer"
+      aria-label={`Trace of ${r.request_id} (opens the trace viewer)`}
+    >
+      trace
+    </a>
   );
 }
 

@@ -1,14 +1,17 @@
-import type { HourlyUsage, Overview } from '@infer/contracts';
+import { alertThreshold, type HourlyUsage, type Overview } from '@infer/contracts';
 import { useEffect, useState } from 'react';
 import { api } from '../api.js';
 import { ago, compactNumber } from '../format.js';
+import { HealthPanel, InstancesTable } from '../health.js';
 import { useLoad, useNow } from '../hooks.js';
 import { requestsPerModel24h } from '../hours.js';
 import { BarChart, Button, ErrorNote, LineChart } from '../ui.js';
 
 const MINUTES = 60;
 /** The shipped alert InferHighErrorRate (k8s/components/monitoring/alerts.yaml): 5xx over 5 % of answers. */
-const SERVER_ERROR_ALERT = 0.05;
+const SERVER_ERROR_ALERT = alertThreshold('InferHighErrorRate');
+/** InferLedgerLag: more than 10,000 usage events not yet written. */
+const LEDGER_LAG_ALERT = alertThreshold('InferLedgerLag');
 const pct = (r: number | null | undefined) => (r == null ? '-' : `${(100 * r).toFixed(1)} %`);
 const POLL_MS = 5_000;
 
@@ -97,12 +100,10 @@ export function useLiveOverview(minutes: number): LiveOverview {
 
 const hhmm = (unix: number) => new Date(unix * 1000).toISOString().slice(11, 16);
 const ms = (v: number | null) => (v === null ? '-' : v >= 1000 ? `${(v / 1000).toFixed(1)} s` : `${v} ms`);
-const bytes = (n: number) => `${Math.round(n / 1048576)} MB`;
-const duration = (s: number) =>
-  s < 120 ? `${s} s` : s < 7200 ? `${Math.round(s / 60)} min` : `${Math.round(s / 3600)} h`;
 
 /**
- * Live platform overview: requests/s, error rate, requests in flight, ledger lag, jobs waiting;
+ * Live platform overview: first whether the platform is healthy (backing servers, every instance's
+ * state, firing alerts), then requests/s, error rate, requests in flight, ledger lag, jobs waiting;
  * per model p50/p99 latency and tokens per minute over the last hour (charts and a table); the
  * service instances that are up, with version and load; queue depths. Below, 24 hours from the
  * hourly rollup.
@@ -128,8 +129,18 @@ export function OverviewPage() {
   // The rollup for the hours before this one, the live counters for this one (hours.ts).
   const day = requestsPerModel24h(usage.data?.data ?? [], o, now);
   const waiting = (o?.queues ?? []).reduce((n, q) => n + (q.counts.waiting ?? 0), 0);
-  const services = new Map<string, number>();
-  for (const i of o?.instances ?? []) services.set(i.service, (services.get(i.service) ?? 0) + 1);
+  // Per service: how many instances are up, degraded, down (`chat-service: 2 up, 1 degraded`).
+  const services = new Map<string, Record<'up' | 'degraded' | 'down', number>>();
+  for (const i of o?.instances ?? []) {
+    const n = services.get(i.service) ?? { up: 0, degraded: 0, down: 0 };
+    n[i.state]++;
+    services.set(i.service, n);
+  }
+  const counts = (n: Record<'up' | 'degraded' | 'down', number>) =>
+    (['up', 'degraded', 'down'] as const)
+      .filter((k) => n[k] || k === 'up')
+      .map((k) => `${n[k]} ${k}`)
+      .join(', ');
   return (
     <section>
       <div className="titlebar">
@@ -141,6 +152,24 @@ export function OverviewPage() {
         <Button onClick={usage.reload}>Refresh 24 h</Button>
       </div>
       <ErrorNote error={live.error ?? usage.error} />
+      <HealthPanel o={o} now={now} />
+      <h2>Service instances</h2>
+      <p>
+        {services.size
+          ? [...services].map(([s, n], i) => (
+              <span key={s}>
+                {i ? ' · ' : ''}
+                <span className="nowrap">
+                  {s}: {counts(n)}
+                </span>
+              </span>
+            ))
+          : o
+            ? 'No instance has reported.'
+            : ''}
+      </p>
+      <InstancesTable o={o} now={now} />
+      <h2>Traffic, last hour</h2>
       <div className="cards">
         <div className="card">
           <h2>Requests/s</h2>
@@ -189,6 +218,7 @@ export function OverviewPage() {
           </p>
           <p>a message: one usage event, or a gateway's batch of them</p>
           {o?.ledger.oldest_ms ? <p>oldest {ms(o.ledger.oldest_ms)}</p> : null}
+          <p>the alert fires above {LEDGER_LAG_ALERT.toLocaleString('en')} waiting</p>
           {o?.ledger.error ? <p>{o.ledger.error}</p> : null}
         </div>
       </div>
@@ -281,42 +311,6 @@ export function OverviewPage() {
         </tbody>
       </table>
       {o && o.models.length === 0 ? <p>No model traffic in the last hour.</p> : null}
-
-      <h2>Service instances</h2>
-      <p>
-        {[...services].map(([s, n]) => `${s}: ${n}`).join(' · ') || (o ? 'No instance has reported.' : '')}
-      </p>
-      <table>
-        <caption className="sr-only">Service instances that are up</caption>
-        <thead>
-          <tr>
-            <th scope="col">Service</th>
-            <th scope="col" className="wide">
-              Instance
-            </th>
-            <th scope="col">Version</th>
-            <th scope="col">In flight</th>
-            <th scope="col">Load</th>
-            <th scope="col" className="wide">
-              Memory
-            </th>
-            <th scope="col">Up</th>
-          </tr>
-        </thead>
-        <tbody>
-          {(o?.instances ?? []).map((i) => (
-            <tr key={i.instance}>
-              <td>{i.service}</td>
-              <td className="mono wide">{i.instance}</td>
-              <td className="mono">{i.version}</td>
-              <td>{i.inflight}</td>
-              <td>{i.load.toFixed(2)}</td>
-              <td className="wide">{bytes(i.rss)}</td>
-              <td>{duration(i.uptime_s)}</td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
 
       <h2>Queues</h2>
       <table className="cards">

@@ -16,7 +16,7 @@ import { z } from 'zod';
 import { envInt, NatsUrlSchema, parseConfig } from '../config.js';
 import { startIdleHeapTrim } from '../memory.js';
 import { StatusPublisher, serviceVersion } from '../status.js';
-import { OpsServer, type ReadinessCheck } from './ops-server.js';
+import { OpsServer, type ReadinessCheck, runReadinessChecks } from './ops-server.js';
 
 /** Injection tokens that every service module can use. */
 export const SERVICE_LOG = Symbol('SERVICE_LOG');
@@ -193,6 +193,7 @@ export async function startMicroservice(opts: NatsServiceOptions): Promise<Runni
   let transport: NatsRpcTransport | null = null;
   let ops: OpsServer | null = null;
   let opsUrl: string | null = null;
+  let checks: ReadinessCheck[] = [];
   try {
     transport = new NatsRpcTransport({
       nc,
@@ -209,14 +210,8 @@ export async function startMicroservice(opts: NatsServiceOptions): Promise<Runni
     app.useGlobalFilters(new PassThroughRpcFilter());
     await app.listen();
     const started = app;
-    ({ ops, url: opsUrl } = await startOps(
-      env,
-      opts.name,
-      log,
-      transport.rpc,
-      [natsCheck(nc), ...(opts.checks?.(started) ?? [])],
-      opts.registries,
-    ));
+    checks = [natsCheck(nc), ...(opts.checks?.(started) ?? [])];
+    ({ ops, url: opsUrl } = await startOps(env, opts.name, log, transport.rpc, checks, opts.registries));
   } catch (e) {
     await app?.close().catch(() => undefined);
     await nc.close().catch(() => undefined);
@@ -231,6 +226,8 @@ export async function startMicroservice(opts: NatsServiceOptions): Promise<Runni
     version: serviceVersion(opts.env ?? process.env),
     subjectPrefix: opts.subjectPrefix,
     log,
+    // The same checks as its /readyz (with or without an ops server).
+    readiness: () => runReadinessChecks(checks),
   });
   status.start();
   // Memory back to the system once idle after a burst (V8's memory reducer does not run: memory.ts).
@@ -269,16 +266,11 @@ export async function startAppContext(opts: ServiceBootstrapOptions): Promise<Ru
   });
   let ops: OpsServer | null = null;
   let opsUrl: string | null = null;
+  let checks: ReadinessCheck[] = [];
   try {
     await app.init();
-    ({ ops, url: opsUrl } = await startOps(
-      env,
-      opts.name,
-      log,
-      null,
-      opts.checks?.(app) ?? [],
-      opts.registries,
-    ));
+    checks = opts.checks?.(app) ?? [];
+    ({ ops, url: opsUrl } = await startOps(env, opts.name, log, null, checks, opts.registries));
   } catch (e) {
     await app.close().catch(() => undefined);
     throw e;
@@ -301,6 +293,7 @@ export async function startAppContext(opts: ServiceBootstrapOptions): Promise<Ru
           version: serviceVersion(opts.env ?? process.env),
           subjectPrefix: opts.statusSubjectPrefix,
           log,
+          readiness: () => runReadinessChecks(checks),
         });
         status.start();
       },

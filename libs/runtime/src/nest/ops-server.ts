@@ -22,6 +22,21 @@ export interface ReadinessCheck {
   check(): boolean | Promise<boolean>;
 }
 
+/** Runs readiness checks: each passes when it returns true; one that throws fails. */
+export async function runReadinessChecks(
+  list: ReadinessCheck[],
+): Promise<{ ready: boolean; checks: Record<string, boolean> }> {
+  const checks: Record<string, boolean> = {};
+  for (const c of list) {
+    try {
+      checks[c.name] = (await c.check()) === true;
+    } catch {
+      checks[c.name] = false;
+    }
+  }
+  return { ready: Object.values(checks).every(Boolean), checks };
+}
+
 export interface OpsServerOptions {
   service: string;
   port: number;
@@ -101,15 +116,8 @@ export class OpsServer {
   }
 
   async readiness(): Promise<{ ready: boolean; checks: Record<string, boolean> }> {
-    const checks: Record<string, boolean> = {};
-    for (const c of this.opts.checks ?? []) {
-      try {
-        checks[c.name] = (await c.check()) === true;
-      } catch {
-        checks[c.name] = false;
-      }
-    }
-    return { ready: !this.stopping && Object.values(checks).every(Boolean), checks };
+    const r = await runReadinessChecks(this.opts.checks ?? []);
+    return { ready: !this.stopping && r.ready, checks: r.checks };
   }
 
   async metricsText(): Promise<string> {

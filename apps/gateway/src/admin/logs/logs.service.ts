@@ -7,9 +7,15 @@ import {
 } from '@infer/contracts';
 import { MembersRepository, RequestLogRepository, type RequestLogRow } from '@infer/persistence/lazy';
 import { Inject, Injectable } from '@nestjs/common';
+import { GATEWAY_CONFIG, type GatewayConfig } from '../../config.js';
 import { notFound } from '../user-error.js';
 
-function entryView(r: RequestLogRow): RequestLogEntry {
+/** TRACE_URL_TEMPLATE with the trace id in place of `{trace_id}`. */
+export function traceUrl(template: string | undefined, traceId: string | null): string | null {
+  return template && traceId ? template.replaceAll('{trace_id}', encodeURIComponent(traceId)) : null;
+}
+
+function entryView(r: RequestLogRow, template: string | undefined): RequestLogEntry {
   return {
     at: r.time.getTime(),
     request_id: r.requestId,
@@ -28,6 +34,7 @@ function entryView(r: RequestLogRow): RequestLogEntry {
     latency_ms: r.latencyMs,
     first_token_ms: r.firstTokenMs,
     trace_id: r.traceId,
+    trace_url: traceUrl(template, r.traceId),
     cost: r.cost,
     engine_endpoint: r.engineEndpoint,
   };
@@ -50,6 +57,7 @@ export class LogsService {
   constructor(
     @Inject(RequestLogRepository) private readonly log: RequestLogRepository,
     @Inject(MembersRepository) private readonly members: MembersRepository,
+    @Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig,
   ) {}
 
   async list(query: unknown): Promise<RequestLogList> {
@@ -60,6 +68,7 @@ export class LogsService {
       ...(q.model ? { model: q.model } : {}),
       ...(q.status ? { statusClass: q.status } : {}),
       ...(q.code ? { errorCode: q.code } : {}),
+      ...(q.trace_id ? { traceId: q.trace_id } : {}),
       ...(q.from ? { from: q.from } : {}),
       ...(q.to ? { to: q.to } : {}),
       ...(q.before ? { before: parseCursor(q.before) } : {}),
@@ -70,7 +79,7 @@ export class LogsService {
     const last = page.at(-1);
     return {
       object: 'list',
-      data: page.map(entryView),
+      data: page.map((r) => entryView(r, this.config.TRACE_URL_TEMPLATE)),
       next_before: rows.length > q.limit && last ? cursorOf(last) : null,
     };
   }
@@ -79,7 +88,7 @@ export class LogsService {
   async get(requestId: string): Promise<RequestLogEntry> {
     const [row] = await this.log.byRequestId(requestId);
     if (!row) throw notFound('request', requestId, 'request_id');
-    return entryView(row);
+    return entryView(row, this.config.TRACE_URL_TEMPLATE);
   }
 
   /** Why a member is refused: per limit, how often in the last hour and day, and the last time. */

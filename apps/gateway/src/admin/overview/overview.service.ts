@@ -1,4 +1,4 @@
-import { type Overview, Queues, StatusSubjects } from '@infer/contracts';
+import { ALERT_RULES, type Overview, Queues, StatusSubjects } from '@infer/contracts';
 import { StatusPublisher, serviceVersion } from '@infer/runtime';
 import { type Logger } from '@infer/telemetry';
 import { jetstreamManager } from '@nats-io/jetstream';
@@ -7,18 +7,28 @@ import { Inject, Injectable, type OnApplicationShutdown, type OnModuleInit } fro
 import type { Redis } from 'ioredis';
 import { readTraffic, TrafficRecorder } from '../../call/observers/traffic.js';
 import { GATEWAY_CONFIG, type GatewayConfig } from '../../config.js';
+import { BackingChecks, type BackingState } from '../../health/backing.service.js';
 import { BullQueues } from '../../infra/bull-queues.service.js';
 import { LOGGER, NATS, REDIS } from '../../infra/tokens.js';
 import { MetricsService } from '../../metrics/metrics.service.js';
-import { InstanceRegistry } from './instances.js';
+import { AlertEvaluator, type AlertView } from './alert-eval.js';
+import { AlertmanagerReader } from './alertmanager.js';
+import { InstanceRegistry, type InstanceView } from './instances.js';
 
 const utf8 = new TextDecoder();
+/** How often the alert rules are evaluated when no console asks (Prometheus's default interval is 15 s to 1 min). */
+const EVAL_EVERY_MS = 15_000;
+const NOT_EVALUATED = ALERT_RULES.filter((r) => !r.evaluated).map((r) => r.alert);
+const BACKING_NAMES = { postgresql: 'PostgreSQL', redis: 'Redis', nats: 'NATS' } as const;
 
 /**
  * The console's live overview, the same on every gateway replica: traffic per model and minute from
  * Redis (TrafficRecorder, written by every replica), instances from their NATS status messages,
  * queue depths from BullMQ, the ledger's lag from its JetStream consumer. One overview is computed
- * at most once a second per replica, however many consoles watch.
+ * at most once a second per replica, however many consoles watch. With it, the platform's health:
+ * the backing servers as this replica reaches them, every instance's state (from the readiness its
+ * status messages carry) and the alerts of the shipped PrometheusRule, evaluated here every 15 s
+ * whether or not a console watches (or read from Alertmanager when ALERTMANAGER_URL is set).
  */
 @Injectable()
 export class OverviewService implements OnModuleInit, OnApplicationShutdown {
@@ -27,6 +37,10 @@ export class OverviewService implements OnModuleInit, OnApplicationShutdown {
   private status: StatusPublisher | null = null;
   private cached: { minutes: number; at: number; value: Promise<Overview> } | null = null;
   private ledgerCache: { at: number; value: Promise<Overview['ledger']> } | null = null;
+  private readonly evaluator: AlertEvaluator;
+  private readonly alertmanager: AlertmanagerReader | null;
+  private lastAlerts: AlertView[] = [];
+  private evalTimer: NodeJS.Timeout | null = null;
 
   constructor(
     @Inject(TrafficRecorder) private readonly recorder: TrafficRecorder,
@@ -36,7 +50,11 @@ export class OverviewService implements OnModuleInit, OnApplicationShutdown {
     @Inject(LOGGER) private readonly log: Logger,
     @Inject(MetricsService) private readonly metrics: MetricsService,
     @Inject(BullQueues) private readonly bull: BullQueues,
-  ) {}
+    @Inject(BackingChecks) private readonly backing: BackingChecks,
+  ) {
+    this.evaluator = new AlertEvaluator(config.CONSOLE_ALERTS_FOR_S);
+    this.alertmanager = config.ALERTMANAGER_URL ? new AlertmanagerReader(config.ALERTMANAGER_URL) : null;
+  }
 
   onModuleInit(): void {
     this.recorder.start();
@@ -57,13 +75,27 @@ export class OverviewService implements OnModuleInit, OnApplicationShutdown {
       version: serviceVersion({ SERVICE_VERSION: this.config.SERVICE_VERSION }),
       subjectPrefix: prefix,
       log: this.log,
+      // What its /readyz says: PostgreSQL, Redis and NATS reached within 1 s.
+      readiness: async () => {
+        const states = await this.backing.check();
+        return {
+          ready: states.every((b) => b.up),
+          checks: Object.fromEntries(states.map((b) => [b.name, b.up])),
+        };
+      },
     });
     this.status.start();
+    // The rules' `for` counts from their first evaluation: evaluate whether or not a console watches.
+    this.evalTimer = setInterval(() => {
+      this.overview(5).catch(() => undefined);
+    }, EVAL_EVERY_MS);
+    this.evalTimer.unref();
     // Everyone else announces itself now, not at their next interval.
     this.nc.publish(prefix + StatusSubjects.ping);
   }
 
   async onApplicationShutdown(): Promise<void> {
+    if (this.evalTimer) clearInterval(this.evalTimer);
     this.status?.stop();
     try {
       this.sub?.unsubscribe();
@@ -86,10 +118,11 @@ export class OverviewService implements OnModuleInit, OnApplicationShutdown {
   }
 
   private async compute(minutes: number, now: number): Promise<Overview> {
-    const [traffic, queues, ledger] = await Promise.all([
+    const [traffic, queues, ledger, backingStates] = await Promise.all([
       readTraffic(this.redis, this.config.CONSOLE_REDIS_PREFIX, minutes, now),
       this.queues(),
       this.ledger(),
+      this.backing.check(),
     ]);
     // This replica's own figure is read now, not from its last status message (up to 5 s old).
     const self = this.status?.instance;
@@ -118,6 +151,17 @@ export class OverviewService implements OnModuleInit, OnApplicationShutdown {
     const rate = (x: number) => (requests ? x / requests : null);
     // The last full minute (the current one is still filling).
     const lastFull = n >= 2 ? (reqPerMin[n - 2] as number) : 0;
+    const evaluated = this.evaluator.evaluate({
+      requests_per_min: reqPerMin,
+      server_errors_per_min: srvPerMin,
+      models: traffic.models,
+      instances,
+      queues,
+      ledger_pending: ledger.pending,
+    });
+    this.lastAlerts = evaluated;
+    const alerts = await this.alertsView(evaluated);
+    const backing = backingOf(backingStates, instances);
     return {
       object: 'overview',
       at: now,
@@ -153,8 +197,39 @@ export class OverviewService implements OnModuleInit, OnApplicationShutdown {
       inflight: instances.filter((i) => i.service === 'gateway').reduce((a, i) => a + i.inflight, 0),
       instances,
       queues,
+      backing,
+      alerts,
+      health: healthOf(backing, instances, alerts.active),
       ledger,
     };
+  }
+
+  /** The alerts from Alertmanager when one is configured (the console's own if it cannot be read). */
+  private async alertsView(evaluated: AlertView[]): Promise<Overview['alerts']> {
+    if (!this.alertmanager) {
+      return { source: 'console', error: null, active: evaluated, not_evaluated: NOT_EVALUATED };
+    }
+    try {
+      return {
+        source: 'alertmanager',
+        error: null,
+        active: await this.alertmanager.read(),
+        not_evaluated: [],
+      };
+    } catch (err) {
+      const message = String((err as Error)?.message ?? err);
+      return {
+        source: 'console',
+        error: `Alertmanager could not be read (${message}); the console's own evaluation is shown.`,
+        active: evaluated,
+        not_evaluated: NOT_EVALUATED,
+      };
+    }
+  }
+
+  /** The latest evaluation (tests, the metrics): firing and pending alerts. */
+  get alertsNow(): readonly AlertView[] {
+    return this.lastAlerts;
   }
 
   private queues(): Promise<Overview['queues']> {
@@ -162,7 +237,7 @@ export class OverviewService implements OnModuleInit, OnApplicationShutdown {
       Object.values(Queues).map(async (name) => {
         const q = await this.bull.get(name);
         const [counts, paused] = await Promise.all([
-          q.getJobCounts('waiting', 'active', 'delayed', 'failed'),
+          q.getJobCounts('waiting', 'prioritized', 'active', 'delayed', 'failed'),
           q.isPaused(),
         ]);
         return { name, paused, counts };
@@ -209,4 +284,55 @@ export class OverviewService implements OnModuleInit, OnApplicationShutdown {
     this.ledgerCache = { at: now, value };
     return value;
   }
+}
+
+/** Each backing server with the instances whose own readiness check of it fails. */
+function backingOf(states: BackingState[], instances: InstanceView[]): Overview['backing'] {
+  return states.map((b) => ({
+    ...b,
+    failing_instances: instances
+      .filter((i) => i.state !== 'down' && i.checks[b.name] === false)
+      .map((i) => i.instance),
+  }));
+}
+
+/**
+ * "Is the platform healthy": down when a backing server is unreachable, a service has no instance
+ * up or a critical alert fires; degraded when an instance is degraded or lost, an instance cannot
+ * reach a backing server or a warning fires; healthy otherwise. An instance that stopped cleanly
+ * (a rollout, a scale-down) is not a problem while its service has another instance up.
+ */
+export function healthOf(
+  backing: Overview['backing'],
+  instances: InstanceView[],
+  alerts: Overview['alerts']['active'],
+): Overview['health'] {
+  const down: string[] = [];
+  const degraded: string[] = [];
+  for (const b of backing) {
+    const name = BACKING_NAMES[b.name];
+    if (!b.up) down.push(`${name} is unreachable from the gateway: ${b.reason ?? 'no answer'}.`);
+    else if (b.failing_instances.length)
+      degraded.push(
+        `${b.failing_instances.length} instance${b.failing_instances.length === 1 ? '' : 's'} cannot reach ${name}.`,
+      );
+  }
+  const services = new Map<string, InstanceView[]>();
+  for (const i of instances) services.set(i.service, [...(services.get(i.service) ?? []), i]);
+  for (const [service, list] of services) {
+    if (!list.some((i) => i.state !== 'down')) down.push(`No ${service} instance is up.`);
+    for (const i of list) {
+      if (i.state === 'degraded') degraded.push(`${i.instance} is degraded (${i.reason}).`);
+      else if (i.state === 'down' && list.some((x) => x.state !== 'down') && !i.reason?.startsWith('stopped'))
+        degraded.push(`${i.instance} is down (${i.reason}).`);
+    }
+  }
+  for (const a of alerts) {
+    if (a.state !== 'firing') continue;
+    (a.severity === 'critical' ? down : degraded).push(`${a.alert} is firing: ${a.summary}`);
+  }
+  return {
+    status: down.length ? 'down' : degraded.length ? 'degraded' : 'healthy',
+    problems: [...down, ...degraded],
+  };
 }

@@ -313,6 +313,8 @@ export async function startBatchRunner(opts: BatchRunnerOptions = {}): Promise<R
     installSignalHandlers: opts.installSignalHandlers,
     registries: [batchMetrics(host)],
     checks: () => [{ name: 'runner', check: () => !!host.value }],
+    // Its status on the subjects of the gateways it serves (a test stack's own, like its model subjects).
+    statusSubjectPrefix: config.MODEL_SUBJECT_PREFIX,
   });
   const parts = host.value;
   if (!parts) throw new Error('batch runner did not start');
