@@ -59,7 +59,8 @@ export async function startGateway(env: NodeJS.ProcessEnv = process.env): Promis
       // loop gathered as one EVALSHA per Redis slot, up to two calls in flight (ADR 0013); through the
       // auto-pipeline each call also paid a Pipeline object, one more event-loop turn (setImmediate), and
       // waited for the slot's previous pipeline to be answered (one pipeline in flight per slot).
-      autoPipeliningIgnoredCommands: ['evalsha', 'eval'],
+      // The health ping (overview, /readyz) measures the server's own round trip, never a batch's.
+      autoPipeliningIgnoredCommands: ['evalsha', 'eval', 'ping'],
       ...failFastRedisOptions(1_000),
     }),
     log,
