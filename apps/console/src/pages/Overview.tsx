@@ -214,7 +214,7 @@ export function OverviewPage() {
               ? '-'
               : o.ledger.error
                 ? 'unknown'
-                : `${(o.ledger.pending ?? 0) + (o.ledger.ack_pending ?? 0)} messages`}
+                : messages((o.ledger.pending ?? 0) + (o.ledger.ack_pending ?? 0))}
           </p>
           <p>a message: one usage event, or a gateway's batch of them</p>
           {o?.ledger.oldest_ms ? <p>oldest {ms(o.ledger.oldest_ms)}</p> : null}
@@ -352,3 +352,5 @@ export function OverviewPage() {
     </section>
   );
 }
+
+const messages = (n: number) => `${n} message${n === 1 ? '' : 's'}`;
