@@ -122,6 +122,8 @@ export function Dialog(props: {
   onClose: () => void;
   children: ReactNode;
   dismissable?: boolean;
+  /** Wider than a form (a table of fields). */
+  wide?: boolean;
 }) {
   const ref = useRef<HTMLDialogElement>(null);
   const titleId = useId();
@@ -134,6 +136,7 @@ export function Dialog(props: {
   return (
     <dialog
       ref={ref}
+      className={props.wide ? 'wide' : undefined}
       aria-labelledby={titleId}
       onCancel={(e) => {
         e.preventDefault();
