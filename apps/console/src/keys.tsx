@@ -10,7 +10,7 @@ import {
   parseDuration,
   type Tier,
 } from '@infer/contracts';
-import { type FormEvent, type ReactNode, useId, useState } from 'react';
+import { type FormEvent, Fragment, type ReactNode, useId, useState } from 'react';
 import { ApiFailure, api } from './api.js';
 import type { ConfirmRequest } from './confirm.js';
 import { expiryText, utc } from './format.js';
@@ -37,9 +37,14 @@ export function OneTimeKeyDialog(props: { minted: MintedKey | null; onClose: () 
       </p>
       {rotated ? (
         <p data-testid="grace-note">
-          {graceUntil
-            ? `The old secret keeps working until ${utc(graceUntil)}, then stops.`
-            : 'The old secret stopped working at once.'}
+          {graceUntil ? (
+            <>
+              The old secret keeps working until <span className="nowrap">{utc(graceUntil)}</span>, then
+              stops.
+            </>
+          ) : (
+            'The old secret stopped working at once.'
+          )}
         </p>
       ) : null}
       <div className="actions">
@@ -64,7 +69,9 @@ export function KeyStatus(props: { apiKey: AdminKey; now: number }) {
       {grace ? (
         <>
           <br />
-          <small className="muted">old secret valid until {utc(k.old_secret_valid_until)}</small>
+          <small className="muted">
+            old secret valid until <span className="nowrap">{utc(k.old_secret_valid_until)}</span>
+          </small>
         </>
       ) : null}
     </span>
@@ -492,15 +499,37 @@ export function FormProblems(props: { errors: Record<string, string[]>; fields?:
   );
 }
 
-/** A small label-and-value layout for a key's allow-lists in tables. */
+/** A key's allow-lists in tables: models, then address blocks, each whole (wrapping between them). */
 export function AllowLists(props: { apiKey: AdminKey }): ReactNode {
   const k = props.apiKey;
   if (!k.allowed_models.length && !k.allowed_ips.length) return <span className="muted">any</span>;
+  const list = (items: string[]) =>
+    items.map((x, i) => (
+      <Fragment key={x}>
+        {i ? ', ' : ''}
+        <span className="mono">{x}</span>
+      </Fragment>
+    ));
   return (
     <span>
-      {k.allowed_models.length ? <span className="mono">{k.allowed_models.join(', ')}</span> : null}
+      {list(k.allowed_models)}
       {k.allowed_models.length && k.allowed_ips.length ? <br /> : null}
-      {k.allowed_ips.length ? <span className="mono">{k.allowed_ips.join(', ')}</span> : null}
+      {list(k.allowed_ips)}
+    </span>
+  );
+}
+
+/** A name that wraps between its words only, never at a hyphen (`short-lived`). */
+export function Words(props: { text: string }) {
+  return (
+    <span>
+      {props.text.split(' ').map((w, i) => (
+        // biome-ignore lint/suspicious/noArrayIndexKey: the words of one fixed text, in order
+        <Fragment key={i}>
+          {i ? ' ' : ''}
+          <span className="nowrap">{w}</span>
+        </Fragment>
+      ))}
     </span>
   );
 }

@@ -67,6 +67,9 @@ function LimitsForm(props: { state: KeyLimitsState; onClose: () => void; onSaved
   const [rows, setRows] = useState<Record<string, RowValue>>(() =>
     Object.fromEntries(defs.map((d) => [paramOf(d), initialRow(s.overrides, d.path)])),
   );
+  const models = useMemo(() => Object.keys(s.tier_limits.models ?? {}).sort(), [s.tier_limits]);
+  // One model's limits at a time (the rest keep their values): chosen above the table.
+  const [model, setModel] = useState(models[0] ?? '');
   const [errors, setErrors] = useState<Record<string, string>>({});
   const [failure, setFailure] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
@@ -100,6 +103,9 @@ function LimitsForm(props: { state: KeyLimitsState; onClose: () => void; onSaved
       defs.map((def) => ({ def, row: rows[paramOf(def)] as RowValue })),
     );
     setErrors(built.errors);
+    // A problem in another model's rows: show that model.
+    const first = defs.find((d) => built.errors[paramOf(d)]);
+    if (first?.path[0] === 'models') setModel(first.path[1] as string);
     if (Object.keys(built.errors).length) return;
     void save(built.limits);
   };
@@ -112,6 +118,21 @@ function LimitsForm(props: { state: KeyLimitsState; onClose: () => void; onSaved
         own value or “unlimited” holds for this key only.
         {s.enabled ? '' : ' Limits are off on this gateway: nothing is enforced.'}
       </p>
+      {models.length ? (
+        <div className="field">
+          <label htmlFor="limits-model">Per-model limits of</label>
+          <select id="limits-model" value={model} onChange={(e) => setModel(e.target.value)}>
+            {models.map((id) => (
+              <option key={id} value={id}>
+                {defs.some((d) => d.path[1] === id && rows[paramOf(d)]?.mode !== 'inherit')
+                  ? `${id} (own limits)`
+                  : id}
+              </option>
+            ))}
+          </select>
+          <small>The models the tier reaches; the table below shows the chosen one.</small>
+        </div>
+      ) : null}
       <table className="cards limits-form">
         <caption className="sr-only">Limits of key {s.key.prefix}</caption>
         <thead>
@@ -124,70 +145,72 @@ function LimitsForm(props: { state: KeyLimitsState; onClose: () => void; onSaved
           </tr>
         </thead>
         <tbody>
-          {defs.map((def) => {
-            const key = paramOf(def);
-            const row = rows[key] as RowValue;
-            const heading = def.group !== group;
-            group = def.group;
-            const id = `lim-${def.path.join('-')}`;
-            const err = errors[key];
-            return (
-              <Fragment key={key}>
-                {heading ? (
+          {defs
+            .filter((def) => def.path[0] !== 'models' || def.path[1] === model)
+            .map((def) => {
+              const key = paramOf(def);
+              const row = rows[key] as RowValue;
+              const heading = def.group !== group;
+              group = def.group;
+              const id = `lim-${def.path.join('-')}`;
+              const err = errors[key];
+              return (
+                <Fragment key={key}>
+                  {heading ? (
+                    <tr>
+                      <th scope="rowgroup" colSpan={5}>
+                        {def.group}
+                      </th>
+                    </tr>
+                  ) : null}
                   <tr>
-                    <th scope="rowgroup" colSpan={5}>
-                      {def.group}
-                    </th>
+                    <td data-label="Limit">
+                      <label htmlFor={`${id}-mode`}>{def.label}</label>
+                    </td>
+                    <td data-label="Setting">
+                      <select
+                        id={`${id}-mode`}
+                        name={`${key}.mode`}
+                        value={row.mode}
+                        onChange={(e) => set(key, { mode: e.target.value as Mode })}
+                      >
+                        <option value="inherit">{`inherited from tier (${tierText(s.tier_limits, def)})`}</option>
+                        <option value="value">own value</option>
+                        <option value="unlimited">unlimited</option>
+                      </select>
+                    </td>
+                    <td data-label="Value">
+                      <span className="field-cell">
+                        {row.mode === 'value' ? (
+                          <input
+                            id={`${id}-value`}
+                            name={key}
+                            inputMode={def.unit === 'usd' ? 'decimal' : 'numeric'}
+                            aria-label={`${def.label}${def.group === 'Key' ? '' : ` (${def.group})`}`}
+                            value={row.value}
+                            onChange={(e) => set(key, { value: e.target.value })}
+                            aria-invalid={err ? true : undefined}
+                            aria-describedby={err ? `${id}-err` : undefined}
+                            size={12}
+                          />
+                        ) : (
+                          <span className="muted">
+                            {row.mode === 'unlimited' ? 'no limit' : tierText(s.tier_limits, def)}
+                          </span>
+                        )}
+                        {err ? (
+                          <small id={`${id}-err`} className="error block" role="alert">
+                            {err}
+                          </small>
+                        ) : null}
+                      </span>
+                    </td>
+                    <td data-label="Window">{WINDOW[def.window] ?? def.window}</td>
+                    <td data-label="Resets">{resets(def, live.get(def.state))}</td>
                   </tr>
-                ) : null}
-                <tr>
-                  <td data-label="Limit">
-                    <label htmlFor={`${id}-mode`}>{def.label}</label>
-                  </td>
-                  <td data-label="Setting">
-                    <select
-                      id={`${id}-mode`}
-                      name={`${key}.mode`}
-                      value={row.mode}
-                      onChange={(e) => set(key, { mode: e.target.value as Mode })}
-                    >
-                      <option value="inherit">{`inherited from tier (${tierText(s.tier_limits, def)})`}</option>
-                      <option value="value">own value</option>
-                      <option value="unlimited">unlimited</option>
-                    </select>
-                  </td>
-                  <td data-label="Value">
-                    <span className="field-cell">
-                      {row.mode === 'value' ? (
-                        <input
-                          id={`${id}-value`}
-                          name={key}
-                          inputMode={def.unit === 'usd' ? 'decimal' : 'numeric'}
-                          aria-label={`${def.label}${def.group === 'Key' ? '' : ` (${def.group})`}`}
-                          value={row.value}
-                          onChange={(e) => set(key, { value: e.target.value })}
-                          aria-invalid={err ? true : undefined}
-                          aria-describedby={err ? `${id}-err` : undefined}
-                          size={12}
-                        />
-                      ) : (
-                        <span className="muted">
-                          {row.mode === 'unlimited' ? 'no limit' : tierText(s.tier_limits, def)}
-                        </span>
-                      )}
-                      {err ? (
-                        <small id={`${id}-err`} className="error block" role="alert">
-                          {err}
-                        </small>
-                      ) : null}
-                    </span>
-                  </td>
-                  <td data-label="Window">{WINDOW[def.window] ?? def.window}</td>
-                  <td data-label="Resets">{resets(def, live.get(def.state))}</td>
-                </tr>
-              </Fragment>
-            );
-          })}
+                </Fragment>
+              );
+            })}
         </tbody>
       </table>
       {errors._form || errors.limits ? (

@@ -1,11 +1,10 @@
 import type { AdminAlert, AdminAlertList } from '@infer/contracts';
 import { useState } from 'react';
 import { api, query } from '../api.js';
-import { utc } from '../format.js';
 import { useLoad } from '../hooks.js';
 import { limitTitle } from '../limits-explain.js';
 import { Link, navigate } from '../router.js';
-import { Button, ErrorNote, Field } from '../ui.js';
+import { Button, ErrorNote, Field, Time } from '../ui.js';
 
 const STATUSES = ['', 'pending', 'delivered', 'failed', 'unsent'] as const;
 const BADGE: Record<string, string> = {
@@ -90,7 +89,9 @@ export function AlertsPage(props: { params: URLSearchParams }) {
         <tbody>
           {rows.map((a) => (
             <tr key={a.id} data-alert={a.id}>
-              <td data-label="Fired">{utc(a.created_at)}</td>
+              <td data-label="Fired">
+                <Time t={a.created_at} />
+              </td>
               <td data-label="Member / key">
                 <span>
                   <Link to={`members/${encodeURIComponent(a.member_id)}`}>
@@ -119,7 +120,7 @@ export function AlertsPage(props: { params: URLSearchParams }) {
               </td>
               <td data-label="Period">
                 <span>
-                  {utc(a.period.start)} to {utc(a.period.end)}
+                  <Time t={a.period.start} /> to <Time t={a.period.end} />
                 </span>
               </td>
               <td data-label="Delivery">
@@ -142,8 +143,16 @@ function Delivery(props: { a: AdminAlert }) {
     <span>
       <span className={BADGE[a.status] ?? 'badge'}>{STATUS_TEXT[a.status] ?? a.status}</span> {a.attempts}{' '}
       {a.attempts === 1 ? 'attempt' : 'attempts'}
-      {a.delivered_at ? `, delivered ${utc(a.delivered_at)}` : ''}
-      {a.next_retry_at ? `, next retry ${utc(a.next_retry_at)}` : ''}
+      {a.delivered_at ? (
+        <>
+          , delivered <Time t={a.delivered_at} />
+        </>
+      ) : null}
+      {a.next_retry_at ? (
+        <>
+          , next retry <Time t={a.next_retry_at} />
+        </>
+      ) : null}
       {a.last_error ? (
         <>
           <br />
@@ -156,8 +165,8 @@ function Delivery(props: { a: AdminAlert }) {
           <ol className="plain-list">
             {a.deliveries.map((d) => (
               <li key={d.attempt}>
-                #{d.attempt} {utc(d.at)}: {d.status === null ? 'no answer' : `HTTP ${d.status}`}
-                {d.error ? ` (${d.error})` : ''}, {d.duration_ms} ms
+                #{d.attempt} <Time t={d.at} />: {d.status === null ? 'no answer' : `HTTP ${d.status}`}
+                {d.error && d.error !== `HTTP ${d.status}` ? ` (${d.error})` : ''}, {d.duration_ms} ms
               </li>
             ))}
           </ol>

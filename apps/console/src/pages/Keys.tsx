@@ -18,6 +18,7 @@ import {
   OneTimeKeyDialog,
   RevokeKeyDialog,
   rotateRequest,
+  Words,
 } from '../keys.js';
 import { LimitsDialog } from '../limits-editor.js';
 import { Link, navigate } from '../router.js';
@@ -115,10 +116,7 @@ export function KeysPage(props: { params: URLSearchParams }) {
           <tr>
             <th scope="col">Prefix</th>
             <th scope="col">Name</th>
-            <th scope="col">Member</th>
-            <th scope="col" className="wide">
-              Tier
-            </th>
+            <th scope="col">Member (tier)</th>
             <th scope="col" className="wide">
               Created
             </th>
@@ -137,15 +135,15 @@ export function KeysPage(props: { params: URLSearchParams }) {
               <td className="mono" data-label="Prefix">
                 {k.prefix}
               </td>
-              <td data-label="Name">{k.name}</td>
-              <td data-label="Member">
+              <td className="name" data-label="Name">
+                <Words text={k.name} />
+              </td>
+              <td data-label="Member (tier)">
                 <span>
-                  <Link to={`members/${encodeURIComponent(k.member.id)}`}>{k.member.name}</Link>
+                  <Link to={`members/${encodeURIComponent(k.member.id)}`}>{k.member.name}</Link>{' '}
+                  <small className="muted">({k.member.tier})</small>
                   {k.member.suspended ? <span className="badge danger">suspended</span> : null}
                 </span>
-              </td>
-              <td className="wide" data-label="Tier">
-                {k.member.tier}
               </td>
               <td className="wide" data-label="Created">
                 {utc(k.created_at)}

@@ -32,6 +32,7 @@ import {
   OneTimeKeyDialog,
   RevokeKeyDialog,
   rotateRequest,
+  Words,
 } from '../keys.js';
 import { LimitsDialog } from '../limits-editor.js';
 import { RefusalsPanel } from '../refusals.js';
@@ -199,11 +200,12 @@ export function MemberDetailPage(props: { id: string }) {
           <tr>
             <th scope="col">Prefix</th>
             <th scope="col">Name</th>
-            <th scope="col">Created</th>
+            <th scope="col" className="wide">
+              Created
+            </th>
             <th scope="col">Last used</th>
             <th scope="col">Expires</th>
             <th scope="col">Allowed</th>
-            <th scope="col">Limits</th>
             <th scope="col">Status</th>
             <th scope="col">Actions</th>
           </tr>
@@ -214,8 +216,12 @@ export function MemberDetailPage(props: { id: string }) {
               <td className="mono" data-label="Prefix">
                 {k.prefix}
               </td>
-              <td data-label="Name">{k.name}</td>
-              <td data-label="Created">{utc(k.created_at)}</td>
+              <td className="name" data-label="Name">
+                <Words text={k.name} />
+              </td>
+              <td className="wide" data-label="Created">
+                {utc(k.created_at)}
+              </td>
               <td data-label="Last used">{ago(k.last_used_at, now)}</td>
               <td data-label="Expires">
                 <KeyExpiry expiresAt={k.expires_at} now={now} />
@@ -223,9 +229,12 @@ export function MemberDetailPage(props: { id: string }) {
               <td data-label="Allowed">
                 <AllowLists apiKey={k} />
               </td>
-              <td data-label="Limits">{k.limits ? 'key overrides' : 'tier'}</td>
               <td data-label="Status">
-                <KeyStatus apiKey={k} now={now} />
+                <span>
+                  <KeyStatus apiKey={k} now={now} />
+                  <br />
+                  <small className="muted">{k.limits ? 'own limits' : 'tier limits'}</small>
+                </span>
               </td>
               <td data-label="Actions">
                 <div className="actions">
