@@ -64,6 +64,11 @@ describe('console: key lifecycle, limit and budget forms, alerts (Chromium)', { 
     try {
       for (const width of [1440, 390]) {
         await page.setViewportSize({ width, height: 900 });
+        const box = await page.locator(scope).first().boundingBox();
+        assert.ok(
+          box && box.width > 100 && box.height > 100,
+          `${name} @${width}: ${scope} shown (${JSON.stringify(box)})`,
+        );
         await axe(page, `${name} @${width}`);
         // A modal dialog is in the top layer, fixed to the viewport: shot as the screen shows it.
         await page.screenshot({ path: join(shots, `${name}-${width}.png`), fullPage: scope === 'main' });
@@ -254,7 +259,7 @@ describe('console: key lifecycle, limit and budget forms, alerts (Chromium)', { 
     await dialog().getByRole('button', { name: 'I have stored the key' }).click();
     const prefix = await prefixOf('ci');
     const row = page.getByRole('row').filter({ hasText: prefix });
-    await row.getByRole('button', { name: `Rotate ${prefix}` }).click();
+    await row.getByRole('button', { name: `Rotate key ${prefix}` }).click();
     const grace = dialog().getByLabel('Grace period of the old secret');
     assert.equal(await grace.inputValue(), '24h', 'the default grace');
     await grace.fill('soon');

@@ -207,8 +207,8 @@ export function rotateRequest(
       <>
         <p>
           Key <span className="mono">{k.prefix}</span> ({k.name}) of {owner} gets a new secret, shown once.
-          Its id, name, limits and allow-lists stay. The old secret keeps working for the grace period, then
-          stops.
+          Its id, name, limits and allow-lists stay. The old secret keeps working for the grace period below
+          (24 hours unless changed), then stops: whoever uses the key must switch to the new secret within it.
         </p>
         <GraceField holder={holder} />
       </>

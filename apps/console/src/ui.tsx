@@ -137,7 +137,7 @@ export function Dialog(props: {
   return (
     <dialog
       ref={ref}
-      className={props.wide ? 'wide' : undefined}
+      className={props.wide ? 'roomy' : undefined}
       aria-labelledby={titleId}
       onCancel={(e) => {
         e.preventDefault();

@@ -105,7 +105,8 @@ export function KeysPage(props: { params: URLSearchParams }) {
       </form>
       {sort ? (
         <p className="muted">
-          Active keys with an expiry, the soonest first (search and status do not apply).
+          Keys not revoked that have an expiry, the soonest first, expired ones included (search and status do
+          not apply).
         </p>
       ) : null}
       {confirm.element}
@@ -122,9 +123,7 @@ export function KeysPage(props: { params: URLSearchParams }) {
             </th>
             <th scope="col">Last used</th>
             <th scope="col">Expires</th>
-            <th scope="col" className="wide">
-              Allowed
-            </th>
+            <th scope="col">Allowed</th>
             <th scope="col">Status</th>
             <th scope="col">Actions</th>
           </tr>
@@ -152,7 +151,7 @@ export function KeysPage(props: { params: URLSearchParams }) {
               <td data-label="Expires">
                 <KeyExpiry expiresAt={k.expires_at} now={now} />
               </td>
-              <td className="wide" data-label="Allowed">
+              <td data-label="Allowed">
                 <AllowLists apiKey={k} />
               </td>
               <td data-label="Status">
@@ -190,7 +189,7 @@ export function KeysPage(props: { params: URLSearchParams }) {
                         }),
                       )
                     }
-                    label={`Rotate ${k.prefix}`}
+                    label={`Rotate key ${k.prefix}`}
                   >
                     Rotate
                   </Button>

@@ -268,7 +268,7 @@ export function MemberDetailPage(props: { id: string }) {
                         }),
                       )
                     }
-                    label={`Rotate ${k.prefix}`}
+                    label={`Rotate key ${k.prefix}`}
                   >
                     Rotate
                   </Button>
