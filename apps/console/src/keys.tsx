@@ -3,7 +3,6 @@
 // fields (expiry, allowed models, allowed IPs) of the mint and edit forms.
 import {
   type AdminKey,
-  canonicalCidr,
   formatMoney,
   type KeyLimitsState,
   type MintedKey,
@@ -15,6 +14,7 @@ import { ApiFailure, api } from './api.js';
 import type { ConfirmRequest } from './confirm.js';
 import { expiryText, utc } from './format.js';
 import { useLoad } from './hooks.js';
+import { fieldOfParam, type Lifecycle, lifecycleBody, lifecycleOf } from './key-form.js';
 import { Button, Dialog, ErrorNote, Field } from './ui.js';
 
 /** The new secret, shown this once: Escape does not close it, only the explicit button. */
@@ -236,69 +236,6 @@ interface AdminModelRow {
   enabled: boolean;
 }
 
-export interface Lifecycle {
-  expiry: 'never' | 'in' | 'at';
-  expiresIn: string;
-  /** `YYYY-MM-DDTHH:MM`, read as UTC. */
-  expiresAt: string;
-  models: string[];
-  ips: string;
-}
-
-/** The form's starting values: a new key's, or those of `k`. */
-export function lifecycleOf(k?: AdminKey): Lifecycle {
-  return {
-    expiry: k?.expires_at ? 'at' : 'never',
-    expiresIn: '30d',
-    expiresAt: k?.expires_at ? new Date(k.expires_at * 1000).toISOString().slice(0, 16) : '',
-    models: k?.allowed_models ?? [],
-    ips: (k?.allowed_ips ?? []).join('\n'),
-  };
-}
-
-/**
- * The request fields of a lifecycle (MintKeyRequest / UpdateKeyRequest), or the problems in sentences,
- * per field (`expiry`, `allowed_ips`: one sentence per bad entry).
- */
-export function lifecycleBody(
-  l: Lifecycle,
-  now = Date.now(),
-): { body: Record<string, unknown>; errors: Record<string, string[]> } {
-  const errors: Record<string, string[]> = {};
-  const body: Record<string, unknown> = {};
-  if (l.expiry === 'never') body.expires_at = null;
-  else if (l.expiry === 'in') {
-    const ms = parseDuration(l.expiresIn);
-    if (ms === null || ms === 0)
-      errors.expiry = [`“${l.expiresIn}” is not a duration: give one such as 90m, 24h, 30d or 1w.`];
-    else body.expires_in = l.expiresIn.trim();
-  } else {
-    const at = Date.parse(`${l.expiresAt}:00Z`);
-    if (!l.expiresAt || Number.isNaN(at)) errors.expiry = ['Choose the date and time (UTC) the key expires.'];
-    else if (at <= now)
-      errors.expiry = ['That time has passed: choose one in the future, or revoke the key.'];
-    else body.expires_at = new Date(at).toISOString();
-  }
-  body.allowed_models = l.models;
-  const entries = l.ips
-    .split(/[\s,]+/)
-    .map((s) => s.trim())
-    .filter(Boolean);
-  const bad = entries.filter((e) => canonicalCidr(e) === null);
-  if (bad.length)
-    errors.allowed_ips = bad.map(
-      (e) => `“${e}” is not an IP address or CIDR block (such as 203.0.113.7, 10.0.0.0/8 or 2001:db8::/32).`,
-    );
-  body.allowed_ips = entries;
-  return { body, errors };
-}
-
-/** The form field a failure's `param` names (`allowed_ips[2]` -> `allowed_ips`). */
-export function fieldOfParam(param: string | null): string {
-  const top = (param ?? '').split(/[.[]/)[0] ?? '';
-  return top === 'expires_at' || top === 'expires_in' ? 'expiry' : top || '_form';
-}
-
 /** A server failure as per-field sentences. */
 export function failureFields(error: unknown): Record<string, string[]> {
   if (error instanceof ApiFailure) return { [fieldOfParam(error.param)]: [error.message] };
@@ -452,12 +389,13 @@ export function EditKeyDialog(props: {
   onClose: () => void;
   onSaved: (k: AdminKey) => void;
 }) {
-  const [value, setValue] = useState(() => lifecycleOf(props.apiKey));
+  const [initial] = useState(() => lifecycleOf(props.apiKey));
+  const [value, setValue] = useState(initial);
   const [errors, setErrors] = useState<Record<string, string[]>>({});
   const [busy, setBusy] = useState(false);
   const submit = async (ev: FormEvent) => {
     ev.preventDefault();
-    const { body, errors: errs } = lifecycleBody(value);
+    const { body, errors: errs } = lifecycleBody(value, Date.now(), initial);
     setErrors(errs);
     if (Object.keys(errs).length) return;
     setBusy(true);

@@ -4,6 +4,7 @@ import { api, query } from '../api.js';
 import { useConfirm } from '../confirm.js';
 import { ago, utc } from '../format.js';
 import { useLoad, useNow } from '../hooks.js';
+import { lifecycleBody, lifecycleOf } from '../key-form.js';
 import {
   AllowLists,
   EditKeyDialog,
@@ -13,8 +14,6 @@ import {
   KeyStatus,
   LifecycleFields,
   LimitsStateDialog,
-  lifecycleBody,
-  lifecycleOf,
   OneTimeKeyDialog,
   RevokeKeyDialog,
   rotateRequest,
