@@ -396,4 +396,53 @@ describe('console: key lifecycle, limit and budget forms, alerts (Chromium)', { 
     assert.ok(received.some((r) => r.ok));
     await check('10-alerts');
   });
+
+  it('the Alerts page shows an alert still being retried: its key, the last error and the next retry', async () => {
+    // A fixture row as the ledger writer leaves an alert whose first delivery failed: next attempt in an
+    // hour (so the writer leaves it alone during the test), one logged attempt without an answer.
+    const spender = await stack.prisma.apiKey.findFirstOrThrow({ where: { memberId, name: 'spender' } });
+    const start = new Date(Date.UTC(2031, 0, 1));
+    const next = new Date(Date.now() + 3_600_000);
+    await stack.prisma.alertEvent.create({
+      data: {
+        scope: 'key',
+        memberId,
+        keyId: spender.id,
+        subjectId: spender.id,
+        limitName: 'models.chat-A.allowance_tokens',
+        unit: 'tokens',
+        periodId: '2031-01',
+        periodStart: start,
+        periodEnd: new Date(Date.UTC(2031, 1, 1)),
+        threshold: 90,
+        used: 900n,
+        limitValue: 1000n,
+        status: 'pending',
+        attempts: 1,
+        nextAttemptAt: next,
+        deliveries: {
+          create: [
+            {
+              attempt: 1,
+              url: 'http://127.0.0.1:9/hook',
+              status: null,
+              error: 'connect ECONNREFUSED 127.0.0.1:9',
+              durationMs: 3,
+            },
+          ],
+        },
+      },
+    });
+    await page.getByLabel('Delivery').selectOption('pending');
+    await page.waitForURL(/status=pending/);
+    const row = page.getByRole('row').filter({ hasText: 'Token allowance on chat-A' });
+    await row.getByText('retrying').waitFor();
+    await row.getByText(spender.prefix).waitFor();
+    await row.getByText('(spender)').waitFor();
+    await row.getByText('900 tokens of 1,000 tokens').waitFor();
+    await row.getByText(`next retry ${next.toISOString().slice(0, 16).replace('T', ' ')} UTC`).waitFor();
+    await row.getByText('Last error: connect ECONNREFUSED 127.0.0.1:9').waitFor();
+    assert.equal(await page.getByRole('row').filter({ hasText: 'Monthly budget of the member' }).count(), 0);
+    await check('11-alerts-pending');
+  });
 });
