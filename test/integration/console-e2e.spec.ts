@@ -120,6 +120,7 @@ describe('operator console in Chromium', {
       ['Members', 'Members', '02-members'],
       ['Models', 'Models', '04-models'],
       ['Usage', 'Usage', '05-usage'],
+      ['Alerts', 'Alerts', '05-alerts'],
       ['Queues', 'Queues', '06-queues'],
       ['Search index', 'Search index', '06-search-index'],
       ['Audit log', 'Audit log', '07-audit'],
@@ -197,15 +198,17 @@ describe('operator console in Chromium', {
     await capture(page, '03-member-key-limits-state');
     await stateDialog.getByRole('button', { name: 'Close' }).click();
 
-    // Limit override through the editor (validated with the limits contract), then enforced.
+    // Limit override through the editor (a form: a bad value is named beside its field), then enforced.
     await page.getByRole('button', { name: 'Limits' }).click();
     const editor = page.getByRole('dialog', { name: /Limits of/ });
-    await editor.getByLabel(/Overrides/).fill('{"key": {"requests_per_minute": -1}}');
-    await editor.getByRole('button', { name: 'Save' }).click();
-    await editor.getByText(/limits\.key\.requests_per_minute/).waitFor();
-    await editor.getByLabel(/Overrides/).fill('{"key": {"requests_per_minute": 1}}');
-    await editor.getByRole('button', { name: 'Save' }).click();
-    await page.getByRole('cell', { name: 'key overrides' }).waitFor();
+    await editor.getByLabel('Requests per minute', { exact: true }).first().selectOption('value');
+    const rpm = editor.getByRole('textbox', { name: 'Requests per minute', exact: true });
+    await rpm.fill('-1');
+    await editor.getByRole('button', { name: 'Save limits' }).click();
+    await editor.getByText('Requests per minute must be a whole number, 0 or more.').waitFor();
+    await rpm.fill('1');
+    await editor.getByRole('button', { name: 'Save limits' }).click();
+    await page.getByText('own limits').waitFor();
     const hi = [{ role: 'user' as const, content: 'hi' }];
     await client.chat.completions.create({ model: 'chat-A', messages: hi, max_tokens: 4 });
     assert.equal(

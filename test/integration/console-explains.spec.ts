@@ -268,10 +268,13 @@ describe('the console explains what happened (Chromium)', { skip: noChromium }, 
     const prefix = minted[0]?.prefix ?? '';
     await page.getByRole('button', { name: `Rotate key ${prefix}` }).click();
     const rotate = page.getByRole('dialog', { name: `Rotate key ${prefix}?` });
-    await rotate.getByText(/keeps working for 24 hours/).waitFor();
+    await rotate
+      .getByText(/keeps working for the grace period below \(24\s+hours unless changed\)/)
+      .waitFor();
+    assert.equal(await rotate.getByLabel('Grace period of the old secret').inputValue(), '24h');
     await rotate.getByRole('button', { name: 'Rotate key' }).click();
     await page
-      .getByRole('dialog', { name: 'Your new API key' })
+      .getByRole('dialog', { name: 'The new secret of this key' })
       .getByRole('button', { name: 'I have stored the key' })
       .click();
     await page.getByRole('status').getByText(`Key ${prefix} rotated`).waitFor();

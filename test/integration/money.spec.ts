@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { formatMoney, SelfUsageSchema } from '@infer/contracts';
+import { AdminAlertListSchema, formatMoney, SelfUsageSchema } from '@infer/contracts';
 import { usageTotal } from '@infer/persistence';
 import { Redis } from 'ioredis';
 import OpenAI from 'openai';
@@ -283,16 +283,30 @@ describe('prices, cost, budgets and alerts', () => {
     // The console reads the same alerts and their delivery log.
     const listed = await admin('GET', `/admin/alerts?member=${k.memberId}`);
     assert.equal(listed.status, 200);
-    type Listed = { threshold_percent: number; unit: string; limit_value: string; deliveries: unknown[] };
-    const rowsListed = (listed.body.data as Listed[])
-      .map((a) => [a.threshold_percent, a.unit, a.limit_value, a.deliveries.length] as const)
+    const member = await stack.prisma.member.findUniqueOrThrow({ where: { id: k.memberId } });
+    const rowsListed = AdminAlertListSchema.parse(listed.body)
+      .data.map(
+        (a) =>
+          [
+            a.threshold_percent,
+            a.unit,
+            a.limit_value,
+            a.member_name,
+            a.status,
+            a.next_retry_at,
+            a.last_error,
+            a.deliveries.map((d) => d.status),
+          ] as const,
+      )
       .sort((x, y) => x[0] - y[0]);
     assert.deepEqual(rowsListed, [
-      [80, 'usd', budget, 2],
-      [90, 'usd', budget, 2],
-      [100, 'usd', budget, 2],
+      [80, 'usd', budget, member.name, 'delivered', null, null, [500, 204]],
+      [90, 'usd', budget, member.name, 'delivered', null, null, [500, 204]],
+      [100, 'usd', budget, member.name, 'delivered', null, null, [500, 204]],
     ]);
-    assert.equal((await admin('GET', '/admin/alerts?status=nope')).status, 400);
+    const bad = await admin('GET', '/admin/alerts?status=nope');
+    assert.equal(bad.status, 400);
+    assert.equal(bad.body.error.param, 'status');
   });
 
   it('a key budget refuses that key only; a key may not set its member budget', async () => {

@@ -25,6 +25,9 @@ import { waitFor } from '../support/wait-for.js';
 import { type Stack, startStack, startStackLedger } from './harness.js';
 
 const QUERY = 'setup.sh installs PostgreSQL Redis NATS';
+/** Dollars per search (WEB_SEARCH_PRICE): 5,000,000 nano-dollars in the ledger. */
+const SEARCH_PRICE = '0.005';
+const SEARCH_NANOS = 5_000_000n;
 
 describe('hosted web_search in /v1/responses (scripted engine, real search path)', () => {
   let up: ScriptedUpstream;
@@ -48,7 +51,13 @@ describe('hosted web_search in /v1/responses (scripted engine, real search path)
     );
     stack = await startStack({
       catalogFile,
-      env: { SEARCH_SUBJECT_PREFIX: prefix, LIMITS_ENABLED: '1', LIMITS_FILE: limits },
+      // Each search costs half a cent (the web-search entry's pricing.per_search).
+      env: {
+        SEARCH_SUBJECT_PREFIX: prefix,
+        LIMITS_ENABLED: '1',
+        LIMITS_FILE: limits,
+        WEB_SEARCH_PRICE: SEARCH_PRICE,
+      },
     });
     search = await startSearchService({
       env: {
@@ -141,7 +150,35 @@ describe('hosted web_search in /v1/responses (scripted engine, real search path)
     const model = rows.filter((u) => u.model === 'search-model');
     assert.equal(model.length, 1);
     assert.equal(model[0]?.totalTokens, r.usage?.total_tokens);
-    assert.equal(rows.filter((u) => u.model === 'web-search').length, 1);
+    const searches = rows.filter((u) => u.model === 'web-search');
+    assert.equal(searches.length, 1);
+    // The search is priced per search; the scripted model has no prices.
+    assert.equal(searches[0]?.cost, SEARCH_NANOS);
+    assert.equal(model[0]?.cost, 0n);
+  });
+
+  it('prices POST /v1/search per search: its ledger row carries the cost', async () => {
+    const memberId = await memberOf('inference');
+    const before = await stack.prisma.usageEvent.count({ where: { memberId, endpoint: '/v1/search' } });
+    const res = await fetch(`${stack.baseURL}/search`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${stack.keys.inference}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ query: QUERY, count: 3 }),
+    });
+    assert.equal(res.status, 200, await res.clone().text());
+    await res.json();
+    const rows = await waitFor(
+      'the usage row of the search',
+      async () => {
+        const all = await stack.prisma.usageEvent.findMany({ where: { memberId, endpoint: '/v1/search' } });
+        return all.length > before ? all : null;
+      },
+      { timeoutMs: 20_000, everyMs: 100 },
+    );
+    assert.deepEqual(
+      rows.map((u) => [u.model, u.status, u.cost]),
+      [['web-search', 200, SEARCH_NANOS]],
+    );
   });
 
   it('streams the search events: output_item.added, web_search_call in_progress/searching/completed, output_item.done', async () => {

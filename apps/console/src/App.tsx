@@ -1,6 +1,7 @@
 import type { SessionView } from '@infer/contracts';
 import { useCallback, useEffect, useState } from 'react';
 import { ApiFailure, api, onSessionEnded, setCsrfToken } from './api.js';
+import { AlertsPage } from './pages/Alerts.js';
 import { AuditPage } from './pages/Audit.js';
 import { KeysPage } from './pages/Keys.js';
 import { LogsPage } from './pages/Logs.js';
@@ -23,6 +24,7 @@ const NAV: Array<[string, string, boolean?]> = [
   ['keys', 'Keys'],
   ['models', 'Models'],
   ['usage', 'Usage'],
+  ['alerts', 'Alerts'],
   ['logs', 'Logs'],
   ['queues', 'Queues'],
   ['search', 'Search index'],
@@ -116,6 +118,8 @@ function Page(props: { path: string; params: URLSearchParams }) {
       return <ModelsPage />;
     case 'usage':
       return <UsagePage params={props.params} />;
+    case 'alerts':
+      return <AlertsPage params={props.params} />;
     case 'logs':
       return <LogsPage params={props.params} />;
     case 'queues':

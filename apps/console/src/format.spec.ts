@@ -1,12 +1,20 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { ago, compactNumber, toCsv, utc } from './format.js';
+import { ago, compactNumber, expiryText, toCsv, utc } from './format.js';
 
 describe('console formatting', () => {
   it('shows times in UTC from seconds or milliseconds', () => {
     assert.equal(utc(1_795_490_548), '2026-11-24 03:22 UTC');
     assert.equal(utc(1_795_490_548_000), '2026-11-24 03:22 UTC');
     assert.equal(utc(null), '-');
+  });
+
+  it('says when a key expires, or how long ago it did', () => {
+    const now = 1_800_000_000_000;
+    assert.equal(expiryText(null, now), 'never');
+    assert.equal(expiryText(now / 1000 + 3 * 86_400, now), 'expires in 3 d');
+    assert.equal(expiryText(now / 1000 + 5400, now), 'expires in 2 h');
+    assert.equal(expiryText(now / 1000 - 120, now), 'expired 2 min ago');
   });
 
   it('says how long ago', () => {

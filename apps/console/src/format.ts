@@ -37,3 +37,19 @@ export function toCsv(header: string[], rows: Array<Array<string | number | null
   };
   return `${[header, ...rows].map((r) => r.map(cell).join(',')).join('\r\n')}\r\n`;
 }
+
+/** A span of time in the largest whole unit: `45 s`, `12 min`, `5 h`, `3 d`. */
+export function span(ms: number): string {
+  const s = Math.max(0, Math.round(ms / 1000));
+  if (s < 60) return `${s} s`;
+  if (s < 3600) return `${Math.round(s / 60)} min`;
+  if (s < 86_400) return `${Math.round(s / 3600)} h`;
+  return `${Math.round(s / 86_400)} d`;
+}
+
+/** A key's expiry (unix seconds) relative to `now` (ms): `never`, `expires in 3 d`, `expired 2 h ago`. */
+export function expiryText(expiresAt: number | null | undefined, now = Date.now()): string {
+  if (expiresAt === null || expiresAt === undefined) return 'never';
+  const ms = expiresAt * 1000 - now;
+  return ms > 0 ? `expires in ${span(ms)}` : `expired ${span(-ms)} ago`;
+}

@@ -4,7 +4,7 @@
 import type { LimitState } from '@infer/contracts';
 import { utc } from './format.js';
 
-const WINDOW: Record<string, string> = {
+export const WINDOW: Record<string, string> = {
   minute: 'per minute',
   day: 'per UTC day',
   month: 'per calendar month (UTC)',

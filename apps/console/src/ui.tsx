@@ -1,6 +1,7 @@
 // The console's own small component set (no UI kit): fields, buttons, a modal dialog on the native
 // <dialog> element, a bar chart in SVG with a table alternative for screen readers.
 import { type ReactNode, useEffect, useId, useRef, useState } from 'react';
+import { utc } from './format.js';
 
 export function Field(props: {
   label: string;
@@ -122,6 +123,8 @@ export function Dialog(props: {
   onClose: () => void;
   children: ReactNode;
   dismissable?: boolean;
+  /** Wider than a form (a table of fields). */
+  wide?: boolean;
 }) {
   const ref = useRef<HTMLDialogElement>(null);
   const titleId = useId();
@@ -134,6 +137,7 @@ export function Dialog(props: {
   return (
     <dialog
       ref={ref}
+      className={props.wide ? 'roomy' : undefined}
       aria-labelledby={titleId}
       onCancel={(e) => {
         e.preventDefault();
@@ -441,4 +445,9 @@ function compact(n: number): string {
   if (n >= 1e6) return `${(n / 1e6).toFixed(1)}M`;
   if (n >= 1e3) return `${(n / 1e3).toFixed(1)}k`;
   return String(Math.round(n * 10) / 10);
+}
+
+/** A UTC time (`2026-11-24 03:16 UTC`) that never breaks at its date's hyphens. */
+export function Time(props: { t: number | null | undefined }) {
+  return <span className="nowrap">{utc(props.t)}</span>;
 }

@@ -1,6 +1,7 @@
 import {
   DEFAULT_MEMBER_INVITE_TTL,
   DEFAULT_QUEUE_PREFIX,
+  MoneySchema,
   parseDuration,
   UsageStream,
 } from '@infer/contracts';
@@ -278,6 +279,13 @@ export const GatewayEnvFields = z.object({
       'Percentages of a monthly budget or token allowance at which an alert is raised, once per threshold, ' +
         'counter and period (delivered by the ledger writer to ALERT_WEBHOOK_URL; docs/adr/0101-money.md). ' +
         'Empty: no alerts.',
+    ),
+  WEB_SEARCH_PRICE: MoneySchema.default('0')
+    .transform((v) => String(v))
+    .describe(
+      'Price of one web search in dollars, a decimal string such as "0.005" (the built-in web-search ' +
+        "entry's pricing.per_search): each POST /v1/search, MCP web_search and hosted web_search tool " +
+        'search that succeeds costs this much in the ledger and counts toward budgets. 0: free.',
     ),
   BULLMQ_PREFIX: z
     .string()

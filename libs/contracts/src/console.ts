@@ -218,6 +218,8 @@ export const AdminMemberSchema = z
     keys: z.number().int().optional(),
     /** The member's own limits (its budget); null: its tier's. */
     limits: MemberLimitsSchema.nullable().optional(),
+    /** GET /admin/members/{id} only: the tier's budgets, what "inherited from tier" means. */
+    tier_limits: LimitsOverrideSchema.optional(),
   })
   .meta({ id: 'AdminMember' });
 export type AdminMember = z.infer<typeof AdminMemberSchema>;
@@ -730,3 +732,64 @@ export const StoredResponsesPurgedSchema = z
   })
   .meta({ id: 'StoredResponsesPurged' });
 export type StoredResponsesPurged = z.infer<typeof StoredResponsesPurgedSchema>;
+
+// ---- alerts (budget and allowance thresholds, ADR 0101) ----
+
+export const AlertQuerySchema = z
+  .object({
+    member: NoNul(z.string().min(1).max(100)).optional(),
+    status: z.enum(['pending', 'delivered', 'failed', 'unsent']).optional(),
+    limit: z.coerce.number().int().min(1).max(500).default(50),
+  })
+  .strict();
+
+export const AlertDeliverySchema = z.object({
+  attempt: z.number().int(),
+  /** Unix seconds of the attempt. */
+  at: z.number().int(),
+  url: z.string(),
+  /** The receiver's HTTP status (null: no answer: refused, timed out). */
+  status: z.number().int().nullable(),
+  error: z.string().nullable(),
+  duration_ms: z.number().int(),
+});
+
+export const AdminAlertSchema = z
+  .object({
+    id: z.string(),
+    object: z.literal('alert'),
+    /** Unix seconds when the threshold was passed. */
+    created_at: z.number().int(),
+    /** Whose counter: the member's or one key's. */
+    scope: z.enum(['member', 'key']),
+    member_id: z.string(),
+    /** The member's name (null: deleted since). */
+    member_name: z.string().nullable(),
+    key_id: z.string().nullable(),
+    key_prefix: z.string().nullable(),
+    key_name: z.string().nullable(),
+    /** The limit or budget (`member.budget_per_month`, `models.chat-A.allowance_tokens` ...). */
+    limit: z.string(),
+    threshold_percent: z.number().int(),
+    unit: z.enum(['usd', 'tokens']),
+    /** Dollars as a decimal string (unit usd) or tokens. */
+    used: z.union([z.string(), z.number()]),
+    limit_value: z.union([z.string(), z.number()]),
+    period: z.object({ id: z.string(), start: z.number().int(), end: z.number().int() }),
+    /** pending (to deliver), delivered, failed (gave up after its attempts), unsent (no webhook). */
+    status: z.enum(['pending', 'delivered', 'failed', 'unsent']),
+    attempts: z.number().int(),
+    delivered_at: z.number().int().nullable(),
+    /** Unix seconds of the next delivery attempt (null: none will be made). */
+    next_retry_at: z.number().int().nullable(),
+    /** The last attempt's error (null: none, or delivered). */
+    last_error: z.string().nullable(),
+    deliveries: z.array(AlertDeliverySchema),
+  })
+  .meta({ id: 'AdminAlert' });
+export type AdminAlert = z.infer<typeof AdminAlertSchema>;
+
+export const AdminAlertListSchema = z
+  .object({ object: z.literal('list'), data: z.array(AdminAlertSchema) })
+  .meta({ id: 'AdminAlertList' });
+export type AdminAlertList = z.infer<typeof AdminAlertListSchema>;

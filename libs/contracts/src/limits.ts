@@ -220,6 +220,11 @@ export const KeyLimitsStateSchema = z
     enabled: z.boolean(),
     /** The key's own overrides (null: none). */
     overrides: LimitsOverrideSchema.nullable(),
+    /**
+     * What the key's tier gives without any override (the spec's defaults, the limits file and its tier
+     * section; a model's allowance from the catalog): what "inherited from tier" means for each field.
+     */
+    tier_limits: LimitsOverrideSchema,
     /** Unix seconds of the state. */
     at: z.number().int(),
     limits: z.array(LimitStateSchema),

@@ -2,6 +2,7 @@ import type { z } from 'zod';
 import { MemberInvitationSchema, MemberInviteRequestSchema } from './account.js';
 import { AdminBatchListSchema } from './batch.js';
 import {
+  AdminAlertListSchema,
   AdminKeyListSchema,
   AdminKeySchema,
   AdminMemberSchema,
@@ -122,6 +123,7 @@ const ADMIN_OPS: AdminOp[] = [
     summary:
       'Budget and token-allowance alerts (80/90/100 %), newest first, each with its webhook delivery log',
     role: 'viewer',
+    ok: AdminAlertListSchema,
     query: ['member', 'status', 'limit'],
   },
   {

@@ -1,28 +1,39 @@
-import {
-  type AdminKeyList,
-  type AdminKeyListItem,
-  type AdminMember,
-  type MintedKey,
-  MintKeyRequestSchema,
-} from '@infer/contracts';
+import type { AdminKeyList, AdminKeyListItem, AdminMember, MintedKey } from '@infer/contracts';
 import { type FormEvent, useState } from 'react';
 import { api, query } from '../api.js';
+import { useConfirm } from '../confirm.js';
 import { ago, utc } from '../format.js';
 import { useLoad, useNow } from '../hooks.js';
-import { LimitsStateDialog, OneTimeKeyDialog, RevokeKeyDialog } from '../keys.js';
+import { lifecycleBody, lifecycleOf } from '../key-form.js';
+import {
+  AllowLists,
+  EditKeyDialog,
+  FormProblems,
+  failureFields,
+  KeyExpiry,
+  KeyStatus,
+  LifecycleFields,
+  LimitsStateDialog,
+  OneTimeKeyDialog,
+  RevokeKeyDialog,
+  rotateRequest,
+  Words,
+} from '../keys.js';
+import { LimitsDialog } from '../limits-editor.js';
 import { Link, navigate } from '../router.js';
 import { READ_ONLY_REASON, useCanWrite } from '../session.js';
 import { Button, Dialog, ErrorNote, Field, UrlPager } from '../ui.js';
-import { fieldErrors } from '../validate.js';
 
 /**
  * The keys of all members: server-side search (key name, prefix or id; member name or email) and
- * keyset paging in the URL, last use, status, live limit state; mint, rotate and revoke here too.
+ * keyset paging in the URL, newest first or expiring soonest, last use, expiry, allow-lists, status
+ * (the old secret's grace while it runs), live limit state; mint, edit, limits, rotate and revoke.
  */
 export function KeysPage(props: { params: URLSearchParams }) {
   const q = props.params.get('q') ?? '';
   const status = props.params.get('status') ?? '';
   const after = props.params.get('after') ?? '';
+  const sort = props.params.get('sort') === 'expiring' ? 'expiring' : '';
   const canWrite = useCanWrite();
   const now = useNow(10_000);
   const [search, setSearch] = useState(q);
@@ -30,21 +41,19 @@ export function KeysPage(props: { params: URLSearchParams }) {
   const [minted, setMinted] = useState<MintedKey | null>(null);
   const [revoking, setRevoking] = useState<AdminKeyListItem | null>(null);
   const [inspecting, setInspecting] = useState<AdminKeyListItem | null>(null);
+  const [changing, setChanging] = useState<AdminKeyListItem | null>(null);
+  const [limiting, setLimiting] = useState<AdminKeyListItem | null>(null);
   const [failure, setFailure] = useState<unknown>(null);
+  const confirm = useConfirm();
   const list = useLoad(
-    () => api<AdminKeyList>('GET', `/admin/keys${query({ q, status, after, limit: 25 })}`),
-    `${q}|${status}|${after}`,
+    () =>
+      api<AdminKeyList>(
+        'GET',
+        `/admin/keys${query({ q: sort ? undefined : q, status: sort ? undefined : status, sort, after, limit: 25 })}`,
+      ),
+    `${q}|${status}|${sort}|${after}`,
   );
-  const go = (p: Record<string, string | undefined>) => navigate('keys', { q, status, ...p });
-  const rotate = async (k: AdminKeyListItem) => {
-    setFailure(null);
-    try {
-      setMinted(await api<MintedKey>('POST', `/admin/keys/${encodeURIComponent(k.id)}/rotate`));
-    } catch (error) {
-      setFailure(error);
-    }
-    list.reload();
-  };
+  const go = (p: Record<string, string | undefined>) => navigate('keys', { q, status, sort, ...p });
   return (
     <section>
       <div className="titlebar">
@@ -79,8 +88,27 @@ export function KeysPage(props: { params: URLSearchParams }) {
           options={['', 'active', 'revoked']}
           onChange={(v) => go({ status: v, after: undefined, trail: undefined })}
         />
+        <div className="field">
+          <label htmlFor="keys-sort">Order</label>
+          <select
+            id="keys-sort"
+            name="sort"
+            value={sort}
+            onChange={(e) => go({ sort: e.target.value || undefined, after: undefined, trail: undefined })}
+          >
+            <option value="">newest first</option>
+            <option value="expiring">expiring soonest</option>
+          </select>
+        </div>
         <Button type="submit">Search</Button>
       </form>
+      {sort ? (
+        <p className="muted">
+          Keys not revoked that have an expiry, the soonest first, expired ones included (search and status do
+          not apply).
+        </p>
+      ) : null}
+      {confirm.element}
       <ErrorNote error={list.error ?? failure} />
       <table className="cards">
         <caption className="sr-only">API keys of all members</caption>
@@ -88,14 +116,13 @@ export function KeysPage(props: { params: URLSearchParams }) {
           <tr>
             <th scope="col">Prefix</th>
             <th scope="col">Name</th>
-            <th scope="col">Member</th>
-            <th scope="col" className="wide">
-              Tier
-            </th>
+            <th scope="col">Member (tier)</th>
             <th scope="col" className="wide">
               Created
             </th>
             <th scope="col">Last used</th>
+            <th scope="col">Expires</th>
+            <th scope="col">Allowed</th>
             <th scope="col">Status</th>
             <th scope="col">Actions</th>
           </tr>
@@ -106,31 +133,62 @@ export function KeysPage(props: { params: URLSearchParams }) {
               <td className="mono" data-label="Prefix">
                 {k.prefix}
               </td>
-              <td data-label="Name">{k.name}</td>
-              <td data-label="Member">
+              <td className="name" data-label="Name">
+                <Words text={k.name} />
+              </td>
+              <td data-label="Member (tier)">
                 <span>
-                  <Link to={`members/${encodeURIComponent(k.member.id)}`}>{k.member.name}</Link>
+                  <Link to={`members/${encodeURIComponent(k.member.id)}`}>{k.member.name}</Link>{' '}
+                  <small className="muted">({k.member.tier})</small>
                   {k.member.suspended ? <span className="badge danger">suspended</span> : null}
                 </span>
-              </td>
-              <td className="wide" data-label="Tier">
-                {k.member.tier}
               </td>
               <td className="wide" data-label="Created">
                 {utc(k.created_at)}
               </td>
               <td data-label="Last used">{ago(k.last_used_at, now)}</td>
-              <td data-label="Status">{k.revoked_at ? `revoked ${utc(k.revoked_at)}` : 'active'}</td>
+              <td data-label="Expires">
+                <KeyExpiry expiresAt={k.expires_at} now={now} />
+              </td>
+              <td data-label="Allowed">
+                <AllowLists apiKey={k} />
+              </td>
+              <td data-label="Status">
+                <KeyStatus apiKey={k} now={now} />
+              </td>
               <td data-label="Actions">
                 <div className="actions">
                   <Button onClick={() => setInspecting(k)} label={`State of ${k.prefix}`}>
                     State
                   </Button>
                   <Button
+                    disabled={!canWrite}
+                    reason={READ_ONLY_REASON}
+                    onClick={() => setLimiting(k)}
+                    label={`Limits of ${k.prefix}`}
+                  >
+                    Limits
+                  </Button>
+                  <Button
                     disabled={!canWrite || Boolean(k.revoked_at)}
                     reason={k.revoked_at ? 'Already revoked.' : READ_ONLY_REASON}
-                    onClick={() => void rotate(k)}
-                    label={`Rotate ${k.prefix}`}
+                    onClick={() => setChanging(k)}
+                    label={`Edit ${k.prefix}`}
+                  >
+                    Edit
+                  </Button>
+                  <Button
+                    disabled={!canWrite || Boolean(k.revoked_at)}
+                    reason={k.revoked_at ? 'Already revoked.' : READ_ONLY_REASON}
+                    onClick={() =>
+                      confirm.ask(
+                        rotateRequest(k, k.member.name, (minted) => {
+                          setMinted(minted);
+                          list.reload();
+                        }),
+                      )
+                    }
+                    label={`Rotate key ${k.prefix}`}
                   >
                     Rotate
                   </Button>
@@ -172,6 +230,27 @@ export function KeysPage(props: { params: URLSearchParams }) {
         }}
       />
       {inspecting ? <LimitsStateDialog apiKey={inspecting} onClose={() => setInspecting(null)} /> : null}
+      {changing ? (
+        <EditKeyDialog
+          apiKey={changing}
+          tier={changing.member.tier}
+          onClose={() => setChanging(null)}
+          onSaved={() => {
+            setChanging(null);
+            list.reload();
+          }}
+        />
+      ) : null}
+      {limiting ? (
+        <LimitsDialog
+          apiKey={limiting}
+          onClose={() => setLimiting(null)}
+          onSaved={() => {
+            setLimiting(null);
+            list.reload();
+          }}
+        />
+      ) : null}
     </section>
   );
 }
@@ -182,8 +261,8 @@ function MintForMember(props: { onClose: () => void; onMinted: (k: MintedKey) =>
   const [asked, setAsked] = useState('');
   const [memberId, setMemberId] = useState('');
   const [name, setName] = useState('default');
-  const [errors, setErrors] = useState<Record<string, string>>({});
-  const [failure, setFailure] = useState<unknown>(null);
+  const [life, setLife] = useState(() => lifecycleOf());
+  const [errors, setErrors] = useState<Record<string, string[]>>({});
   const members = useLoad(
     () =>
       asked
@@ -192,18 +271,23 @@ function MintForMember(props: { onClose: () => void; onMinted: (k: MintedKey) =>
     asked,
   );
   const found = members.data?.data ?? [];
+  const tier = found.find((m) => m.id === memberId)?.tier;
   const submit = async (e: FormEvent) => {
     e.preventDefault();
-    const errs = fieldErrors(MintKeyRequestSchema, { name });
-    if (!memberId) errs.member = 'Choose a member.';
+    const { body, errors: errs } = lifecycleBody(life);
+    if (!name.trim()) errs.name = ['Give the key a name.'];
+    if (!memberId) errs.member = ['Choose a member.'];
     setErrors(errs);
     if (Object.keys(errs).length) return;
     try {
       props.onMinted(
-        await api<MintedKey>('POST', `/admin/members/${encodeURIComponent(memberId)}/keys`, { name }),
+        await api<MintedKey>('POST', `/admin/members/${encodeURIComponent(memberId)}/keys`, {
+          name,
+          ...body,
+        }),
       );
     } catch (error) {
-      setFailure(error);
+      setErrors(failureFields(error));
     }
   };
   return (
@@ -243,7 +327,7 @@ function MintForMember(props: { onClose: () => void; onMinted: (k: MintedKey) =>
           </select>
           {errors.member ? (
             <small id="mint-member-err" className="error" role="alert">
-              {errors.member}
+              {errors.member.join(' ')}
             </small>
           ) : (
             <small id="mint-member-hint">
@@ -253,8 +337,17 @@ function MintForMember(props: { onClose: () => void; onMinted: (k: MintedKey) =>
             </small>
           )}
         </div>
-        <Field label="Key name" name="name" value={name} onChange={setName} error={errors.name} required />
-        <ErrorNote error={failure ?? members.error} />
+        <Field
+          label="Key name"
+          name="name"
+          value={name}
+          onChange={setName}
+          error={errors.name?.join(' ')}
+          required
+        />
+        {memberId ? <LifecycleFields value={life} onChange={setLife} tier={tier} errors={errors} /> : null}
+        <FormProblems errors={errors} fields={['name', 'member']} />
+        <ErrorNote error={members.error} />
         <div className="actions">
           <Button onClick={props.onClose}>Cancel</Button>
           <Button type="submit" kind="primary">

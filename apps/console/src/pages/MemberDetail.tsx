@@ -8,7 +8,7 @@ import {
   type MemberQuotas,
   type MemberStoredResponses,
   type MintedKey,
-  SetKeyLimitsRequestSchema,
+  parseMoney,
   TIERS,
   UpdateMemberRequestSchema,
 } from '@infer/contracts';
@@ -17,8 +17,23 @@ import { InviteButton } from '../account/InviteButton.js';
 import { api, query } from '../api.js';
 import { useConfirm } from '../confirm.js';
 import { ago, utc } from '../format.js';
-import { useLoad } from '../hooks.js';
-import { LimitsStateDialog, OneTimeKeyDialog, RevokeKeyDialog } from '../keys.js';
+import { useLoad, useNow } from '../hooks.js';
+import { lifecycleBody, lifecycleOf } from '../key-form.js';
+import {
+  AllowLists,
+  EditKeyDialog,
+  FormProblems,
+  failureFields,
+  KeyExpiry,
+  KeyStatus,
+  LifecycleFields,
+  LimitsStateDialog,
+  OneTimeKeyDialog,
+  RevokeKeyDialog,
+  rotateRequest,
+  Words,
+} from '../keys.js';
+import { LimitsDialog } from '../limits-editor.js';
 import { RefusalsPanel } from '../refusals.js';
 import { Link } from '../router.js';
 import { READ_ONLY_REASON, useCanWrite } from '../session.js';
@@ -43,7 +58,9 @@ export function MemberDetailPage(props: { id: string }) {
   const [revoking, setRevoking] = useState<AdminKey | null>(null);
   const [editing, setEditing] = useState<AdminKey | null>(null);
   const [inspecting, setInspecting] = useState<AdminKey | null>(null);
+  const [changing, setChanging] = useState<AdminKey | null>(null);
   const [tier, setTier] = useState('');
+  const now = useNow(30_000);
   const confirm = useConfirm();
   const m = detail.data;
 
@@ -162,6 +179,7 @@ export function MemberDetailPage(props: { id: string }) {
         canWrite={canWrite}
         onSaved={() => detail.reload()}
       />
+      <BudgetEditor member={m} canWrite={canWrite} onSaved={() => detail.reload()} />
       <ErrorNote error={failure} />
 
       <div className="titlebar">
@@ -181,9 +199,12 @@ export function MemberDetailPage(props: { id: string }) {
           <tr>
             <th scope="col">Prefix</th>
             <th scope="col">Name</th>
-            <th scope="col">Created</th>
+            <th scope="col" className="wide">
+              Created
+            </th>
             <th scope="col">Last used</th>
-            <th scope="col">Limits</th>
+            <th scope="col">Expires</th>
+            <th scope="col">Allowed</th>
             <th scope="col">Status</th>
             <th scope="col">Actions</th>
           </tr>
@@ -194,41 +215,57 @@ export function MemberDetailPage(props: { id: string }) {
               <td className="mono" data-label="Prefix">
                 {k.prefix}
               </td>
-              <td data-label="Name">{k.name}</td>
-              <td data-label="Created">{utc(k.created_at)}</td>
-              <td data-label="Last used">{ago(k.last_used_at)}</td>
-              <td data-label="Limits">{k.limits ? 'key overrides' : 'tier'}</td>
-              <td data-label="Status">{k.revoked_at ? `revoked ${utc(k.revoked_at)}` : 'active'}</td>
+              <td className="name" data-label="Name">
+                <Words text={k.name} />
+              </td>
+              <td className="wide" data-label="Created">
+                {utc(k.created_at)}
+              </td>
+              <td data-label="Last used">{ago(k.last_used_at, now)}</td>
+              <td data-label="Expires">
+                <KeyExpiry expiresAt={k.expires_at} now={now} />
+              </td>
+              <td data-label="Allowed">
+                <AllowLists apiKey={k} />
+              </td>
+              <td data-label="Status">
+                <span>
+                  <KeyStatus apiKey={k} now={now} />
+                  <br />
+                  <small className="muted">{k.limits ? 'own limits' : 'tier limits'}</small>
+                </span>
+              </td>
               <td data-label="Actions">
                 <div className="actions">
-                  <Button onClick={() => setInspecting(k)}>State</Button>
-                  <Button disabled={!canWrite} reason={READ_ONLY_REASON} onClick={() => setEditing(k)}>
+                  <Button onClick={() => setInspecting(k)} label={`State of ${k.prefix}`}>
+                    State
+                  </Button>
+                  <Button
+                    disabled={!canWrite}
+                    reason={READ_ONLY_REASON}
+                    onClick={() => setEditing(k)}
+                    label={`Limits of ${k.prefix}`}
+                  >
                     Limits
                   </Button>
                   <Button
                     disabled={!canWrite || Boolean(k.revoked_at)}
                     reason={k.revoked_at ? 'Already revoked.' : READ_ONLY_REASON}
+                    onClick={() => setChanging(k)}
+                    label={`Edit ${k.prefix}`}
+                  >
+                    Edit
+                  </Button>
+                  <Button
+                    disabled={!canWrite || Boolean(k.revoked_at)}
+                    reason={k.revoked_at ? 'Already revoked.' : READ_ONLY_REASON}
                     onClick={() =>
-                      confirm.ask({
-                        title: `Rotate key ${k.prefix}?`,
-                        body: (
-                          <>
-                            <p>
-                              Key <span className="mono">{k.prefix}</span> ({k.name}) of {m.name} gets a new
-                              secret, shown once. The old secret keeps working for 24 hours, then stops.
-                            </p>
-                            <p>Whoever uses the key must switch to the new secret within that time.</p>
-                          </>
-                        ),
-                        confirmLabel: 'Rotate key',
-                        action: () =>
-                          api<MintedKey>('POST', `/admin/keys/${encodeURIComponent(k.id)}/rotate`),
-                        done: `Key ${k.prefix} rotated: the old secret stops working in 24 hours.`,
-                        onDone: (minted) => {
-                          setMinted(minted as MintedKey);
+                      confirm.ask(
+                        rotateRequest(k, m.name, (minted) => {
+                          setMinted(minted);
                           detail.reload();
-                        },
-                      })
+                        }),
+                      )
                     }
                     label={`Rotate key ${k.prefix}`}
                   >
@@ -239,6 +276,7 @@ export function MemberDetailPage(props: { id: string }) {
                     disabled={!canWrite || Boolean(k.revoked_at)}
                     reason={k.revoked_at ? 'Already revoked.' : READ_ONLY_REASON}
                     onClick={() => setRevoking(k)}
+                    label={`Revoke ${k.prefix}`}
                   >
                     Revoke
                   </Button>
@@ -272,6 +310,7 @@ export function MemberDetailPage(props: { id: string }) {
       <MintDialog
         open={minting}
         memberId={m.id}
+        tier={m.tier}
         onClose={() => setMinting(false)}
         onMinted={(k) => {
           setMinting(false);
@@ -290,6 +329,17 @@ export function MemberDetailPage(props: { id: string }) {
         }}
       />
       {inspecting ? <LimitsStateDialog apiKey={inspecting} onClose={() => setInspecting(null)} /> : null}
+      {changing ? (
+        <EditKeyDialog
+          apiKey={changing}
+          tier={m.tier}
+          onClose={() => setChanging(null)}
+          onSaved={() => {
+            setChanging(null);
+            detail.reload();
+          }}
+        />
+      ) : null}
       {editing ? (
         <LimitsDialog
           apiKey={editing}
@@ -307,26 +357,43 @@ export function MemberDetailPage(props: { id: string }) {
 function MintDialog(props: {
   open: boolean;
   memberId: string;
+  tier: AdminMember['tier'];
   onClose: () => void;
   onMinted: (k: MintedKey) => void;
 }) {
   const [name, setName] = useState('default');
-  const [failure, setFailure] = useState<unknown>(null);
+  const [life, setLife] = useState(() => lifecycleOf());
+  const [errors, setErrors] = useState<Record<string, string[]>>({});
   const submit = async (e: FormEvent) => {
     e.preventDefault();
+    const { body, errors: errs } = lifecycleBody(life);
+    if (!name.trim()) errs.name = ['Give the key a name.'];
+    setErrors(errs);
+    if (Object.keys(errs).length) return;
     try {
       props.onMinted(
-        await api<MintedKey>('POST', `/admin/members/${encodeURIComponent(props.memberId)}/keys`, { name }),
+        await api<MintedKey>('POST', `/admin/members/${encodeURIComponent(props.memberId)}/keys`, {
+          name,
+          ...body,
+        }),
       );
     } catch (error) {
-      setFailure(error);
+      setErrors(failureFields(error));
     }
   };
   return (
     <Dialog open={props.open} title="Mint an API key" onClose={props.onClose}>
       <form onSubmit={submit} noValidate>
-        <Field label="Key name" name="name" value={name} onChange={setName} required />
-        <ErrorNote error={failure} />
+        <Field
+          label="Key name"
+          name="name"
+          value={name}
+          onChange={setName}
+          error={errors.name?.join(' ')}
+          required
+        />
+        <LifecycleFields value={life} onChange={setLife} tier={props.tier} errors={errors} />
+        <FormProblems errors={errors} fields={['name']} />
         <div className="actions">
           <Button onClick={props.onClose}>Cancel</Button>
           <Button type="submit" kind="primary">
@@ -338,67 +405,70 @@ function MintDialog(props: {
   );
 }
 
-const EXAMPLE = '{"key": {"requests_per_minute": 120}, "models": {"chat-A": {"tokens_per_minute": 3000000}}}';
-
-function LimitsDialog(props: { apiKey: AdminKey; onClose: () => void; onSaved: () => void }) {
-  const [text, setText] = useState(props.apiKey.limits ? JSON.stringify(props.apiKey.limits, null, 2) : '');
-  const [error, setError] = useState<string | null>(null);
-  const save = async (limits: unknown) => {
-    const errs = fieldErrors(SetKeyLimitsRequestSchema, { limits });
-    const first = Object.entries(errs)[0];
-    if (first) {
-      setError(`${first[0]}: ${first[1]}`);
+/**
+ * The member's monthly budget (its own limits, PUT /admin/members/{id}/limits): inherited from the
+ * tier (shown), an own amount in dollars, or unlimited; it resets on the 1st of each month (UTC).
+ */
+function BudgetEditor(props: { member: Detail; canWrite: boolean; onSaved: () => void }) {
+  const m = props.member;
+  const own = m.limits?.budget.member_per_month;
+  const tierValue = m.tier_limits?.budget?.member_per_month;
+  const [mode, setMode] = useState(own === undefined ? 'inherit' : own === null ? 'unlimited' : 'value');
+  const [value, setValue] = useState(own === undefined || own === null ? '' : String(own));
+  const [error, setError] = useState<string | undefined>();
+  const [saved, setSaved] = useState(false);
+  const next = new Date();
+  const reset = Date.UTC(next.getUTCFullYear(), next.getUTCMonth() + 1, 1);
+  const save = async (e: FormEvent) => {
+    e.preventDefault();
+    setSaved(false);
+    setError(undefined);
+    if (mode === 'value' && parseMoney(value.trim()) === null) {
+      setError('The budget must be an amount of dollars such as 250 or 99.50 (at most 9 decimals).');
       return;
     }
+    const limits =
+      mode === 'inherit'
+        ? null
+        : { budget: { member_per_month: mode === 'unlimited' ? null : value.trim() } };
     try {
-      await api('PUT', `/admin/keys/${encodeURIComponent(props.apiKey.id)}/limits`, { limits });
+      await api('PUT', `/admin/members/${encodeURIComponent(m.id)}/limits`, { limits });
+      setSaved(true);
       props.onSaved();
-    } catch (e) {
-      setError(e instanceof Error ? e.message : String(e));
+    } catch (err) {
+      setError(err instanceof Error ? err.message : String(err));
     }
   };
   return (
-    <Dialog open title={`Limits of ${props.apiKey.prefix}`} onClose={props.onClose}>
-      <form
-        onSubmit={(e) => {
-          e.preventDefault();
-          let parsed: unknown;
-          try {
-            parsed = JSON.parse(text);
-          } catch {
-            setError('Not valid JSON.');
-            return;
-          }
-          void save(parsed);
-        }}
-        noValidate
-      >
-        <label htmlFor="limits-json">
-          Overrides (JSON). Empty the field and use “Back to the tier” to clear.
-        </label>
-        <textarea
-          id="limits-json"
-          rows={8}
-          value={text}
-          placeholder={EXAMPLE}
-          onChange={(e) => setText(e.target.value)}
-          aria-invalid={error ? true : undefined}
-          aria-describedby={error ? 'limits-error' : undefined}
-        />
-        {error ? (
-          <p id="limits-error" className="error" role="alert">
-            {error}
-          </p>
-        ) : null}
-        <div className="actions">
-          <Button onClick={props.onClose}>Cancel</Button>
-          <Button onClick={() => void save(null)}>Back to the tier</Button>
-          <Button type="submit" kind="primary">
-            Save
-          </Button>
-        </div>
-      </form>
-    </Dialog>
+    <form className="row" onSubmit={save} noValidate aria-label="Monthly budget">
+      <div className="field">
+        <label htmlFor="budget-mode">Monthly budget of the member</label>
+        <select id="budget-mode" name="budget-mode" value={mode} onChange={(e) => setMode(e.target.value)}>
+          <option value="inherit">{`inherited from tier (${tierValue === undefined || tierValue === null ? 'unlimited' : `$${tierValue}`})`}</option>
+          <option value="value">own amount</option>
+          <option value="unlimited">unlimited</option>
+        </select>
+        <small>Per calendar month (UTC); resets {utc(reset)}. Spent: 402 budget_exceeded.</small>
+      </div>
+      {mode === 'value' ? (
+        <Field label="Budget (USD)" name="member_per_month" value={value} onChange={setValue} error={error} />
+      ) : null}
+      <div className="field">
+        <Button type="submit" disabled={!props.canWrite} reason={READ_ONLY_REASON}>
+          Save budget
+        </Button>
+      </div>
+      {mode !== 'value' && error ? (
+        <p className="error" role="alert">
+          {error}
+        </p>
+      ) : null}
+      {saved ? (
+        <p role="status" className="field">
+          Saved.
+        </p>
+      ) : null}
+    </form>
   );
 }
 

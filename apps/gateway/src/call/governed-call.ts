@@ -77,7 +77,8 @@ export class GovernedCall {
 
   /** The search budget (20/min, 3 concurrent, 500/day by default). */
   admitSearch(spec: CallSpec): Promise<Call> {
-    return this.admitWith(spec, this.limits.admitSearch(spec.caller));
+    // A priced search reserves its price against the budgets (settled with its real cost).
+    return this.admitWith(spec, this.limits.admitSearch(spec.caller, priceTable(spec.model).search));
   }
 
   private async admitWith(spec: CallSpec, admitting: Promise<Admission>): Promise<Call> {

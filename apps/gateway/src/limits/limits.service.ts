@@ -1,4 +1,4 @@
-import type { CatalogEntry, LimitState } from '@infer/contracts';
+import type { CatalogEntry, LimitState, LimitsOverride, ModelLimits, Tier } from '@infer/contracts';
 import type { SqlRunner } from '@infer/persistence/lazy';
 import { inSampledTrace, type Logger, withSpan } from '@infer/telemetry';
 import { Inject, Injectable, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
@@ -74,6 +74,24 @@ export class LimitsService implements OnModuleInit, OnApplicationShutdown {
     });
   }
 
+  /**
+   * What a tier gives without overrides (defaults < limits file < its tier section), for the models it
+   * reaches, each model's allowance from the catalog where the limits do not set one: the console's
+   * "inherited from tier".
+   */
+  tierLimits(tier: Tier, models: readonly CatalogEntry[]): LimitsOverride {
+    const l = this.store.limitsFor({ tier, overrides: null });
+    const byModel: Record<string, ModelLimits> = {};
+    for (const m of models) {
+      const own = l.models[m.id] ?? {};
+      byModel[m.id] =
+        own.allowance_tokens === undefined && m.allowance
+          ? { ...own, allowance_tokens: m.allowance.tokens }
+          : { ...own };
+    }
+    return { key: l.key, models: byModel, search: l.search, images: l.images, budget: l.budget };
+  }
+
   get enabled(): boolean {
     return this.store.enabled;
   }
@@ -111,11 +129,13 @@ export class LimitsService implements OnModuleInit, OnApplicationShutdown {
   }
 
   /** One web search or MCP tool call: 20/min, 3 concurrent (429 rate_limit_exceeded), 500/day (429 insufficient_quota). */
-  admitSearch(auth: LimitSubject): Promise<Admission> {
+  admitSearch(auth: LimitSubject, cost = 0): Promise<Admission> {
     if (this.timed()) {
-      return withSpan('limits.admit', { 'infer.limits.kind': 'search' }, () => this.store.admitSearch(auth));
+      return withSpan('limits.admit', { 'infer.limits.kind': 'search' }, () =>
+        this.store.admitSearch(auth, cost),
+      );
     }
-    return this.store.admitSearch(auth);
+    return this.store.admitSearch(auth, cost);
   }
 
   /** One image request (whatever `n`): 20/min and 100/month per member, 429. */

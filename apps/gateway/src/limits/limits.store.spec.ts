@@ -408,6 +408,22 @@ describe('LimitsStore (real Redis, injected clock)', () => {
     await (await e.admitSearch(subject)).release();
   });
 
+  it('a priced search reserves its price against the budget: two fit a budget of two, the third is 402 while they run', async () => {
+    now = Date.UTC(2031, 4, 10, 12, 0, 0);
+    // $0.01 a month for the key; a search costs $0.005 (5,000,000 nano-dollars).
+    const e = store({ budget: { key_per_month: '0.01' }, search: { concurrent: 10 } });
+    const a = await e.admitSearch(subject, 5_000_000);
+    const b = await e.admitSearch(subject, 5_000_000);
+    const third = await refused(e.admitSearch(subject, 5_000_000));
+    assert.equal(third.status, 402);
+    assert.equal(third.code, 'budget_exceeded');
+    // One failed (nothing to pay): its reservation comes back, and one more search fits.
+    await a.settle(0, 0);
+    await b.settle(0, 5_000_000);
+    await (await e.admitSearch(subject, 5_000_000)).settle(0, 5_000_000);
+    assert.equal((await refused(e.admitSearch(subject, 5_000_000))).code, 'budget_exceeded');
+  });
+
   it('images: per member per minute and per calendar month (429 quota_exceeded), whatever n', async () => {
     now = Date.UTC(2031, 4, 31, 23, 58, 0);
     const e = store({ images: { requests_per_minute: 2, requests_per_month: 3 } });

@@ -392,10 +392,15 @@ export class LimitsStore {
     return this.admit(this.plan(subject, 'images'), this.clock(), 0);
   }
 
-  /** Admits one web search or MCP tool call (the shared search budget of the key). */
-  admitSearch(subject: LimitSubject): Promise<Admission> {
+  /**
+   * Admits one web search or MCP tool call (the shared search budget of the key); `cost` (nano-dollars,
+   * the price of a search) is reserved against the budgets and settled with what the search cost.
+   */
+  admitSearch(subject: LimitSubject, cost = 0): Promise<Admission> {
     if (!this.enabled) return Promise.resolve(Admission.none);
-    return this.admit(this.plan(subject, 'search'), this.clock(), 0);
+    const plan = this.plan(subject, 'search');
+    if (!plan.money || !cost) return this.admit(plan, this.clock(), 0);
+    return this.admit(plan, this.clock(), 0, 0, 0, null, cost, cost);
   }
 
   /** The cached plan of a key for a model (or its image / search budget), built on first use. */

@@ -12,7 +12,7 @@ import type { AuthedKey } from '../auth/key-cache.js';
 import { GovernedCall } from '../call/governed-call.js';
 import { GATEWAY_CONFIG, type GatewayConfig } from '../config.js';
 import { LOGGER } from '../infra/tokens.js';
-import { WEB_SEARCH_ENTRY } from './web-search-entry.js';
+import { webSearchEntry } from './web-search-entry.js';
 
 /**
  * Longest a search may take end to end (ms). The search-service bounds the engine (SEARCH_TIMEOUT_MS,
@@ -34,11 +34,16 @@ export interface SearchOutcome {
  */
 @Injectable()
 export class SearchGateway {
+  /** The web-search entry with its price (WEB_SEARCH_PRICE), built once. */
+  private readonly entry;
+
   constructor(
     @Inject(GovernedCall) private readonly call: GovernedCall,
     @Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig,
     @Inject(LOGGER) private readonly log: Logger,
-  ) {}
+  ) {
+    this.entry = webSearchEntry(config.WEB_SEARCH_PRICE);
+  }
 
   get subject(): string {
     return `${this.config.SEARCH_SUBJECT_PREFIX}${Subjects.search}`;
@@ -57,7 +62,7 @@ export class SearchGateway {
       caller: auth,
       endpoint,
       subject: this.subject,
-      model: WEB_SEARCH_ENTRY,
+      model: this.entry,
       body,
       stream: false,
       deadlineMs: SEARCH_DEADLINE_MS,

@@ -1,3 +1,4 @@
+import type { AdminAlertList } from '@infer/contracts';
 import { Controller, Get, Inject, Query } from '@nestjs/common';
 import { Admin } from '../access/admin.decorator.js';
 import { AlertsService } from './alerts.service.js';
@@ -12,7 +13,7 @@ export class AlertsController {
 
   @Admin('read')
   @Get()
-  list(@Query() query: Record<string, unknown>) {
+  list(@Query() query: unknown): Promise<AdminAlertList> {
     return this.alerts.list(query);
   }
 }

@@ -215,6 +215,7 @@ export class KeysService {
       key: { id: key.id, prefix: key.prefix, member_id: member.id, tier: member.tier },
       enabled: this.limits.enabled,
       overrides: key.limits && overrides.success ? overrides.data : null,
+      tier_limits: this.limits.tierLimits(member.tier, models),
       at: Math.floor(now / 1000),
       limits: await this.limits.state(subject, models),
     };

@@ -11,6 +11,7 @@ import {
 } from '@infer/contracts';
 import { ApiKeysRepository, MembersRepository } from '@infer/persistence/lazy';
 import { Inject, Injectable } from '@nestjs/common';
+import { LimitsService } from '../../limits/limits.service.js';
 import { AdminAccess, type AdminActor } from '../access/admin-access.service.js';
 import { AdminInvalidation } from '../invalidation.service.js';
 import { notFound, userError } from '../user-error.js';
@@ -28,6 +29,7 @@ export class MembersService {
     @Inject(ApiKeysRepository) private readonly keys: ApiKeysRepository,
     @Inject(AdminAccess) private readonly access: AdminAccess,
     @Inject(AdminInvalidation) private readonly invalidate: AdminInvalidation,
+    @Inject(LimitsService) private readonly limits: LimitsService,
   ) {}
 
   async list(query: unknown) {
@@ -58,7 +60,13 @@ export class MembersService {
     const m = await this.members.get(id).catch(() => null);
     if (!m) throw notFound('member', id, 'id');
     const keys = await this.keys.list(id);
-    return { ...memberView({ ...m, keyCount: keys.length }), api_keys: keys.map(keyView) };
+    // The tier's budgets: what the member's own budget replaces ("inherited from tier" in the console).
+    const { budget } = this.limits.tierLimits(m.tier, []);
+    return {
+      ...memberView({ ...m, keyCount: keys.length }),
+      tier_limits: { budget },
+      api_keys: keys.map(keyView),
+    };
   }
 
   async update(actor: AdminActor, id: string, body: unknown): Promise<AdminMember> {
