@@ -95,16 +95,23 @@ const COLUMNS = sql`"time", "request_id" AS "requestId", "member_id" AS "memberI
   "latency_ms" AS "latencyMs", "first_token_ms" AS "firstTokenMs", "trace_id" AS "traceId", "cost"::text AS "cost",
   "engine_endpoint" AS "engineEndpoint"`;
 
+/**
+ * A status class as SQL literals (never parameters): the failure classes must let the planner prove
+ * the partial indexes' `"status" >= 400` (request_log_failure_indexes migration), which it cannot do
+ * for a parameter in a generic plan.
+ */
 function statusCondition(c: StatusClass): Sql {
   switch (c) {
     case '2xx':
       return sql`"status" BETWEEN 200 AND 299`;
     case '4xx':
-      return sql`"status" BETWEEN 400 AND 499`;
+      return sql`"status" >= 400 AND "status" <= 499`;
     case '5xx':
       return sql`"status" >= 500`;
-    default:
-      return sql`"status" = ${Number(c)}`;
+    case '429':
+      return sql`"status" >= 400 AND "status" = 429`;
+    case '402':
+      return sql`"status" >= 400 AND "status" = 402`;
   }
 }
 
@@ -264,7 +271,8 @@ export class RequestLogRepository {
     if (q.keyId) where.push(sql`"key_id" = ${q.keyId}`);
     if (q.model) where.push(sql`"model" = ${q.model}`);
     if (q.statusClass) where.push(statusCondition(q.statusClass));
-    if (q.errorCode) where.push(sql`"error_code" = ${q.errorCode}`);
+    // Only failures carry a code: said as a literal, the failure indexes serve the filter.
+    if (q.errorCode) where.push(sql`"status" >= 400 AND "error_code" = ${q.errorCode}`);
     if (q.from) where.push(sql`"time" >= ${q.from}`);
     if (q.to) where.push(sql`"time" < ${q.to}`);
     if (q.before) where.push(sql`("time", "request_id") < (${q.before.time}, ${q.before.requestId})`);
