@@ -127,7 +127,8 @@ export class GovernedCall {
       traceId: spec.traceId,
       at: 0,
       // The member's switch came with its cached key, the model's with the cached catalog: no lookup.
-      logBodies: spec.caller.logBodies === true || spec.model.log_bodies === true,
+      // Batch lines never: their bodies are the batch's own input and output files.
+      logBodies: spec.batch !== true && (spec.caller.logBodies === true || spec.model.log_bodies === true),
     };
     this.settlement.begin(call);
     return call;
