@@ -195,7 +195,7 @@ async function time(databaseUrl: string, prisma: Awaited<ReturnType<typeof creat
       `SELECT "trace_id" AS t FROM "request_log" WHERE "time" >= now() - interval '2 days'
           AND "trace_id" IS NOT NULL LIMIT 1`,
     )) as Array<{ t: string }>;
-    const traceSupported = await get(`/admin/logs?trace=${traced?.t}&limit=1`).then(
+    const traceSupported = await get(`/admin/logs?trace_id=${traced?.t}&limit=1`).then(
       () => true,
       () => false,
     );
@@ -236,7 +236,7 @@ async function time(databaseUrl: string, prisma: Awaited<ReturnType<typeof creat
       ['why refused: heaviest member', `/admin/members/${heavy}/refusals`],
       ['why refused: light member', `/admin/members/${light}/refusals`],
     ];
-    if (traceSupported) calls.push(['list: by trace id', `/admin/logs?trace=${traced?.t}&limit=50`]);
+    if (traceSupported) calls.push(['list: by trace id', `/admin/logs?trace_id=${traced?.t}&limit=50`]);
     const rows: string[][] = [];
     for (const [name, path] of calls) {
       for (let i = 0; i < 3; i++) await get(path);
