@@ -119,6 +119,14 @@ async function main() {
           'logs: heaviest key, last day',
           `/admin/logs?key=bk-000001&from=${new Date(today - DAY).toISOString()}`,
         ],
+        ['logs: model', '/admin/logs?model=chat-G&limit=50'],
+        ['logs: status 5xx / 429 (all members)', '/admin/logs?status=429&limit=50'],
+        ['logs: error code (all members)', '/admin/logs?code=rate_limit_exceeded&limit=50'],
+        [
+          'logs: time range (one hour, 10 days ago)',
+          `/admin/logs?from=${new Date(today - 10 * DAY).toISOString()}&to=${new Date(today - 10 * DAY + 3_600_000).toISOString()}&limit=50`,
+        ],
+        ['logs: live tail (newest page, every 2 s)', '/admin/logs?limit=50'],
         ['logs: lookup by request id', '/admin/logs/br-4242'],
         ['member refusals (why refused)', `/admin/members/${heavyMember}/refusals`],
       ];

@@ -462,6 +462,56 @@ describe('the console explains what happened (Chromium)', { skip: noChromium }, 
     await page.context().close();
   });
 
+  it("bodies: the member page's switch logs them; the request detail shows them redacted, or says they are not logged", async () => {
+    const page = await newPage();
+    await page.goto(`${stack.url}/console/members/${encodeURIComponent(other.memberId)}`);
+    await page.getByTestId('member-log-bodies').getByText('not logged').waitFor();
+    await page.getByRole('button', { name: 'Log bodies' }).click();
+    const dialog = page.getByRole('dialog', { name: /request and response bodies\?$/ });
+    await dialog.getByText(/secrets redacted/).waitFor();
+    await dialog.getByRole('button', { name: 'Log bodies' }).click();
+    await page.getByTestId('member-log-bodies').getByText('logged', { exact: true }).waitFor();
+
+    const secret = `sk-inf-${'Pp4Qq5Rr6S'.repeat(4)}`;
+    const { response } = await other.client.chat.completions
+      .create({ model: 'chat-A', messages: [{ role: 'user', content: `my key ${secret}` }], max_tokens: 2 })
+      .withResponse();
+    const id = response.headers.get('x-request-id') ?? '';
+    await waitFor(
+      'its bodies',
+      async () => (await admin<{ bodies: unknown }>(`/admin/logs/${id}`)).body.bodies,
+      {
+        timeoutMs: 30_000,
+      },
+    );
+    await page.goto(`${stack.url}/console/logs?request=${encodeURIComponent(id)}`);
+    const bodies = page.getByTestId('request-bodies');
+    await bodies.getByRole('heading', { name: 'Request body' }).waitFor();
+    await bodies
+      .getByRole('region', { name: 'Request body' })
+      .getByText(/my key sk-\[redacted\]/)
+      .waitFor();
+    await bodies
+      .getByRole('region', { name: 'Response body' })
+      .getByText(/chat\.completion/)
+      .waitFor();
+    assert.ok(!(await page.content()).includes('Pp4Qq5Rr6S'));
+    await check(page, '15-logs-request-bodies');
+
+    // The throttled member's bodies are not logged: the detail says so.
+    const theirs = await admin<{ data: RequestLogEntry[] }>(
+      `/admin/logs?member=${throttled.memberId}&limit=1`,
+    );
+    await page.goto(
+      `${stack.url}/console/logs?request=${encodeURIComponent(theirs.body.data[0]?.request_id ?? '')}`,
+    );
+    await page
+      .getByTestId('request-bodies')
+      .getByText(/^Bodies not logged for this member or model/)
+      .waitFor();
+    await page.context().close();
+  });
+
   it('an unknown request id says so', async () => {
     const page = await newPage();
     await page.goto(`${stack.url}/console/logs?request=req_nosuchrequest`);

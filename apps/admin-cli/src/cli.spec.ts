@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { GatewaySubjects } from '@infer/contracts';
-import { dropDatabase, hashApiKey } from '@infer/persistence';
+import { createPrisma, dropDatabase, hashApiKey } from '@infer/persistence';
 import { createTestDatabase, type TestDatabase } from '@infer/persistence/testing';
 import { connect } from '@nats-io/transport-node';
 import { runAdminCli } from '../../../test/support/processes.js';
@@ -110,6 +110,31 @@ describe('admin CLI end to end', () => {
     const help = await run('--help');
     assert.equal(help.code, 0);
     assert.match(help.stdout, /demo-keys/);
+  });
+
+  it('member / models log-bodies switch body logging, audited; a bad value is a usage error', async () => {
+    const { member } = await json('member', 'create', '--name', 'Bodies', '--tier', 'inference');
+    assert.equal(member.logBodies, false);
+    const on = await json('member', 'log-bodies', member.id, 'on');
+    assert.equal(on.member.logBodies, true);
+    const model = await json('models', 'log-bodies', 'chat-A', 'on');
+    assert.deepEqual(model, { model: 'chat-A', log_bodies: true });
+    const prisma = createPrisma(db.url);
+    try {
+      const rows = await prisma.auditEvent.findMany({
+        where: { action: { in: ['member.log_bodies_on', 'model.log_bodies_on'] } },
+      });
+      assert.deepEqual(rows.map((r) => r.targetId).sort(), ['chat-A', member.id].sort());
+    } finally {
+      await prisma.$disconnect();
+    }
+    assert.equal((await json('models', 'log-bodies', 'chat-A', 'off')).log_bodies, false);
+    const bad = await run('member', 'log-bodies', member.id, 'yes');
+    assert.equal(bad.code, 2);
+    assert.match(bad.stderr, /expected on or off/);
+    const missing = await run('models', 'log-bodies', 'no-such-model', 'on');
+    assert.equal(missing.code, 1);
+    assert.match(missing.stderr, /model not found: no-such-model/);
   });
 
   it('key mint prints the key once; list shows prefixes only; revoke by prefix', async () => {

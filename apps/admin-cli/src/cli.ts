@@ -29,8 +29,10 @@ import {
   isUserError,
   type Member,
   MemberInvitationsRepository,
+  MembersRepository,
   migrateDeploy,
   migrateStatus,
+  NotFoundError,
   PersistenceUserError,
   parseTier,
   type Repositories,
@@ -50,6 +52,9 @@ export const USAGE = `infer admin CLI (env DATABASE_URL, default postgresql://po
   member create --name N [--email E] --tier T     create a member (tiers: ${TIERS.join(', ')})
   member set-tier <memberId> <tier>               change a member's tier (all its keys follow)
   member list [--tier T]                          list members
+  member log-bodies <memberId> on|off             log the member's request and response bodies
+                                                  (redacted, capped, kept REQUEST_LOG_BODY_RETENTION_DAYS;
+                                                  off by default; audited)
   member invite <memberId> [--email E] [--expires-in DURATION]
                                                   a one-time link where the member sets the password of
                                                   their account page (also a password reset; voids their
@@ -78,6 +83,7 @@ export const USAGE = `infer admin CLI (env DATABASE_URL, default postgresql://po
                                                   ledger totals for a period (default: this calendar
                                                   month, UTC; D is ISO 8601; --to is exclusive)
   models list [--all]                             enabled models, most capable first (--all: disabled too)
+  models log-bodies <modelId> on|off              log the bodies of the model's requests (as above)
   catalog sync [--file config/models.yaml]        load the catalog file; models missing from it are disabled
   db migrate                                      create the database if needed and apply pending migrations
   db status                                       compare prisma/migrations with the database
@@ -317,6 +323,11 @@ async function fetchKeyLimits(gateway: string, token: string, keyId: string) {
 
 type Handler = (ctx: Ctx) => Promise<number>;
 
+function onOff(v: string): boolean {
+  if (v === 'on' || v === 'off') return v === 'on';
+  throw new UsageError(`expected on or off, got '${v}'`);
+}
+
 const commands: Record<string, Handler> = {
   'member create': async (ctx) => {
     noExtra(ctx.args, 0);
@@ -334,6 +345,53 @@ const commands: Record<string, Handler> = {
     const member = await ctx.repos().members.setTier(id, tier);
     ctx.print({ member }, () => `member ${member.id} is now ${member.tier}`);
     await announce(ctx, 'keys', { memberIds: [member.id] });
+    return 0;
+  },
+
+  'member log-bodies': async (ctx) => {
+    noExtra(ctx.args, 2);
+    const id = need(ctx.args[0], '<memberId>');
+    const on = onOff(need(ctx.args[1], 'on|off'));
+    const before = await ctx.repos().members.get(id);
+    if (!before) throw new NotFoundError('member', id);
+    const member = await inTransaction(ctx.repos().db, async (tx) => {
+      const after = await new MembersRepository(tx).update(id, { logBodies: on });
+      if (before.logBodies !== on)
+        await new AuditRepository(tx).append(cliActor(), {
+          action: on ? 'member.log_bodies_on' : 'member.log_bodies_off',
+          targetType: 'member',
+          targetId: id,
+          before: { log_bodies: before.logBodies },
+          after: { log_bodies: after.logBodies },
+        });
+      return after;
+    });
+    ctx.print({ member }, () => `member ${member.id}: bodies ${member.logBodies ? 'logged' : 'not logged'}`);
+    // The switch travels with the member's cached keys.
+    await announce(ctx, 'keys', { memberIds: [id] });
+    return 0;
+  },
+
+  'models log-bodies': async (ctx) => {
+    noExtra(ctx.args, 2);
+    const id = need(ctx.args[0], '<modelId>');
+    const on = onOff(need(ctx.args[1], 'on|off'));
+    const db = ctx.repos().db;
+    const before = await db.model.findUnique({ where: { id } });
+    if (!before) throw new NotFoundError('model', id);
+    await inTransaction(db, async (tx) => {
+      await tx.model.update({ where: { id }, data: { logBodies: on } });
+      if (before.logBodies !== on)
+        await new AuditRepository(tx).append(cliActor(), {
+          action: on ? 'model.log_bodies_on' : 'model.log_bodies_off',
+          targetType: 'model',
+          targetId: id,
+          before: { log_bodies: before.logBodies },
+          after: { log_bodies: on },
+        });
+    });
+    ctx.print({ model: id, log_bodies: on }, () => `model ${id}: bodies ${on ? 'logged' : 'not logged'}`);
+    await announce(ctx, 'catalog');
     return 0;
   },
 

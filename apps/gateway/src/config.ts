@@ -243,6 +243,13 @@ export const GatewayEnvFields = z.object({
         'event loop for one model leave together. 1: one message per event, for ledger writers older than ' +
         'batching (upgrade the ledger writers first).',
     ),
+  REQUEST_LOG_BODY_MAX_BYTES: envInt(65_536, 1_024)
+    .pipe(z.number().max(131_072))
+    .describe(
+      'Body logging (docs/adr/0110-request-log.md): most bytes kept of each request and response body of a ' +
+        'member or model whose bodies are logged; a longer body is cut and ends with a truncation marker. At ' +
+        "most 128 KiB: the bodies travel on the usage event, under NATS's 1 MB max_payload.",
+    ),
   LIMITS_ENABLED: envBool(true).describe(
     'Limits and quotas (apps/gateway/src/limits). Off admits everything and counts nothing: only for ' +
       'benchmarks or when enforced elsewhere.',

@@ -36,6 +36,8 @@ export async function openPersistence(databaseUrl: string, log?: Logger) {
         tier: k.tier,
         billingAnchor: k.billingPeriodAnchor,
         overrides: withMemberLimits(k.limits, k.memberLimits),
+        // Body logging (ADR 0110): the member's switch, cached with the key like its tier.
+        ...(k.logBodies ? { logBodies: true } : {}),
         ...keyRules(k),
       };
     },

@@ -44,6 +44,10 @@ export const LedgerWriterEnvSchema = z.object({
   REQUEST_LOG_RETENTION_DAYS: envInt(30, 1).describe(
     'Days of request log kept (UTC days, today included): older daily partitions of request_log are dropped whole.',
   ),
+  REQUEST_LOG_BODY_RETENTION_DAYS: envInt(3, 1).describe(
+    'Days the logged request and response bodies are kept (request_log_body, only for members and models ' +
+      'whose bodies are logged): the hourly housekeeping deletes older ones; their request_log rows stay.',
+  ),
   LEDGER_STREAM: z
     .string()
     .default(UsageStream.name)
@@ -223,6 +227,8 @@ export async function runLedgerWriter(
     await requestLog.ensurePartitions(days);
     const dropped = await requestLog.dropExpired(retentionDays, now);
     if (dropped.length) log.info({ dropped, retentionDays }, 'request log partitions dropped');
+    const bodies = await requestLog.dropExpiredBodies(config.REQUEST_LOG_BODY_RETENTION_DAYS, now);
+    if (bodies) log.info({ bodies, days: config.REQUEST_LOG_BODY_RETENTION_DAYS }, 'request bodies deleted');
     return dropped;
   };
   // Never blocks the start or the loop: while PostgreSQL is down the writer starts and waits, and each
@@ -281,7 +287,10 @@ export async function runLedgerWriter(
           stats.duplicates += r.duplicates;
           usageWritten = true;
         }
-        const l = await requestLog.insertBatch(events, { retentionDays });
+        const l = await requestLog.insertBatch(events, {
+          retentionDays,
+          bodyRetentionDays: config.REQUEST_LOG_BODY_RETENTION_DAYS,
+        });
         stats.logged += l.inserted;
         log.debug({ events: events.length, ...r, logged: l.inserted }, 'batch written');
         return true;

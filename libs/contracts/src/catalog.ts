@@ -237,6 +237,12 @@ export const CatalogEntrySchema = z.object({
    */
   fallbacks: z.array(z.string().min(1)).max(8).default([]),
   engine: EngineConfigSchema,
+  /**
+   * Log the request and response bodies of this model's calls (docs/adr/0110-request-log.md). Set by
+   * an operator (PATCH /admin/models/{id}), stored on the model's row; the catalog file does not set
+   * it (the sync leaves the row's switch alone).
+   */
+  log_bodies: z.boolean().optional(),
 });
 export type CatalogEntry = z.infer<typeof CatalogEntrySchema>;
 export type CatalogEntryInput = z.input<typeof CatalogEntrySchema>;

@@ -180,12 +180,21 @@ export const UpdateMemberRequestSchema = z
     tier: TierSchema.optional(),
     billing_anchor: Anchor.optional(),
     suspended: z.boolean().optional(),
+    /** Log the member's request and response bodies (docs/adr/0110-request-log.md; off by default). */
+    log_bodies: z.boolean().optional(),
   })
   .strict()
-  .refine((v) => v.tier !== undefined || v.billing_anchor !== undefined || v.suspended !== undefined, {
-    message: 'give `tier`, `billing_anchor` and/or `suspended`',
-    path: ['tier'],
-  })
+  .refine(
+    (v) =>
+      v.tier !== undefined ||
+      v.billing_anchor !== undefined ||
+      v.suspended !== undefined ||
+      v.log_bodies !== undefined,
+    {
+      message: 'give `tier`, `billing_anchor`, `suspended` and/or `log_bodies`',
+      path: ['tier'],
+    },
+  )
   .meta({ id: 'UpdateMemberRequest' });
 export type UpdateMemberRequest = z.infer<typeof UpdateMemberRequestSchema>;
 
@@ -220,6 +229,8 @@ export const AdminMemberSchema = z
     limits: MemberLimitsSchema.nullable().optional(),
     /** GET /admin/members/{id} only: the tier's budgets, what "inherited from tier" means. */
     tier_limits: LimitsOverrideSchema.optional(),
+    /** Whether the member's request and response bodies are logged (docs/adr/0110-request-log.md). */
+    log_bodies: z.boolean().optional(),
   })
   .meta({ id: 'AdminMember' });
 export type AdminMember = z.infer<typeof AdminMemberSchema>;
@@ -310,8 +321,16 @@ export const SetKeyLimitsRequestSchema = z
   .meta({ id: 'SetKeyLimitsRequest' });
 
 export const UpdateModelRequestSchema = z
-  .object({ enabled: z.boolean() })
+  .object({
+    enabled: z.boolean().optional(),
+    /** Log the request and response bodies of the model's calls (docs/adr/0110-request-log.md). */
+    log_bodies: z.boolean().optional(),
+  })
   .strict()
+  .refine((v) => v.enabled !== undefined || v.log_bodies !== undefined, {
+    message: 'give `enabled` and/or `log_bodies`',
+    path: ['enabled'],
+  })
   .meta({ id: 'UpdateModelRequest' });
 
 // ---- queues (console page 5) ----
@@ -685,6 +704,28 @@ export const RequestLogEntrySchema = z
   })
   .meta({ id: 'RequestLogEntry' });
 export type RequestLogEntry = z.infer<typeof RequestLogEntrySchema>;
+
+/** A logged request's bodies (request_log_body), redacted and capped by the gateway. */
+export const RequestLogBodiesSchema = z
+  .object({
+    request: z.string().nullable().describe('The request body (JSON) as the gateway validated it'),
+    response: z
+      .string()
+      .nullable()
+      .describe("The answer: a reply's JSON, a stream's frames one per line, or the error"),
+    request_truncated: z.boolean().describe('Cut at REQUEST_LOG_BODY_MAX_BYTES'),
+    response_truncated: z.boolean(),
+  })
+  .meta({ id: 'RequestLogBodies' });
+export type RequestLogBodies = z.infer<typeof RequestLogBodiesSchema>;
+
+/** One request with its bodies when they were logged (GET /admin/logs/{requestId}). */
+export const RequestLogDetailSchema = RequestLogEntrySchema.extend({
+  bodies: RequestLogBodiesSchema.nullable().describe(
+    'Null: body logging was off for its member and model, or the bodies are past REQUEST_LOG_BODY_RETENTION_DAYS',
+  ),
+}).meta({ id: 'RequestLogDetail' });
+export type RequestLogDetail = z.infer<typeof RequestLogDetailSchema>;
 
 export const RequestLogListSchema = z
   .object({

@@ -1,5 +1,16 @@
 import { z } from 'zod';
 
+/** A logged request's bodies (docs/adr/0110-request-log.md, "Bodies"). */
+export const RequestBodiesSchema = z.object({
+  /** The request body as the gateway validated it (JSON), redacted and capped. */
+  request: z.string(),
+  /** The answer: the JSON of a unary reply, a stream's frames one per line; redacted and capped. */
+  response: z.string(),
+  requestTruncated: z.boolean().optional(),
+  responseTruncated: z.boolean().optional(),
+});
+export type RequestBodies = z.infer<typeof RequestBodiesSchema>;
+
 /**
  * One finished (or cancelled) request, as published by the gateway on the durable usage stream and
  * written to the ledger once, keyed by requestId.
@@ -49,6 +60,12 @@ export const UsageEventSchema = z.object({
   firstTokenMs: z.number().int().min(0).nullish(),
   /** The request's W3C trace id when tracing is on. */
   traceId: z.string().nullish(),
+  /**
+   * The request and response bodies, only when body logging is on for the member or the model:
+   * redacted and capped by the gateway (REQUEST_LOG_BODY_MAX_BYTES). The ledger writer stores them in
+   * request_log_body; an event with bodies travels alone (never batched with others).
+   */
+  bodies: RequestBodiesSchema.optional(),
 });
 export type UsageEvent = z.infer<typeof UsageEventSchema>;
 

@@ -122,6 +122,8 @@ export interface AuthKey {
   allowedIps: string[];
   /** Set when the presented secret is an old one kept by a rotation: it works until then. */
   graceUntil: Date | null;
+  /** The member's body-logging switch (docs/adr/0110-request-log.md). */
+  logBodies: boolean;
 }
 
 const INFO_SELECT = {

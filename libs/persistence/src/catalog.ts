@@ -102,6 +102,8 @@ export interface CatalogRow {
   pricing?: unknown;
   /** Absent in rows read before the column existed. */
   fallbacks?: string[] | null;
+  /** Absent in rows read before the column existed. */
+  logBodies?: boolean;
 }
 
 /** Table row -> catalog entry, validated again with CatalogEntrySchema. */
@@ -127,6 +129,7 @@ export function rowToEntry(row: CatalogRow): CatalogEntry {
     pricing: row.pricing ?? {},
     fallbacks: row.fallbacks ?? [],
     engine: row.engine,
+    ...(row.logBodies ? { log_bodies: true } : {}),
   };
   const parsed = CatalogEntrySchema.safeParse(input);
   if (!parsed.success)
@@ -139,7 +142,7 @@ export function rowToEntry(row: CatalogRow): CatalogEntry {
 const ENABLED_MODELS_SQL = `SELECT "id", "kind", "rank", "ownedBy", "created", "description", "aliases", "tiers"::text[] AS "tiers",
        "contextWindow", "allowanceTokens", "allowancePeriod"::text AS "allowancePeriod", "capabilities",
        "engine", "dimensions", "defaultMaxOutputTokens", "batchPriceFactor",
-       "fallbacks", "pricing"
+       "fallbacks", "pricing", "logBodies"
   FROM "Model"
  WHERE "enabled"
  ORDER BY "rank" ASC, "id" ASC`;

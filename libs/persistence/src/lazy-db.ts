@@ -21,6 +21,7 @@ const MODELS: Record<Uncapitalize<Prisma.ModelName>, true> = {
   model: true,
   usageEvent: true,
   requestLog: true,
+  requestLogBody: true,
   searchDocument: true,
   operator: true,
   operatorSession: true,

@@ -127,10 +127,13 @@ export class MembersRepository {
     }
   }
 
-  /** Changes tier, billing anchor and/or suspension; suspended members' keys are refused by auth. */
+  /**
+   * Changes tier, billing anchor, suspension and/or body logging; suspended members' keys are refused
+   * by auth.
+   */
   async update(
     id: string,
-    change: { tier?: Tier | string; billingPeriodAnchor?: Date; suspended?: boolean },
+    change: { tier?: Tier | string; billingPeriodAnchor?: Date; suspended?: boolean; logBodies?: boolean },
   ): Promise<Member> {
     try {
       return await this.db.member.update({
@@ -139,6 +142,7 @@ export class MembersRepository {
           ...(change.tier ? { tier: parseTier(change.tier) } : {}),
           ...(change.billingPeriodAnchor ? { billingPeriodAnchor: change.billingPeriodAnchor } : {}),
           ...(change.suspended === undefined ? {} : { suspendedAt: change.suspended ? new Date() : null }),
+          ...(change.logBodies === undefined ? {} : { logBodies: change.logBodies }),
         },
       });
     } catch (error) {

@@ -78,8 +78,14 @@ describe('queries on pg directly (the gateway) and through Prisma', () => {
       allowedModels: [],
       allowedIps: [],
       graceUntil: null,
+      logBodies: false,
     });
     assert.equal(await findActiveKeyByHash(pool, hashApiKey(`${key}x`)), null);
+    // The member's body-logging switch comes with the key, on both drivers.
+    await repos.members.update(member.id, { logBodies: true });
+    assert.equal((await findActiveKeyByHash(pool, hash))?.logBodies, true);
+    assert.equal((await repos.keys.findActiveByHash(hash))?.logBodies, true);
+    await repos.members.update(member.id, { logBodies: false });
 
     // Rotated with a grace: the new and the old secret find the same key (the old with its grace end),
     // on both drivers; after the grace the old one finds nothing.

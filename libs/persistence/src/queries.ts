@@ -24,7 +24,7 @@ export function prismaRunner(db: DbClient): SqlRunner {
  */
 const AUTH_KEY_COLUMNS = `k."id" AS "keyId", k."memberId", m."tier"::text AS "tier", k."name", k."prefix",
        k."revokedAt", k."limits", m."billingPeriodAnchor", k."lastUsedAt", m."suspendedAt",
-       k."expiresAt", k."allowedModels", k."allowedIps", m."limits" AS "memberLimits"`;
+       k."expiresAt", k."allowedModels", k."allowedIps", m."limits" AS "memberLimits", m."logBodies"`;
 const AUTH_KEY_SQL = `SELECT ${AUTH_KEY_COLUMNS}, NULL::timestamptz AS "graceUntil"
   FROM "ApiKey" k JOIN "Member" m ON m."id" = k."memberId"
  WHERE k."hash" = $1
@@ -50,6 +50,7 @@ interface AuthKeyRow extends Record<string, unknown> {
   allowedModels: string[] | null;
   allowedIps: string[] | null;
   graceUntil: Date | null;
+  logBodies: boolean;
 }
 
 /**
@@ -84,6 +85,7 @@ export async function findActiveKeyByHash(
     allowedModels: row.allowedModels ?? [],
     allowedIps: row.allowedIps ?? [],
     graceUntil,
+    logBodies: row.logBodies === true,
   };
 }
 

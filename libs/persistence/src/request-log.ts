@@ -72,7 +72,20 @@ export interface RefusalSummary {
   lastKeyId: string;
 }
 
+/** A logged request's bodies (request_log_body), when body logging was on for it. */
+export interface RequestLogBodyRow {
+  time: Date;
+  requestId: string;
+  memberId: string;
+  requestBody: string | null;
+  responseBody: string | null;
+  requestTruncated: boolean;
+  responseTruncated: boolean;
+}
+
 export interface RequestLogWriteResult {
+  /** Bodies written to request_log_body (events that carried them). */
+  bodies?: number;
   inserted: number;
   /** Already logged that day (a redelivery), repeated in the batch, or older than the retention. */
   skipped: number;
@@ -84,16 +97,23 @@ const COLUMNS = sql`"time", "request_id" AS "requestId", "member_id" AS "memberI
   "latency_ms" AS "latencyMs", "first_token_ms" AS "firstTokenMs", "trace_id" AS "traceId", "cost"::text AS "cost",
   "engine_endpoint" AS "engineEndpoint"`;
 
+/**
+ * A status class as SQL literals (never parameters): the failure classes must let the planner prove
+ * the partial indexes' `"status" >= 400` (request_log_failure_indexes migration), which it cannot do
+ * for a parameter in a generic plan.
+ */
 function statusCondition(c: StatusClass): Sql {
   switch (c) {
     case '2xx':
       return sql`"status" BETWEEN 200 AND 299`;
     case '4xx':
-      return sql`"status" BETWEEN 400 AND 499`;
+      return sql`"status" >= 400 AND "status" <= 499`;
     case '5xx':
       return sql`"status" >= 500`;
-    default:
-      return sql`"status" = ${Number(c)}`;
+    case '429':
+      return sql`"status" >= 400 AND "status" = 429`;
+    case '402':
+      return sql`"status" >= 400 AND "status" = 402`;
   }
 }
 
@@ -134,8 +154,9 @@ export class RequestLogRepository {
    */
   async insertBatch(
     events: readonly UsageEvent[],
-    opts: { retentionDays: number; now?: number },
+    opts: { retentionDays: number; bodyRetentionDays?: number; now?: number },
   ): Promise<RequestLogWriteResult> {
+    const bodies = await this.insertBodies(events, opts.bodyRetentionDays ?? 3, opts.now);
     const cutoff = dayStart((opts.now ?? Date.now()) - (opts.retentionDays - 1) * DAY_MS).getTime();
     const unique = new Map<string, UsageEvent>();
     for (const e of events) if (e.at >= cutoff && !unique.has(e.requestId)) unique.set(e.requestId, e);
@@ -176,7 +197,52 @@ export class RequestLogRepository {
       )
       SELECT count(*)::int AS "inserted" FROM ins`;
     const inserted = rows[0]?.inserted ?? 0;
-    return { inserted, skipped: events.length - inserted };
+    return { inserted, skipped: events.length - inserted, ...(bodies ? { bodies } : {}) };
+  }
+
+  /**
+   * The bodies the events carry (body logging on for their member or model), beside their log rows:
+   * idempotent by (request id, time); none older than the bodies' retention.
+   */
+  private async insertBodies(events: readonly UsageEvent[], retentionDays: number, now = Date.now()) {
+    const cutoff = now - retentionDays * DAY_MS;
+    const withBodies = events.filter((e) => e.bodies && e.at >= cutoff);
+    if (!withBodies.length) return 0;
+    const rows = await this.db.$queryRaw<{ inserted: number }[]>`
+      WITH ins AS (
+        INSERT INTO "request_log_body" ("time", "request_id", "member_id", "request_body", "response_body",
+                                        "request_truncated", "response_truncated")
+        SELECT * FROM unnest(
+          ${withBodies.map((e) => new Date(e.at).toISOString())}::timestamptz[],
+          ${withBodies.map((e) => e.requestId)}::text[], ${withBodies.map((e) => e.memberId)}::text[],
+          ${withBodies.map((e) => e.bodies?.request ?? null)}::text[],
+          ${withBodies.map((e) => e.bodies?.response ?? null)}::text[],
+          ${withBodies.map((e) => e.bodies?.requestTruncated === true)}::boolean[],
+          ${withBodies.map((e) => e.bodies?.responseTruncated === true)}::boolean[])
+        ON CONFLICT DO NOTHING
+        RETURNING 1
+      )
+      SELECT count(*)::int AS "inserted" FROM ins`;
+    return rows[0]?.inserted ?? 0;
+  }
+
+  /**
+   * Deletes the bodies older than their retention (REQUEST_LOG_BODY_RETENTION_DAYS, counted in days
+   * back from now: shorter than the log's, whose rows stay). Returns how many were deleted.
+   */
+  async dropExpiredBodies(retentionDays: number, now = Date.now()): Promise<number> {
+    return this.db
+      .$executeRaw`DELETE FROM "request_log_body" WHERE "time" < ${new Date(now - retentionDays * DAY_MS)}`;
+  }
+
+  /** The bodies of one request (logged at `time`), or null when none were logged or they expired. */
+  async bodiesOf(requestId: string, time: Date): Promise<RequestLogBodyRow | null> {
+    const rows = await this.db.$queryRaw<RequestLogBodyRow[]>`
+      SELECT "time", "request_id" AS "requestId", "member_id" AS "memberId", "request_body" AS "requestBody",
+             "response_body" AS "responseBody", "request_truncated" AS "requestTruncated",
+             "response_truncated" AS "responseTruncated"
+        FROM "request_log_body" WHERE "request_id" = ${requestId} AND "time" = ${time}`;
+    return rows[0] ?? null;
   }
 
   /**
@@ -207,7 +273,8 @@ export class RequestLogRepository {
     if (q.keyId) where.push(sql`"key_id" = ${q.keyId}`);
     if (q.model) where.push(sql`"model" = ${q.model}`);
     if (q.statusClass) where.push(statusCondition(q.statusClass));
-    if (q.errorCode) where.push(sql`"error_code" = ${q.errorCode}`);
+    // Only failures carry a code: said as a literal, the failure indexes serve the filter.
+    if (q.errorCode) where.push(sql`"status" >= 400 AND "error_code" = ${q.errorCode}`);
     if (q.traceId) where.push(sql`"trace_id" = ${q.traceId}`);
     if (q.from) where.push(sql`"time" >= ${q.from}`);
     if (q.to) where.push(sql`"time" < ${q.to}`);

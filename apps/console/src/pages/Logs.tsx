@@ -1,4 +1,4 @@
-import type { KeyLimitsState, RequestLogEntry, RequestLogList } from '@infer/contracts';
+import type { KeyLimitsState, RequestLogDetail, RequestLogEntry, RequestLogList } from '@infer/contracts';
 import { useEffect, useRef, useState } from 'react';
 import { ApiFailure, api, query } from '../api.js';
 import { ago, utc } from '../format.js';
@@ -320,7 +320,7 @@ function LiveTail(props: { filters: Filters; onStop: () => void }) {
 /** One request: what happened, and for a refusal the limit, its live state and when it resets. */
 function RequestDetail(props: { requestId: string; onClose: () => void }) {
   const entry = useLoad(
-    () => api<RequestLogEntry>('GET', `/admin/logs/${encodeURIComponent(props.requestId)}`),
+    () => api<RequestLogDetail>('GET', `/admin/logs/${encodeURIComponent(props.requestId)}`),
     props.requestId,
   );
   const r = entry.data?.request_id === props.requestId ? entry.data : undefined;
@@ -390,6 +390,7 @@ function RequestDetail(props: { requestId: string; onClose: () => void }) {
             <Link to={logsLink({ member: r.member_id })}>All requests of this member</Link> ·{' '}
             <Link to={logsLink({ key: r.key_id })}>All requests of this key</Link>
           </p>
+          <Bodies entry={r} />
         </>
       ) : null}
     </section>
@@ -432,6 +433,49 @@ function RefusedBy(props: { entry: RequestLogEntry }) {
       <p>
         <Link to={`members/${encodeURIComponent(r.member_id)}`}>Why this member is refused</Link>
       </p>
+    </div>
+  );
+}
+
+/** A JSON body indented for reading; anything else (a stream's frames, a cut body) as it is. */
+function readable(text: string): string {
+  try {
+    return JSON.stringify(JSON.parse(text), null, 2);
+  } catch {
+    return text;
+  }
+}
+
+/** The request's bodies when body logging was on for its member or model (ADR 0110). */
+function Bodies(props: { entry: RequestLogDetail }) {
+  const b = props.entry.bodies;
+  if (!b)
+    return (
+      <p data-testid="request-bodies">
+        Bodies not logged for this member or model (or past their retention). An operator can turn body
+        logging on on the member's page or the Models page.
+      </p>
+    );
+  return (
+    <div data-testid="request-bodies">
+      {(
+        [
+          ['Request body', b.request, b.request_truncated],
+          ['Response body', b.response, b.response_truncated],
+        ] as const
+      ).map(([title, text, cut]) => (
+        <div key={title}>
+          <h3>
+            {title}
+            {cut ? ' (truncated)' : ''}
+          </h3>
+          {/* Scrolls in its own box: focusable so that keyboard users can scroll it. */}
+          {/* biome-ignore lint/a11y/noNoninteractiveTabindex: a scrollable region must be focusable (axe scrollable-region-focusable) */}
+          <section className="body-log" aria-label={title} tabIndex={0}>
+            <pre className="mono">{text ? readable(text) : '-'}</pre>
+          </section>
+        </div>
+      ))}
     </div>
   );
 }

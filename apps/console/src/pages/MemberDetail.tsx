@@ -96,6 +96,8 @@ export function MemberDetailPage(props: { id: string }) {
         <dd>{utc(m.billing_anchor)}</dd>
         <dt>Created</dt>
         <dd>{utc(m.created_at)}</dd>
+        <dt>Request bodies</dt>
+        <dd data-testid="member-log-bodies">{m.log_bodies ? 'logged' : 'not logged'}</dd>
       </dl>
       {confirm.element}
       <div className="row">
@@ -167,6 +169,45 @@ export function MemberDetailPage(props: { id: string }) {
             }}
           >
             {m.suspended ? 'Unsuspend' : 'Suspend'}
+          </Button>
+        </div>
+        <div className="field">
+          <Button
+            disabled={!canWrite}
+            reason={READ_ONLY_REASON}
+            onClick={() =>
+              confirm.ask(
+                m.log_bodies
+                  ? {
+                      title: `Stop logging ${m.name}'s bodies?`,
+                      body: (
+                        <p>
+                          New requests are logged without their bodies. Bodies already kept stay until their
+                          retention.
+                        </p>
+                      ),
+                      confirmLabel: 'Stop logging bodies',
+                      action: () => patch({ log_bodies: false }, true),
+                      done: `${m.name}'s bodies are no longer logged.`,
+                    }
+                  : {
+                      title: `Log ${m.name}'s request and response bodies?`,
+                      body: (
+                        <p>
+                          The request and response bodies of every request by {m.name}'s keys are kept, with
+                          secrets redacted and each body capped, for a few days
+                          (REQUEST_LOG_BODY_RETENTION_DAYS), and shown in the request log to operators. Turn
+                          it on only while you debug.
+                        </p>
+                      ),
+                      confirmLabel: 'Log bodies',
+                      action: () => patch({ log_bodies: true }, true),
+                      done: `${m.name}'s bodies are logged from the next request.`,
+                    },
+              )
+            }
+          >
+            {m.log_bodies ? 'Stop logging bodies' : 'Log bodies'}
           </Button>
         </div>
         <div className="field">

@@ -14,6 +14,7 @@ interface AdminModel {
   capabilities: Record<string, unknown>;
   engine: string | null;
   context_window: number | null;
+  log_bodies: boolean;
   updated_at: number;
 }
 
@@ -52,6 +53,36 @@ export function ModelsPage() {
             onDone: list.reload,
           },
     );
+  const bodies = (m: AdminModel) =>
+    confirm.ask(
+      m.log_bodies
+        ? {
+            title: `Stop logging ${m.id}'s bodies?`,
+            body: (
+              <p>
+                New requests for {m.id} are logged without their bodies (unless their member's are logged).
+              </p>
+            ),
+            confirmLabel: 'Stop logging bodies',
+            action: () => api('PATCH', `/admin/models/${encodeURIComponent(m.id)}`, { log_bodies: false }),
+            done: `${m.id}'s bodies are no longer logged.`,
+            onDone: list.reload,
+          }
+        : {
+            title: `Log the bodies of ${m.id}'s requests?`,
+            body: (
+              <p>
+                The request and response bodies of every member's requests for{' '}
+                <span className="mono">{m.id}</span> are kept, secrets redacted and each body capped, for a
+                few days, and shown in the request log to operators.
+              </p>
+            ),
+            confirmLabel: 'Log bodies',
+            action: () => api('PATCH', `/admin/models/${encodeURIComponent(m.id)}`, { log_bodies: true }),
+            done: `${m.id}'s bodies are logged.`,
+            onDone: list.reload,
+          },
+    );
   return (
     <section>
       <h1>Models</h1>
@@ -78,6 +109,7 @@ export function ModelsPage() {
               Updated
             </th>
             <th scope="col">Status</th>
+            <th scope="col">Bodies</th>
           </tr>
         </thead>
         <tbody>
@@ -113,6 +145,19 @@ export function ModelsPage() {
                     label={m.enabled ? `Disable ${m.id}` : `Enable ${m.id}`}
                   >
                     {m.enabled ? 'Disable' : 'Enable'}
+                  </Button>
+                </div>
+              </td>
+              <td data-label="Bodies">
+                <div className="actions">
+                  {m.log_bodies ? <span className="badge">logged</span> : 'not logged'}
+                  <Button
+                    disabled={!canWrite}
+                    reason={READ_ONLY_REASON}
+                    onClick={() => bodies(m)}
+                    label={m.log_bodies ? `Stop logging ${m.id}'s bodies` : `Log ${m.id}'s bodies`}
+                  >
+                    {m.log_bodies ? 'Stop' : 'Log'}
                   </Button>
                 </div>
               </td>

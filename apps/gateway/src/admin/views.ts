@@ -55,6 +55,7 @@ export function memberView(m: Member & { keyCount?: number }): AdminMember {
     created_at: secs(m.createdAt),
     ...(m.keyCount === undefined ? {} : { keys: m.keyCount }),
     limits: memberLimitsOf(m.limits),
+    log_bodies: m.logBodies,
   };
 }
 
@@ -91,6 +92,7 @@ export const memberAudit = (m: Member) => ({
   billing_anchor: m.billingPeriodAnchor.toISOString(),
   suspended: Boolean(m.suspendedAt),
   limits: m.limits ?? null,
+  log_bodies: m.logBodies,
 });
 
 /** A member's stored limits as the API shows them (null: none, or a shape this version does not know). */

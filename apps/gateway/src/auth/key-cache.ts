@@ -22,6 +22,8 @@ export interface AuthedKey {
   models: ReadonlySet<string> | null;
   /** Whether a client address is in the key's allow-list (null: any address). Built once per lookup. */
   ipAllowed: ((address: string | undefined) => boolean) | null;
+  /** The member's body-logging switch (ADR 0110): absent when off. */
+  logBodies?: boolean;
 }
 
 export interface KeyStore {

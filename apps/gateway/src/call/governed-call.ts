@@ -16,6 +16,7 @@ import { hijackEventStream } from '../http/event-stream.js';
 import { estimatePromptTokens } from '../limits/estimate.js';
 import { type Admission, LimitsService } from '../limits/limits.service.js';
 import { refusedLimitOf } from '../limits/limits.store.js';
+import { FrameCapture, requestBodies } from './body-log.js';
 import { CallSettlement } from './call-settlement.service.js';
 import { type CollectSpec, collectList } from './collect.js';
 import type { Call, CallKind, CallOutcome, CallSpec } from './outcome.js';
@@ -126,6 +127,9 @@ export class GovernedCall {
       firstTokenMs: null,
       traceId: spec.traceId,
       at: 0,
+      // The member's switch came with its cached key, the model's with the cached catalog: no lookup.
+      // Batch lines never: their bodies are the batch's own input and output files.
+      logBodies: spec.batch !== true && (spec.caller.logBodies === true || spec.model.log_bodies === true),
     };
     this.settlement.begin(call);
     return call;
@@ -214,7 +218,13 @@ export class GovernedCall {
    * released, token budgets charged), then the observers. Returns what CallSettlement.settled returns:
    * null, or a promise of the observers that asked to be waited for (batch lines' usage ack).
    */
-  settle(call: Call, status: number, end: EndFrame | null, err?: unknown): Promise<void> | null {
+  settle(
+    call: Call,
+    status: number,
+    end: EndFrame | null,
+    err?: unknown,
+    answer?: string | FrameCapture,
+  ): Promise<void> | null {
     const u = end?.usage ?? null;
     if (end?.model) this.fellBack(call, end.model);
     call.status = status;
@@ -224,8 +234,27 @@ export class GovernedCall {
     if (status >= 400)
       call.errorCode = err instanceof ApiError ? err.code : status === 499 ? 'client_closed' : null;
     call.cost = callCost(call, status);
+    if (call.logBodies) call.bodies = this.bodiesOf(call, end, err, answer);
     void call.admission.settle(u?.total_tokens ?? 0, call.cost);
     return this.settlement.settled(call);
+  }
+
+  /**
+   * The bodies of a call whose member or model logs them: the validated request, and the answer (the
+   * reply's JSON, a stream's frames, a collected list, or the error), redacted and capped.
+   */
+  private bodiesOf(call: Call, end: EndFrame | null, err: unknown, answer?: string | FrameCapture) {
+    const max = this.config.REQUEST_LOG_BODY_MAX_BYTES;
+    let response: string | { text: string; truncated: boolean };
+    if (answer instanceof FrameCapture) response = answer.logged();
+    else if (answer !== undefined) response = answer;
+    else if (err instanceof ApiError)
+      response = JSON.stringify({ error: { code: err.code, message: err.message } });
+    else if (end?.binary || end?.binaryBlob)
+      response = `[binary: ${end.binary?.contentType ?? end.binaryBlob?.contentType}]`;
+    else if (end && end.data !== undefined) response = JSON.stringify(end.data);
+    else response = '';
+    return requestBodies(JSON.stringify(call.spec.body), response, max);
   }
 
   /**
@@ -321,7 +350,13 @@ export class GovernedCall {
       this.settle(call, clientGone ? 499 : e instanceof ApiError ? e.status : 500, null, e);
       throw clientGone ? clientClosed() : e;
     }
-    this.settle(call, 200, collected.end);
+    this.settle(
+      call,
+      200,
+      collected.end,
+      undefined,
+      call.logBodies ? collected.body.toString('utf8') : undefined,
+    );
     if (wire.headers) void reply.headers(wire.headers(call));
     void reply.type('application/json; charset=utf-8').send(collected.body);
   }
@@ -361,6 +396,8 @@ export class GovernedCall {
     let failure: unknown;
     // Data frames relayed: the fallback measure of what the client received if the replica dies.
     let relayed = 0;
+    // The frames as the service sent them, for the body log (only when it is on for this call).
+    const capture = call.logBodies ? new FrameCapture(this.config.REQUEST_LOG_BODY_MAX_BYTES) : undefined;
     // Keep-alive: one timer per stream, no work per chunk (a tick compares the relayed count).
     let keepAlive: NodeJS.Timeout | undefined;
     if (wire.keepAlive) {
@@ -374,10 +411,12 @@ export class GovernedCall {
     }
     try {
       if (!first.done) {
+        capture?.add(first.value);
         const w = wire.chunk(first.value, raw, call);
         if (w) await w;
         relayed++;
         for (let n = await it.next(); !n.done; n = await it.next()) {
+          capture?.add(n.value);
           const p = wire.chunk(n.value, raw, call);
           if (p) await p;
           relayed++;
@@ -407,7 +446,7 @@ export class GovernedCall {
       if (st.partialUsage || relayed > 0)
         end = { usage: cutShortUsage(st.partialUsage, relayed, envelope.body) };
     }
-    this.settle(call, status, end, failure);
+    this.settle(call, status, end, failure, capture);
   }
 }
 

@@ -1,4 +1,4 @@
-import type { CatalogEntry, EndFrame } from '@infer/contracts';
+import type { CatalogEntry, EndFrame, RequestBodies } from '@infer/contracts';
 import type { Admission, LimitSubject } from '../limits/limits.service.js';
 
 /** What kind of work a call is: observers that only count model traffic look at it. */
@@ -49,6 +49,11 @@ export interface CallOutcome {
   readonly traceId: string | undefined;
   /** Wall-clock time of settlement (ms since the epoch). */
   at: number;
+  /**
+   * The request and response bodies, redacted and capped, when body logging is on for the member or
+   * the model (docs/adr/0110-request-log.md); set at settlement, absent otherwise.
+   */
+  bodies?: RequestBodies;
 }
 
 /**
@@ -102,4 +107,6 @@ export interface Call extends CallOutcome {
   readonly admission: Admission;
   /** Set when a fallback model answered: the model asked for (`model` is then the answering one). */
   fallbackFrom?: string;
+  /** Body logging is on for the member or the model: the answer is kept for the log (ADR 0110). */
+  readonly logBodies: boolean;
 }

@@ -23,6 +23,8 @@ export interface LimitSubject {
   billingAnchor: Date;
   /** The key's own overrides (ApiKey.limits), validated by the limits service. */
   overrides: Record<string, unknown> | null;
+  /** The member's body-logging switch (docs/adr/0110-request-log.md): absent when off. */
+  logBodies?: boolean;
 }
 
 /** What a lost quota counter is rebuilt from: a sum over the usage ledger (the ledger's own query). */

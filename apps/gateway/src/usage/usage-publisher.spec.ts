@@ -150,6 +150,33 @@ describe('UsagePublisher (pipelined JetStream publish, real NATS)', () => {
     assert.equal((last.json() as UsageEvent).requestId, 'req_alone');
   });
 
+  it('an event with logged bodies leaves alone; bodies too large for a message are replaced, the event kept', async () => {
+    const { stream, root } = await fresh();
+    const pub = new UsagePublisher(nc, log, root, { batchMax: 8 });
+    pub.record(event('req_plain_0'));
+    pub.record({ ...event('req_bodies'), bodies: { request: '{"a":1}', response: '{}' } });
+    pub.record(event('req_plain_1'));
+    // Control characters escape to 6 bytes each in JSON: 2 x 100 KiB of them is past NATS's 1 MB.
+    const huge = '\u0001'.repeat(100 * 1024);
+    pub.record({ ...event('req_huge'), bodies: { request: huge, response: huge } });
+    await pub.close();
+    const msgs = await stored(nc, stream);
+    assert.deepEqual(msgs.map((m) => m.ids).sort(), [
+      ['req_bodies'],
+      ['req_huge'],
+      ['req_plain_0', 'req_plain_1'],
+    ]);
+    const jsm = await jetstreamManager(nc);
+    for (const seq of [1, 2, 3]) {
+      const m = await jsm.streams.getMessage(stream, { seq });
+      const body = m?.json() as UsageEvent | UsageEvent[];
+      if (Array.isArray(body) || body.requestId === 'req_plain_0') continue;
+      if (body.requestId === 'req_bodies')
+        assert.deepEqual(body.bodies, { request: '{"a":1}', response: '{}' });
+      else assert.match(body.bodies?.request ?? '', /^\[body not logged: too large/);
+    }
+  });
+
   it('batchMax 1: one message per event, as before batching', async () => {
     const { stream, root } = await fresh();
     const pub = new UsagePublisher(nc, log, root, { batchMax: 1 });

@@ -41,6 +41,21 @@ interface Pending {
 
 const dec = new TextDecoder();
 
+/** Past this a lone event's logged bodies are replaced by a note (NATS's default max_payload is 1 MiB). */
+const MAX_EVENT_BYTES = 900 * 1024;
+
+/**
+ * A lone event's message. Bodies that escape badly in JSON (control characters: 6 bytes each) could
+ * pass NATS's max_payload even under the cap: they are then dropped, never the usage event.
+ */
+function lonePayload(ev: UsageEvent): string {
+  const payload = JSON.stringify(ev);
+  if (!ev.bodies || payload.length * 3 <= MAX_EVENT_BYTES || Buffer.byteLength(payload) <= MAX_EVENT_BYTES)
+    return payload;
+  const note = '[body not logged: too large for a usage message]';
+  return JSON.stringify({ ...ev, bodies: { request: note, response: note } });
+}
+
 /**
  * Publishes usage events to JetStream off the request path, BATCHED and PIPELINED (ADR 0014). The
  * events recorded in one turn of the event loop leave together: for each model, up to `batchMax` of
@@ -191,13 +206,14 @@ export class UsagePublisher {
   private nextBatch(room: number): Batch | null {
     const first = this.backlog[0];
     if (!first) return null;
-    const max = Math.min(room, this.batchMax);
+    // An event with logged bodies (ADR 0110) leaves alone: up to twice REQUEST_LOG_BODY_MAX_BYTES.
+    const max = first.bodies ? 1 : Math.min(room, this.batchMax);
     const events: UsageEvent[] = [first];
     let rest: UsageEvent[] | null = null;
     let i = 1;
     for (; i < this.backlog.length && events.length < max; i++) {
       const ev = this.backlog[i] as UsageEvent;
-      if (ev.model !== first.model) {
+      if (ev.model !== first.model || ev.bodies) {
         rest ??= [];
         rest.push(ev);
       } else if (!events.some((e) => e.requestId === ev.requestId)) events.push(ev);
@@ -209,7 +225,7 @@ export class UsagePublisher {
         : this.backlog.slice(i);
     const subject = UsageStream.subject(first.model, this.root);
     return events.length === 1
-      ? { subject, id: first.requestId, events, payload: JSON.stringify(first) }
+      ? { subject, id: first.requestId, events, payload: lonePayload(first) }
       : { subject, id: `batch:${first.requestId}:${events.length}`, events, payload: JSON.stringify(events) };
   }
 

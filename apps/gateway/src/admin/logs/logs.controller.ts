@@ -1,4 +1,4 @@
-import type { MemberRefusals, RequestLogEntry, RequestLogList } from '@infer/contracts';
+import type { MemberRefusals, RequestLogDetail, RequestLogList } from '@infer/contracts';
 import { Controller, Get, Inject, Param, Query } from '@nestjs/common';
 import { Admin } from '../access/admin.decorator.js';
 import { LogsService } from './logs.service.js';
@@ -6,7 +6,7 @@ import { LogsService } from './logs.service.js';
 /**
  * The request log (any signed-in role).
  *   GET /admin/logs?member=&key=&model=&status=&code=&from=&to=&before=&limit=   newest first
- *   GET /admin/logs/{requestId}                                                  one request
+ *   GET /admin/logs/{requestId}                                                  one request, with its bodies when logged
  *   GET /admin/members/{id}/refusals                                             why a member is refused
  */
 @Controller('admin')
@@ -21,7 +21,7 @@ export class LogsController {
 
   @Admin('read')
   @Get('logs/:requestId')
-  get(@Param('requestId') requestId: string): Promise<RequestLogEntry> {
+  get(@Param('requestId') requestId: string): Promise<RequestLogDetail> {
     return this.logs.get(requestId);
   }
 

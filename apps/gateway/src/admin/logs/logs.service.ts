@@ -1,6 +1,7 @@
 import {
   type MemberRefusals,
   parseOrThrow,
+  type RequestLogDetail,
   type RequestLogEntry,
   type RequestLogList,
   RequestLogQuerySchema,
@@ -84,11 +85,26 @@ export class LogsService {
     };
   }
 
-  /** One request by its id (`x-request-id`, the error body's request id): the newest if reused. */
-  async get(requestId: string): Promise<RequestLogEntry> {
+  /**
+   * One request by its id (`x-request-id`, the error body's request id): the newest if reused, with
+   * its bodies when they were logged (and are within their retention). Operators only: the members'
+   * own API never reads request_log_body.
+   */
+  async get(requestId: string): Promise<RequestLogDetail> {
     const [row] = await this.log.byRequestId(requestId);
     if (!row) throw notFound('request', requestId, 'request_id');
-    return entryView(row, this.config.TRACE_URL_TEMPLATE);
+    const b = await this.log.bodiesOf(row.requestId, row.time);
+    return {
+      ...entryView(row, this.config.TRACE_URL_TEMPLATE),
+      bodies: b
+        ? {
+            request: b.requestBody,
+            response: b.responseBody,
+            request_truncated: b.requestTruncated,
+            response_truncated: b.responseTruncated,
+          }
+        : null,
+    };
   }
 
   /** Why a member is refused: per limit, how often in the last hour and day, and the last time. */

@@ -73,12 +73,21 @@ export class MembersService {
     const change = parseOrThrow(UpdateMemberRequestSchema, body ?? {});
     const before = await this.members.get(id).catch(() => null);
     if (!before) throw notFound('member', id, 'id');
+    const onlyBodies =
+      change.log_bodies !== undefined &&
+      change.tier === undefined &&
+      change.billing_anchor === undefined &&
+      change.suspended === undefined;
     const action =
       change.suspended === true && !before.suspendedAt
         ? 'member.suspend'
         : change.suspended === false && before.suspendedAt
           ? 'member.unsuspend'
-          : 'member.update';
+          : onlyBodies
+            ? change.log_bodies
+              ? 'member.log_bodies_on'
+              : 'member.log_bodies_off'
+            : 'member.update';
     const after = await this.access
       .audited(
         actor,
@@ -87,6 +96,7 @@ export class MembersService {
             ...(change.tier ? { tier: change.tier } : {}),
             ...(change.billing_anchor ? { billingPeriodAnchor: new Date(change.billing_anchor) } : {}),
             ...(change.suspended === undefined ? {} : { suspended: change.suspended }),
+            ...(change.log_bodies === undefined ? {} : { logBodies: change.log_bodies }),
           }),
         (after) => ({
           action,
@@ -97,7 +107,8 @@ export class MembersService {
         }),
       )
       .catch(userError);
-    // Tier, anchor and suspension are read with the key: every gateway forgets the member's keys.
+    // Tier, anchor, suspension and body logging are read with the key: every gateway forgets the
+    // member's keys.
     await this.invalidate.keysChanged({ memberIds: [id] });
     return memberView(after);
   }

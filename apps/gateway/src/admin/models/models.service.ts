@@ -32,32 +32,51 @@ export class ModelsAdminService {
         capabilities: r.capabilities,
         engine: engineType(r.engine),
         context_window: r.contextWindow,
+        log_bodies: r.logBodies,
         updated_at: secs(r.updatedAt),
       })),
     };
   }
 
+  /** PATCH {enabled?, log_bodies?}: each change its own audit row (none when nothing changed). */
   async setEnabled(actor: AdminActor, id: string, body: unknown) {
-    const { enabled } = parseOrThrow(UpdateModelRequestSchema, body ?? {});
+    const { enabled, log_bodies } = parseOrThrow(UpdateModelRequestSchema, body ?? {});
     const before = await this.db.model.findUnique({ where: { id } });
     if (!before) throw notFound('model', id, 'id');
-    const after = await this.access.audited(
-      actor,
-      (tx) => tx.model.update({ where: { id }, data: { enabled } }),
-      (after) =>
-        before.enabled === enabled
-          ? null
-          : {
-              action: enabled ? 'model.enable' : 'model.disable',
-              targetType: 'model',
-              targetId: id,
-              before: { enabled: before.enabled },
-              after: { enabled: after.enabled },
-            },
-    );
+    let after = before;
+    if (enabled !== undefined)
+      after = await this.access.audited(
+        actor,
+        (tx) => tx.model.update({ where: { id }, data: { enabled } }),
+        (after) =>
+          before.enabled === enabled
+            ? null
+            : {
+                action: enabled ? 'model.enable' : 'model.disable',
+                targetType: 'model',
+                targetId: id,
+                before: { enabled: before.enabled },
+                after: { enabled: after.enabled },
+              },
+      );
+    if (log_bodies !== undefined)
+      after = await this.access.audited(
+        actor,
+        (tx) => tx.model.update({ where: { id }, data: { logBodies: log_bodies } }),
+        (after) =>
+          before.logBodies === log_bodies
+            ? null
+            : {
+                action: log_bodies ? 'model.log_bodies_on' : 'model.log_bodies_off',
+                targetType: 'model',
+                targetId: id,
+                before: { log_bodies: before.logBodies },
+                after: { log_bodies: after.logBodies },
+              },
+      );
     // Every gateway reloads its catalog now (CATALOG_REFRESH_MS stays the fallback).
     await this.invalidate.changed('catalog');
-    return { object: 'admin.model' as const, id, enabled: after.enabled };
+    return { object: 'admin.model' as const, id, enabled: after.enabled, log_bodies: after.logBodies };
   }
 }
 

@@ -32,6 +32,7 @@ export function usageEventOf(c: CallOutcome): UsageEvent {
   if (c.limit) ev.limit = c.limit;
   if (c.firstTokenMs !== null) ev.firstTokenMs = Math.round(c.firstTokenMs);
   if (c.traceId) ev.traceId = c.traceId;
+  if (c.bodies) ev.bodies = c.bodies;
   return ev;
 }
 
