@@ -156,6 +156,19 @@ export function createRedisClient(url: string, options: RedisClientOptions = {})
   return client as unknown as Redis;
 }
 
+/**
+ * A new connection like `client` (same target and options) with auto-pipelining off, for BullMQ and any
+ * other user that registers Lua commands (`defineCommand`) on a connection: ioredis's auto-pipeline
+ * copies the defined commands into each pipeline when it makes it, so a command defined while a
+ * pipeline is waiting for its tick is missing from that pipeline, and the reply loop then throws an
+ * uncaught TypeError that ends the process (redis/ioredis#1931).
+ */
+export function withoutAutoPipelining(client: Redis): Redis {
+  const c: unknown = client;
+  if (c instanceof Cluster) return c.duplicate([], { enableAutoPipelining: false }) as unknown as Redis;
+  return client.duplicate({ enableAutoPipelining: false });
+}
+
 /** True when a client made by createRedisClient talks to a Redis Cluster. */
 export function isRedisCluster(client: unknown): boolean {
   return client instanceof Cluster;
