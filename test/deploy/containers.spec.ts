@@ -63,11 +63,16 @@ describe('container images, built and run by podman', { skip, timeout: 80 * 60_0
 
   it('every image is within its size budget over the base, labelled with its revision, with its SBOM', async () => {
     const base = await sizeOf(BASE);
+    console.log(`# image-size base ${(base / 1e6).toFixed(0)} MB (${BASE})`);
+    const over: string[] = [];
     for (const app of APPS) {
       const mb = ((await sizeOf(image(app))) - base) / 1e6;
       const budget = BUDGET_MB[app] ?? DEFAULT_BUDGET_MB;
       console.log(`# image-size ${app} ${mb.toFixed(0)} MB over the base (budget ${budget} MB)`);
-      assert.ok(mb <= budget, `${app}: ${mb.toFixed(0)} MB over the base, budget ${budget} MB`);
+      if (mb > budget) over.push(`${app}: ${mb.toFixed(0)} MB over the base, budget ${budget} MB`);
+    }
+    assert.deepEqual(over, []);
+    for (const app of APPS) {
       const labels = JSON.parse(
         await podman(['image', 'inspect', '--format', '{{json .Labels}}', image(app)]),
       ) as Record<string, string>;
@@ -156,7 +161,7 @@ describe('container images, built and run by podman', { skip, timeout: 80 * 60_0
           `${app} ready`,
           async () => (await fetch(`http://127.0.0.1:${ops}/readyz`).catch(() => null))?.ok,
           {
-            timeoutMs: 120_000,
+            timeoutMs: 300_000,
             everyMs: 500,
           },
         );
@@ -164,9 +169,14 @@ describe('container images, built and run by podman', { skip, timeout: 80 * 60_0
         await podman(['healthcheck', 'run', name]);
         const t = Date.now();
         await podman(['kill', '--signal', 'TERM', name]);
-        const code = (await podman(['wait', name], 30_000)).trim();
+        const code = (await podman(['wait', name], 120_000)).trim();
         assert.equal(code, '0', `${app} exit status after SIGTERM`);
-        assert.ok(Date.now() - t < 10_000, `${app} took ${Date.now() - t} ms to stop`);
+        // When the process ended (conmon's record), not when podman's bookkeeping caught up: podman 4.3
+        // here takes up to 20 s more to store a container's exit.
+        const ended = Number(
+          (await podman(['inspect', '--format', '{{.State.FinishedAt.UnixMilli}}', name])).trim(),
+        );
+        assert.ok(ended - t < 10_000, `${app} took ${ended - t} ms to stop`);
       } finally {
         await podman(['rm', '-f', name]).catch(() => undefined);
       }
@@ -181,6 +191,7 @@ describe('container images, built and run by podman', { skip, timeout: 80 * 60_0
     const project = `infertest${process.pid}`;
     const gatewayPort = 19_800 + Math.floor(Math.random() * 150);
     let ops = gatewayPort + 1;
+    let metricsPort = 0;
     const services: Record<string, Record<string, unknown>> = {};
     for (const [name, s] of Object.entries(compose.services as Record<string, Record<string, unknown>>)) {
       if (!String(s.image ?? '').startsWith('infer/')) continue;
@@ -199,8 +210,9 @@ describe('container images, built and run by podman', { skip, timeout: 80 * 60_0
           PORT: String(gatewayPort),
           HOST: '127.0.0.1',
           ALLOW_INSECURE_HTTP: '1',
-          METRICS_PORT: String(ops++),
+          METRICS_PORT: String(ops),
         });
+        metricsPort = ops++;
       }
       const { build: _b, depends_on: _d, ports: _p, ...rest } = s;
       services[name] = {
@@ -221,7 +233,7 @@ describe('container images, built and run by podman', { skip, timeout: 80 * 60_0
       await waitFor(
         'the gateway ready',
         async () => (await fetch(`http://127.0.0.1:${gatewayPort}/readyz`).catch(() => null))?.ok,
-        { timeoutMs: 180_000, everyMs: 1000 },
+        { timeoutMs: 300_000, everyMs: 1000 },
       );
       // A key of the premium tier (every model): the admin CLI's demo keys, from its image.
       const key = /INFER_DEMO_KEY_PREMIUM=(\S+)/.exec(
@@ -243,6 +255,9 @@ describe('container images, built and run by podman', { skip, timeout: 80 * 60_0
         ),
       )?.[1];
       assert.ok(key, 'an API key from the admin CLI');
+      // Prometheus's /metrics on the internal port only, never on the public one.
+      assert.equal((await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).status, 200);
+      assert.equal((await fetch(`http://127.0.0.1:${gatewayPort}/metrics`)).status, 404);
       const client = new OpenAI({ apiKey: key, baseURL, maxRetries: 0, timeout: 60_000 });
       const chat = await client.chat.completions.create({
         model: 'chat-A',

@@ -98,12 +98,12 @@ describe('podman kube play of the dev overlay', { skip, timeout: 80 * 60_000 }, 
       await waitFor(
         `${name} ready`,
         async () => (await fetch(`http://127.0.0.1:${ops}/readyz`).catch(() => null))?.ok,
-        { timeoutMs: 180_000, everyMs: 1000 },
+        { timeoutMs: 300_000, everyMs: 1000 },
       );
     await waitFor(
       'the gateway ready (after its migrate init container)',
       async () => (await fetch(`http://127.0.0.1:${gatewayPort}/readyz`).catch(() => null))?.ok,
-      { timeoutMs: 240_000, everyMs: 1000 },
+      { timeoutMs: 360_000, everyMs: 1000 },
     );
     const pods = await podman(['pod', 'ps', '--format', '{{.Name}} {{.Status}}']);
     for (const d of ['gateway', 'chat-service', 'embedding-service', 'ledger-writer'])
