@@ -10,7 +10,6 @@ import { REPO } from './k8s-support.js';
 export const ENGINE_ENV = {
   ...process.env,
   CONTAINERS_CONF: join(REPO, 'docker/engine/containers.conf'),
-  CONTAINERS_STORAGE_CONF: join(REPO, 'docker/engine/storage.conf'),
 };
 export const APPS = readdirSync(join(REPO, 'apps')).filter(
   (a) => a !== 'console' && existsSync(join(REPO, 'docker', `${a}.Dockerfile`)),
