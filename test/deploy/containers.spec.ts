@@ -11,6 +11,7 @@
 // Skipped, with one line saying why, where no container engine can run (no podman, not root).
 // Every step has a deadline; the printed `image-size` lines are what docs/deployment.md quotes.
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -24,7 +25,18 @@ import {
   privateRedis,
 } from '../support/private-servers.js';
 import { waitFor } from '../support/wait-for.js';
-import { APPS, BASE, buildAll, image, podman, revision, run, skipReason, TAG } from './engine-support.js';
+import {
+  APPS,
+  BASE,
+  buildAll,
+  ENGINE_ENV,
+  image,
+  podman,
+  revision,
+  run,
+  skipReason,
+  TAG,
+} from './engine-support.js';
 import { REPO } from './k8s-support.js';
 
 /** MB over the base image: every service image, and the audio image with its media tools. */
@@ -37,6 +49,31 @@ async function sizeOf(ref: string): Promise<number> {
 
 const skip = skipReason();
 if (skip) console.log(`# container tests skipped: ${skip}`);
+
+/**
+ * Why the compose run cannot be done with this podman-compose, or false. The test's servers listen on
+ * loopback only, so the compose services run with `network_mode: host`; podman-compose 1.0.3 (Debian
+ * 12's) adds the project's default network to such a service too, which podman refuses ("cannot set
+ * multiple networks without bridge network mode"), and creates no container.
+ */
+function composeSkipReason(): string | false {
+  if (skip) return false;
+  try {
+    const out = execFileSync('podman-compose', ['version'], {
+      encoding: 'utf8',
+      env: ENGINE_ENV,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const v = /podman-composer? version\s+(\d+)\.(\d+)\.(\d+)/.exec(out);
+    if (v && Number(v[1]) * 1e6 + Number(v[2]) * 1e3 + Number(v[3]) <= 1_000_003)
+      return `podman-compose ${v[1]}.${v[2]}.${v[3]} cannot run network_mode: host services (it adds the default network too)`;
+  } catch {
+    return 'podman-compose version failed';
+  }
+  return false;
+}
+const composeSkip = composeSkipReason();
+if (composeSkip) console.log(`# compose run skipped: ${composeSkip}`);
 
 describe('container images, built and run by podman', { skip, timeout: 80 * 60_000 }, () => {
   let pg: PrivateServer;
@@ -183,7 +220,9 @@ describe('container images, built and run by podman', { skip, timeout: 80 * 60_0
     }
   });
 
-  it("docker/compose.yaml's apps under podman-compose: every capability answers through the containerised gateway", async () => {
+  it("docker/compose.yaml's apps under podman-compose: every capability answers through the containerised gateway", {
+    skip: composeSkip,
+  }, async () => {
     // The compose file's app services as they are, on the host network against this test's servers
     // (PostgreSQL, Redis and NATS of the file itself are the ones replaced), each with ports of its own.
     const compose = parseYaml(readFileSync(join(REPO, 'docker/compose.yaml'), 'utf8'), { merge: true });
@@ -224,7 +263,8 @@ describe('container images, built and run by podman', { skip, timeout: 80 * 60_0
       };
     }
     const file = join(dir, 'compose.yaml');
-    writeFileSync(file, stringify({ services, volumes: compose.volumes }));
+    // YAML 1.1 output: podman-compose's PyYAML reads a bare `no` (restart) as false.
+    writeFileSync(file, stringify({ services, volumes: compose.volumes }, { version: '1.1' }));
     const composeCmd = (args: string[], ms: number) =>
       run('podman-compose', ['-p', project, '-f', file, ...args], ms);
     try {
