@@ -50,9 +50,21 @@ RUN --mount=type=cache,target=/root/.npm,sharing=locked --mount=type=secret,id=n
 FROM ${NODE_IMAGE} AS runtime
 # Debian packages the app needs at run time (e.g. "ffmpeg espeak-ng flite" for the audio service).
 ARG RUNTIME_PACKAGES="ffmpeg espeak-ng flite pocketsphinx pocketsphinx-en-us"
+# Then pruned of what neither ffmpeg, flite, espeak-ng nor pocketsphinx loads: apt's
+# downloaded packages, Mesa's OpenGL drivers (dlopen()ed by libGL for a GPU context only; the only users of
+# libLLVM, which alone needs libz3), Intel's Media SDK runtime and plugins (dlopen()ed by libmfx for Quick
+# Sync only), documentation and message translations. The check after it fails the build when any of the
+# four programs misses a library.
 RUN if [ -n "${RUNTIME_PACKAGES}" ]; then \
       apt-get update && apt-get install -y --no-install-recommends ${RUNTIME_PACKAGES} \
-      && rm -rf /var/lib/apt/lists/*; \
+      && rm -rf /var/lib/apt/lists/* /var/cache/apt/* \
+      && rm -rf /usr/lib/*-linux-gnu/dri /usr/lib/*-linux-gnu/libLLVM-*.so* /usr/lib/*-linux-gnu/libz3.so* \
+                /usr/lib/*-linux-gnu/mfx /usr/lib/*-linux-gnu/libmfxhw*.so* \
+                /usr/share/doc /usr/share/man /usr/share/info /usr/share/locale \
+      && for p in ffmpeg flite espeak-ng pocketsphinx_continuous; do \
+           if ldd "$(command -v "$p")" | grep 'not found'; then echo "$p misses a library" >&2; exit 1; fi; \
+         done \
+      && ffmpeg -nostdin -hide_banner -loglevel error -f lavfi -i sine=d=0.1 -f null -; \
     fi
 WORKDIR /app
 ENV NODE_ENV=production
@@ -70,6 +82,9 @@ EXPOSE 9464 9465
 CMD ["node", "apps/audio-service/dist/main.js"]
 # Last, so that a new revision changes no layer above.
 ARG REVISION=unknown
+# A RUN step's cache key holds the build arguments, a LABEL step's does not (buildah reuses a cached LABEL
+# whatever REVISION is): this step makes a new revision relabel the image instead of keeping the old label.
+RUN echo "revision ${REVISION}" >/dev/null
 LABEL org.opencontainers.image.revision="${REVISION}" \
       org.opencontainers.image.source="https://github.com/infer-platform/infer" \
       dev.infer.sbom="/app/sbom.cdx.json"

@@ -66,6 +66,9 @@ HEALTHCHECK --interval=15s --timeout=3s --start-period=30s --retries=3 CMD ["nod
 CMD ["node", "apps/chat-service/dist/main.js"]
 # Last, so that a new revision changes no layer above.
 ARG REVISION=unknown
+# A RUN step's cache key holds the build arguments, a LABEL step's does not (buildah reuses a cached LABEL
+# whatever REVISION is): this step makes a new revision relabel the image instead of keeping the old label.
+RUN echo "revision ${REVISION}" >/dev/null
 LABEL org.opencontainers.image.revision="${REVISION}" \
       org.opencontainers.image.source="https://github.com/infer-platform/infer" \
       dev.infer.sbom="/app/sbom.cdx.json"

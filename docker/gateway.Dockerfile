@@ -88,6 +88,9 @@ ENV GLIBC_TUNABLES=glibc.malloc.mmap_threshold=131072:glibc.malloc.arena_max=2
 CMD ["node", "--initial-old-space-size=128", "--semi-space-growth-factor=32", "--no-memory-reducer", "apps/gateway/dist/main.js"]
 # Last, so that a new revision changes no layer above.
 ARG REVISION=unknown
+# A RUN step's cache key holds the build arguments, a LABEL step's does not (buildah reuses a cached LABEL
+# whatever REVISION is): this step makes a new revision relabel the image instead of keeping the old label.
+RUN echo "revision ${REVISION}" >/dev/null
 LABEL org.opencontainers.image.revision="${REVISION}" \
       org.opencontainers.image.source="https://github.com/infer-platform/infer" \
       dev.infer.sbom="/app/sbom.cdx.json"

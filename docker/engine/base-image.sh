@@ -16,8 +16,8 @@ IMAGE="${BASE_IMAGE:-docker.io/library/node:26-bookworm-slim}"
 MIRROR="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 CACHE="${INFER_CONTAINER_CACHE:-/var/cache/infer-containers}"
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-: "${CONTAINERS_CONF:=$HERE/containers.conf}" "${CONTAINERS_STORAGE_CONF:=$HERE/storage.conf}"
-export CONTAINERS_CONF CONTAINERS_STORAGE_CONF
+: "${CONTAINERS_CONF:=$HERE/containers.conf}"
+export CONTAINERS_CONF
 
 case "$(uname -m)" in
   x86_64) arch=x64 deb_arch=amd64 ;;

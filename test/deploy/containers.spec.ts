@@ -11,6 +11,7 @@
 // Skipped, with one line saying why, where no container engine can run (no podman, not root).
 // Every step has a deadline; the printed `image-size` lines are what docs/deployment.md quotes.
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -24,7 +25,18 @@ import {
   privateRedis,
 } from '../support/private-servers.js';
 import { waitFor } from '../support/wait-for.js';
-import { APPS, BASE, buildAll, image, podman, revision, run, skipReason, TAG } from './engine-support.js';
+import {
+  APPS,
+  BASE,
+  buildAll,
+  ENGINE_ENV,
+  image,
+  podman,
+  revision,
+  run,
+  skipReason,
+  TAG,
+} from './engine-support.js';
 import { REPO } from './k8s-support.js';
 
 /** MB over the base image: every service image, and the audio image with its media tools. */
@@ -37,6 +49,31 @@ async function sizeOf(ref: string): Promise<number> {
 
 const skip = skipReason();
 if (skip) console.log(`# container tests skipped: ${skip}`);
+
+/**
+ * Why the compose run cannot be done with this podman-compose, or false. The test's servers listen on
+ * loopback only, so the compose services run with `network_mode: host`; podman-compose 1.0.3 (Debian
+ * 12's) adds the project's default network to such a service too, which podman refuses ("cannot set
+ * multiple networks without bridge network mode"), and creates no container.
+ */
+function composeSkipReason(): string | false {
+  if (skip) return false;
+  try {
+    const out = execFileSync('podman-compose', ['version'], {
+      encoding: 'utf8',
+      env: ENGINE_ENV,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const v = /podman-composer? version\s+(\d+)\.(\d+)\.(\d+)/.exec(out);
+    if (v && Number(v[1]) * 1e6 + Number(v[2]) * 1e3 + Number(v[3]) <= 1_000_003)
+      return `podman-compose ${v[1]}.${v[2]}.${v[3]} cannot run network_mode: host services (it adds the default network too)`;
+  } catch {
+    return 'podman-compose version failed';
+  }
+  return false;
+}
+const composeSkip = composeSkipReason();
+if (composeSkip) console.log(`# compose run skipped: ${composeSkip}`);
 
 describe('container images, built and run by podman', { skip, timeout: 80 * 60_000 }, () => {
   let pg: PrivateServer;
@@ -63,11 +100,16 @@ describe('container images, built and run by podman', { skip, timeout: 80 * 60_0
 
   it('every image is within its size budget over the base, labelled with its revision, with its SBOM', async () => {
     const base = await sizeOf(BASE);
+    console.log(`# image-size base ${(base / 1e6).toFixed(0)} MB (${BASE})`);
+    const over: string[] = [];
     for (const app of APPS) {
       const mb = ((await sizeOf(image(app))) - base) / 1e6;
       const budget = BUDGET_MB[app] ?? DEFAULT_BUDGET_MB;
       console.log(`# image-size ${app} ${mb.toFixed(0)} MB over the base (budget ${budget} MB)`);
-      assert.ok(mb <= budget, `${app}: ${mb.toFixed(0)} MB over the base, budget ${budget} MB`);
+      if (mb > budget) over.push(`${app}: ${mb.toFixed(0)} MB over the base, budget ${budget} MB`);
+    }
+    assert.deepEqual(over, []);
+    for (const app of APPS) {
       const labels = JSON.parse(
         await podman(['image', 'inspect', '--format', '{{json .Labels}}', image(app)]),
       ) as Record<string, string>;
@@ -156,7 +198,7 @@ describe('container images, built and run by podman', { skip, timeout: 80 * 60_0
           `${app} ready`,
           async () => (await fetch(`http://127.0.0.1:${ops}/readyz`).catch(() => null))?.ok,
           {
-            timeoutMs: 120_000,
+            timeoutMs: 300_000,
             everyMs: 500,
           },
         );
@@ -164,16 +206,23 @@ describe('container images, built and run by podman', { skip, timeout: 80 * 60_0
         await podman(['healthcheck', 'run', name]);
         const t = Date.now();
         await podman(['kill', '--signal', 'TERM', name]);
-        const code = (await podman(['wait', name], 30_000)).trim();
+        const code = (await podman(['wait', name], 120_000)).trim();
         assert.equal(code, '0', `${app} exit status after SIGTERM`);
-        assert.ok(Date.now() - t < 10_000, `${app} took ${Date.now() - t} ms to stop`);
+        // When the process ended (conmon's record), not when podman's bookkeeping caught up: podman 4.3
+        // here takes up to 20 s more to store a container's exit.
+        const ended = Number(
+          (await podman(['inspect', '--format', '{{.State.FinishedAt.UnixMilli}}', name])).trim(),
+        );
+        assert.ok(ended - t < 10_000, `${app} took ${ended - t} ms to stop`);
       } finally {
         await podman(['rm', '-f', name]).catch(() => undefined);
       }
     }
   });
 
-  it("docker/compose.yaml's apps under podman-compose: every capability answers through the containerised gateway", async () => {
+  it("docker/compose.yaml's apps under podman-compose: every capability answers through the containerised gateway", {
+    skip: composeSkip,
+  }, async () => {
     // The compose file's app services as they are, on the host network against this test's servers
     // (PostgreSQL, Redis and NATS of the file itself are the ones replaced), each with ports of its own.
     const compose = parseYaml(readFileSync(join(REPO, 'docker/compose.yaml'), 'utf8'), { merge: true });
@@ -181,6 +230,7 @@ describe('container images, built and run by podman', { skip, timeout: 80 * 60_0
     const project = `infertest${process.pid}`;
     const gatewayPort = 19_800 + Math.floor(Math.random() * 150);
     let ops = gatewayPort + 1;
+    let metricsPort = 0;
     const services: Record<string, Record<string, unknown>> = {};
     for (const [name, s] of Object.entries(compose.services as Record<string, Record<string, unknown>>)) {
       if (!String(s.image ?? '').startsWith('infer/')) continue;
@@ -199,8 +249,9 @@ describe('container images, built and run by podman', { skip, timeout: 80 * 60_0
           PORT: String(gatewayPort),
           HOST: '127.0.0.1',
           ALLOW_INSECURE_HTTP: '1',
-          METRICS_PORT: String(ops++),
+          METRICS_PORT: String(ops),
         });
+        metricsPort = ops++;
       }
       const { build: _b, depends_on: _d, ports: _p, ...rest } = s;
       services[name] = {
@@ -212,7 +263,8 @@ describe('container images, built and run by podman', { skip, timeout: 80 * 60_0
       };
     }
     const file = join(dir, 'compose.yaml');
-    writeFileSync(file, stringify({ services, volumes: compose.volumes }));
+    // YAML 1.1 output: podman-compose's PyYAML reads a bare `no` (restart) as false.
+    writeFileSync(file, stringify({ services, volumes: compose.volumes }, { version: '1.1' }));
     const composeCmd = (args: string[], ms: number) =>
       run('podman-compose', ['-p', project, '-f', file, ...args], ms);
     try {
@@ -221,7 +273,7 @@ describe('container images, built and run by podman', { skip, timeout: 80 * 60_0
       await waitFor(
         'the gateway ready',
         async () => (await fetch(`http://127.0.0.1:${gatewayPort}/readyz`).catch(() => null))?.ok,
-        { timeoutMs: 180_000, everyMs: 1000 },
+        { timeoutMs: 300_000, everyMs: 1000 },
       );
       // A key of the premium tier (every model): the admin CLI's demo keys, from its image.
       const key = /INFER_DEMO_KEY_PREMIUM=(\S+)/.exec(
@@ -243,6 +295,9 @@ describe('container images, built and run by podman', { skip, timeout: 80 * 60_0
         ),
       )?.[1];
       assert.ok(key, 'an API key from the admin CLI');
+      // Prometheus's /metrics on the internal port only, never on the public one.
+      assert.equal((await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).status, 200);
+      assert.equal((await fetch(`http://127.0.0.1:${gatewayPort}/metrics`)).status, 404);
       const client = new OpenAI({ apiKey: key, baseURL, maxRetries: 0, timeout: 60_000 });
       const chat = await client.chat.completions.create({
         model: 'chat-A',

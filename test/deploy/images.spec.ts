@@ -3,7 +3,7 @@
 // the runtime tree an image gets (tools/app-deps.js: only the packages the app imports, no optional
 // builds) is assembled here exactly as the Dockerfiles do it and shown to be enough: the gateway's and the
 // chat-service's modules load from it, and the admin CLI migrates a fresh PostgreSQL database with it.
-// (No container engine runs on our machines, so the images themselves are not built here.)
+// The images themselves are built and run by containers.spec.ts and kube-play.spec.ts (podman).
 import assert from 'node:assert/strict';
 import { execFile, execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';

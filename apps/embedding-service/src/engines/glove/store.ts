@@ -3,6 +3,7 @@ import { mkdir, open, readdir, readFile, rename, rm, stat } from 'node:fs/promis
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
+import { fileURLToPath } from 'node:url';
 
 /**
  * Word vectors kept compact on disk and in memory.
@@ -24,6 +25,10 @@ import { StringDecoder } from 'node:string_decoder';
  * Cache directory (first that is set): the engine's `cache_dir` setting, env `INFER_CACHE_DIR`,
  * `$XDG_CACHE_HOME/infer-platform`, else `var/cache` under the working directory (the repository root
  * when started by scripts/start.sh; git-ignored).
+ *
+ * An image ships the converted files without the JSON (image-prepare.ts): they sit in the app's own
+ * `word-vectors/` folder (SHIPPED_DIR, beside its dist/), read-only and found whatever the cache
+ * directory is set to (a read-only image sets INFER_CACHE_DIR to a tmpfs, which starts empty).
  *
  * Binary layout (little endian): magic `WVEC1\n`, u32 header length, header JSON
  * `{dims, count, sourceSize, sourceMtimeMs}`, the words joined by `\n` (u32 byte length first),
@@ -47,6 +52,8 @@ export interface StoreOptions {
   source?: string;
   cacheDir?: string;
   vocabSize: number;
+  /** Where an image's converted files are (default SHIPPED_DIR); read when the source is not installed. */
+  shippedDir?: string;
 }
 
 export function defaultSource(): string {
@@ -58,6 +65,9 @@ export function defaultCacheDir(env: NodeJS.ProcessEnv = process.env): string {
   if (env.XDG_CACHE_HOME) return path.join(env.XDG_CACHE_HOME, 'infer-platform');
   return path.resolve('var/cache');
 }
+
+/** The converted files an image ships (apps/embedding-service/word-vectors, from src/ or dist/). */
+export const SHIPPED_DIR = fileURLToPath(new URL('../../../word-vectors/', import.meta.url));
 
 const loaded = new Map<string, Promise<WordVectors>>();
 
@@ -83,9 +93,14 @@ export async function openStore(opts: StoreOptions): Promise<WordVectors> {
     source = opts.source ?? defaultSource();
   } catch (e) {
     // The package's JSON is not installed: an image ships the converted file only (image-prepare.ts).
-    const shipped = await shippedBinary(dir, opts.vocabSize);
+    const shipped =
+      (await shippedBinary(opts.shippedDir ?? SHIPPED_DIR, opts.vocabSize)) ??
+      (await shippedBinary(dir, opts.vocabSize));
     if (shipped) return loadBinary(shipped);
-    throw e;
+    throw new Error(
+      `the word vectors (${DEFAULT_SOURCE_STEM}, ${opts.vocabSize} words) are neither installed nor shipped converted in ${opts.shippedDir ?? SHIPPED_DIR} or ${dir}`,
+      { cause: e },
+    );
   }
   const st = await stat(source);
   const file = path.join(
