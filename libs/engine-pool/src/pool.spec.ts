@@ -92,17 +92,42 @@ describe('routing', () => {
   });
 
   it('prefix_affinity: bounded load sends a hot key elsewhere past c x the fair share', async () => {
+    // Cap 100: slack ceil(sqrt(100)) = 10 requests over the fair share.
     const p = pool({ endpoints: four, max_inflight_per_endpoint: 100 });
     const key = 12345;
     const leases: Lease[] = [];
-    for (let i = 0; i < 40; i++) leases.push(await p.acquire({ key }));
+    for (let i = 0; i < 200; i++) leases.push(await p.acquire({ key }));
     const per = new Map<string, number>();
     for (const l of leases) per.set(l.endpoint.url, (per.get(l.endpoint.url) ?? 0) + 1);
     const max = Math.max(...per.values());
-    // c = 1.25: no endpoint above ceil(1.25 x 40 / 4) = 13.
-    assert.ok(max <= 13, `hot endpoint held ${max}`);
-    assert.ok(per.size >= 3);
+    // At 200 in flight the relative bound rules: none above ceil(1.25 x 200 / 4) = 63 (50 + 10 is less).
+    assert.ok(max <= 63, `hot endpoint held ${max}`);
+    assert.equal(per.size, 4);
+    assert.equal(p.status().affinity_spills, 200 - (per.get(leases[0]?.endpoint.url ?? '') ?? 0));
     for (const l of leases) l.release('ok');
+  });
+
+  it('prefix_affinity: a few requests over the fair share do not move a key off its endpoint', async () => {
+    // 40 in flight over 4 endpoints of cap 64 (slack 8): 1.25 x 10 = 13 would move this key's 14th
+    // request; the slack keeps it home up to 10 + 8 = 18, then the next endpoint on the ring takes it.
+    const p = pool({ endpoints: four, max_inflight_per_endpoint: 64 });
+    const key = 777;
+    const home = (p.pick({ key }, 0) as Endpoint).url;
+    const others: Lease[] = [];
+    for (let k = 0; others.length < 26; k++) {
+      const l = await p.acquire({ key: new AffinityKey().add(`other ${k}`).value() });
+      if (l.endpoint.url === home) l.release('ok');
+      else others.push(l);
+    }
+    const mine: Lease[] = [];
+    for (let i = 0; i < 14; i++) mine.push(await p.acquire({ key }));
+    assert.deepEqual(new Set(mine.map((l) => l.endpoint.url)), new Set([home]));
+    assert.equal(p.status().affinity_spills, 0);
+    for (let i = 0; i < 8; i++) mine.push(await p.acquire({ key }));
+    const away = mine.filter((l) => l.endpoint.url !== home).length;
+    assert.ok(away > 0 && away < 8, `past the bound some go elsewhere (${away})`);
+    assert.equal(p.status().affinity_spills, away);
+    for (const l of [...others, ...mine]) l.release('ok');
   });
 
   it('round_robin follows the weights', () => {
