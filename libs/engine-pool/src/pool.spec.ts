@@ -372,4 +372,45 @@ describe('operators', () => {
       await p.close();
     }
   });
+
+  it("serves the pools' Prometheus metrics on the ops server's /metrics", async () => {
+    const { OpsServer } = await import('@infer/runtime');
+    const p = pool({ endpoints: four.slice(0, 2), max_inflight_per_endpoint: 1 }, { cooldownMs: 60_000 });
+    const failed = await p.acquire({});
+    const held = await p.acquire({});
+    const waiting = p.acquire({ cls: 'premium', member: 'a' });
+    failed.release('connect'); // cools its endpoint: the waiter gets the other one when it is free
+    held.release('ok');
+    const third = await waiting;
+    const ops = new OpsServer({ service: 't', port: 0, host: '127.0.0.1', log: silentLog });
+    const base = await ops.start();
+    try {
+      const text = await (await fetch(`${base}/metrics`)).text();
+      const line = (name: string, ...labels: string[]) =>
+        text
+          .split('\n')
+          .find((l) => l.startsWith(`${name}{`) && labels.every((x) => l.includes(x)) && l.includes(p.model));
+      const cooled = failed.endpoint.url;
+      const other = held.endpoint.url;
+      assert.equal(third.endpoint.url, other);
+      assert.match(line('infer_engine_endpoint_inflight', `endpoint="${other}"`) ?? '', / 1$/);
+      assert.match(
+        line('infer_engine_endpoint_requests_total', `endpoint="${other}"`, 'outcome="ok"') ?? '',
+        / 1$/,
+      );
+      assert.match(line('infer_engine_endpoint_state', `endpoint="${cooled}"`) ?? '', / 0$/);
+      assert.match(line('infer_engine_endpoint_state', `endpoint="${other}"`) ?? '', / 1$/);
+      assert.match(
+        line('infer_engine_endpoint_requests_total', `endpoint="${cooled}"`, 'outcome="connect"') ?? '',
+        / 1$/,
+      );
+      assert.match(line('infer_engine_endpoint_cooldowns_total', `endpoint="${cooled}"`) ?? '', / 1$/);
+      assert.match(line('infer_engine_pool_queue_wait_seconds_count', 'class="premium"') ?? '', / 1$/);
+      assert.match(line('infer_engine_pool_queue_depth') ?? '', / 0$/);
+    } finally {
+      third.release('ok');
+      await ops.close();
+      await p.close();
+    }
+  });
 });
