@@ -37,8 +37,8 @@ const LOADS = args.loads.split(',').map(Number);
 const POLICIES = args.policies.split(',') as PoolSettings['routing'][];
 
 // The fleet: 4 replicas of the simulator's default figures (Llama-3.1-8B BF16 on one H100, see
-// docs/engine-pools.md) with a small KV cache (2,000 blocks = 32k tokens), so that the working set of
-// the workload fits the fleet's caches together but not one replica's.
+// docs/engine-pools.md) with a small KV cache (2,000 blocks = 32k tokens): no replica holds the
+// workload's working set, the fleet's caches together hold most of it (docs/engine-pools.md).
 const REPLICAS = 4;
 const SIM = { cacheBlocks: 2_000, maxRunning: 64, tokensPerEvent: 10, timeScale: SCALE };
 const OUTPUT_TOKENS = 150;
