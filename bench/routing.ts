@@ -7,8 +7,12 @@
  *   node --conditions=source --import ./tools/ts-register.js bench/routing.ts [--scale 1] [--conversations 120]
  *        [--loads 50,80,95] [--policies round_robin,least_loaded,prefix_affinity] [--no-kill]
  *
- * Times are SIMULATED milliseconds (real ms / --scale). Numbers, not pass/fail.
+ * Times are SIMULATED milliseconds (real ms / --scale). Numbers, not pass/fail. Each row also gives the
+ * host's state during the run: the 1-minute load average at its end and this process's event-loop delay
+ * p99 (real ms): the lag every timer and socket read of the run suffered.
  */
+import { loadavg } from 'node:os';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { type EngineInput, type EngineMessage, OpenAIUpstreamEngine } from '@infer/chat-service/public';
 import { OpenAIUpstreamEngineSchema } from '@infer/contracts';
@@ -33,8 +37,8 @@ const LOADS = args.loads.split(',').map(Number);
 const POLICIES = args.policies.split(',') as PoolSettings['routing'][];
 
 // The fleet: 4 replicas of the simulator's default figures (Llama-3.1-8B BF16 on one H100, see
-// docs/engine-pools.md) with a small KV cache (2,000 blocks = 32k tokens), so that the working set of
-// the workload fits the fleet's caches together but not one replica's.
+// docs/engine-pools.md) with a small KV cache (2,000 blocks = 32k tokens): no replica holds the
+// workload's working set, the fleet's caches together hold most of it (docs/engine-pools.md).
 const REPLICAS = 4;
 const SIM = { cacheBlocks: 2_000, maxRunning: 64, tokensPerEvent: 10, timeScale: SCALE };
 const OUTPUT_TOKENS = 150;
@@ -93,6 +97,10 @@ interface RunResult {
   tokens: number;
   seconds: number;
   hitRate: number;
+  /** prefix_affinity requests placed past their key's endpoint for load, of all requests. */
+  spills: number;
+  lagP99: number;
+  load: number;
 }
 
 async function run(
@@ -124,7 +132,12 @@ async function run(
     tokens: 0,
     seconds: 0,
     hitRate: 0,
+    spills: 0,
+    lagP99: 0,
+    load: 0,
   };
+  const lag = monitorEventLoopDelay({ resolution: 2 });
+  lag.enable();
   const t0 = performance.now();
   let killAt = Number.POSITIVE_INFINITY;
   if (opts.kill) killAt = t0 + ((CONVERSATIONS / convRate) * 1000 * SCALE) / 2;
@@ -196,6 +209,10 @@ async function run(
   const prompt = sims.reduce((s, x) => s + x.stats.promptTokens, 0);
   const hits = sims.reduce((s, x) => s + x.stats.hitTokens, 0);
   r.hitRate = prompt ? hits / prompt : 0;
+  r.spills = engine.pool.status().affinity_spills / Math.max(1, r.ttft.length + r.failedBeforeStream);
+  lag.disable();
+  r.lagP99 = lag.percentile(99) / 1e6;
+  r.load = loadavg()[0] ?? 0;
   await engine.close();
   await Promise.all(sims.map((s) => s.kill()));
   return r;
@@ -243,13 +260,13 @@ async function main() {
   console.log('times in simulated ms; throughput in requests and output tokens per simulated second\n');
   const cpu = new Map(POLICIES.map((p) => [p, routingCpu(p)]));
   console.log(
-    `${'load'.padEnd(6)}${'policy'.padEnd(17)}${'ttft p50'.padStart(9)}${'ttft p99'.padStart(9)}${'req/s'.padStart(9)}${'tok/s'.padStart(9)}${'hit %'.padStart(9)}${'cpu us'.padStart(9)}${'failed'.padStart(9)}`,
+    `${'load'.padEnd(6)}${'policy'.padEnd(17)}${'ttft p50'.padStart(9)}${'ttft p99'.padStart(9)}${'req/s'.padStart(9)}${'tok/s'.padStart(9)}${'hit %'.padStart(9)}${'cpu us'.padStart(9)}${'failed'.padStart(9)}${'spill %'.padStart(9)}${'lag p99'.padStart(9)}${'host'.padStart(7)}`,
   );
   for (const load of LOADS) {
     for (const p of POLICIES) {
       const r = await run(p, load);
       console.log(
-        `${`${load}%`.padEnd(6)}${p.padEnd(17)}${f(pct(r.ttft, 50))} ${f(pct(r.ttft, 99))} ${f(r.done / r.seconds, 1)} ${f(r.tokens / r.seconds)} ${f(r.hitRate * 100, 1)} ${f(cpu.get(p) ?? 0, 2)} ${f(r.failedBeforeStream + r.failedStreaming)}`,
+        `${`${load}%`.padEnd(6)}${p.padEnd(17)}${f(pct(r.ttft, 50))} ${f(pct(r.ttft, 99))} ${f(r.done / r.seconds, 1)} ${f(r.tokens / r.seconds)} ${f(r.hitRate * 100, 1)} ${f(cpu.get(p) ?? 0, 2)} ${f(r.failedBeforeStream + r.failedStreaming)} ${f(r.spills * 100, 1)} ${f(r.lagP99, 1)} ${r.load.toFixed(1).padStart(6)}`,
       );
     }
   }

@@ -439,11 +439,25 @@ describe('k8s manifests', () => {
       const configName = byKind(objs, 'ConfigMap').find((c) => c.metadata.name.startsWith('infer-catalog'));
       assert.ok(catalogMap ?? configName, 'catalog ConfigMap');
       const catalog = CatalogFileSchema.parse(parseYaml((catalogMap ?? configName)!.data['catalog.yaml']));
-      const services = new Set(byKind(objs, 'Service').map((s) => s.metadata.name));
-      const hosts = catalog.models
-        .map((m) => (m.engine as { base_url?: string }).base_url)
-        .filter((u): u is string => Boolean(u))
-        .map((u) => new URL(u).hostname);
+      const services = new Map(byKind(objs, 'Service').map((s) => [s.metadata.name, s]));
+      // Pooled engines are found by DNS discovery of a headless Service (one A record per ready pod,
+      // fully qualified in the namespace); ComfyUI (not pooled) keeps a base_url.
+      const namespace = find(objs, 'ConfigMap', 'infer-config')!.metadata.namespace;
+      const hosts: string[] = [];
+      for (const m of catalog.models) {
+        const e = m.engine as { base_url?: string; discovery?: { dns: string } };
+        if (e.discovery) {
+          const [name, ns, ...rest] = e.discovery.dns.split('.');
+          assert.equal(ns, namespace, `${m.id}: discovery name in the namespace`);
+          assert.equal(rest.join('.'), 'svc.cluster.local');
+          assert.equal(services.get(name!)?.spec.clusterIP, 'None', `${name} is a headless Service`);
+          hosts.push(name!);
+        } else if (e.base_url) {
+          const h = new URL(e.base_url).hostname;
+          assert.equal(h, 'comfyui', `${m.id}: only ComfyUI is reached by base_url`);
+          hosts.push(h);
+        }
+      }
       assert.deepEqual([...new Set(hosts)].sort(), [...GPU_ENGINES].sort());
       for (const h of hosts) assert.ok(services.has(h), `catalog host ${h} is a Service`);
       assert.equal(

@@ -51,6 +51,12 @@ export const poolMetrics = {
     buckets: [0.005, 0.025, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
     registers: [telemetryRegistry],
   }),
+  spills: new Counter({
+    name: 'infer_engine_pool_affinity_spills_total',
+    help: "prefix_affinity requests placed on another endpoint than their key's, which was over its load bound or full",
+    labelNames: ['model'] as const,
+    registers: [telemetryRegistry],
+  }),
   rejected: new Counter({
     name: 'infer_engine_pool_rejected_total',
     help: 'Requests the pool could not place: overloaded (queue timeout) or unavailable (no endpoint up)',

@@ -92,17 +92,42 @@ describe('routing', () => {
   });
 
   it('prefix_affinity: bounded load sends a hot key elsewhere past c x the fair share', async () => {
+    // Cap 100: slack ceil(sqrt(100)) = 10 requests over the fair share.
     const p = pool({ endpoints: four, max_inflight_per_endpoint: 100 });
     const key = 12345;
     const leases: Lease[] = [];
-    for (let i = 0; i < 40; i++) leases.push(await p.acquire({ key }));
+    for (let i = 0; i < 200; i++) leases.push(await p.acquire({ key }));
     const per = new Map<string, number>();
     for (const l of leases) per.set(l.endpoint.url, (per.get(l.endpoint.url) ?? 0) + 1);
     const max = Math.max(...per.values());
-    // c = 1.25: no endpoint above ceil(1.25 x 40 / 4) = 13.
-    assert.ok(max <= 13, `hot endpoint held ${max}`);
-    assert.ok(per.size >= 3);
+    // At 200 in flight the relative bound rules: none above ceil(1.25 x 200 / 4) = 63 (50 + 10 is less).
+    assert.ok(max <= 63, `hot endpoint held ${max}`);
+    assert.equal(per.size, 4);
+    assert.equal(p.status().affinity_spills, 200 - (per.get(leases[0]?.endpoint.url ?? '') ?? 0));
     for (const l of leases) l.release('ok');
+  });
+
+  it('prefix_affinity: a few requests over the fair share do not move a key off its endpoint', async () => {
+    // 40 in flight over 4 endpoints of cap 64 (slack 8): 1.25 x 10 = 13 would move this key's 14th
+    // request; the slack keeps it home up to 10 + 8 = 18, then the next endpoint on the ring takes it.
+    const p = pool({ endpoints: four, max_inflight_per_endpoint: 64 });
+    const key = 777;
+    const home = (p.pick({ key }, 0) as Endpoint).url;
+    const others: Lease[] = [];
+    for (let k = 0; others.length < 26; k++) {
+      const l = await p.acquire({ key: new AffinityKey().add(`other ${k}`).value() });
+      if (l.endpoint.url === home) l.release('ok');
+      else others.push(l);
+    }
+    const mine: Lease[] = [];
+    for (let i = 0; i < 14; i++) mine.push(await p.acquire({ key }));
+    assert.deepEqual(new Set(mine.map((l) => l.endpoint.url)), new Set([home]));
+    assert.equal(p.status().affinity_spills, 0);
+    for (let i = 0; i < 8; i++) mine.push(await p.acquire({ key }));
+    const away = mine.filter((l) => l.endpoint.url !== home).length;
+    assert.ok(away > 0 && away < 8, `past the bound some go elsewhere (${away})`);
+    assert.equal(p.status().affinity_spills, away);
+    for (const l of [...others, ...mine]) l.release('ok');
   });
 
   it('round_robin follows the weights', () => {
@@ -343,6 +368,47 @@ describe('operators', () => {
       assert.deepEqual(mine.endpoints.map((e) => e.state).sort(), ['cooling', 'up']);
       assert.equal(mine.endpoints.find((e) => e.state === 'cooling')?.last_error, 'connect');
     } finally {
+      await ops.close();
+      await p.close();
+    }
+  });
+
+  it("serves the pools' Prometheus metrics on the ops server's /metrics", async () => {
+    const { OpsServer } = await import('@infer/runtime');
+    const p = pool({ endpoints: four.slice(0, 2), max_inflight_per_endpoint: 1 }, { cooldownMs: 60_000 });
+    const failed = await p.acquire({});
+    const held = await p.acquire({});
+    const waiting = p.acquire({ cls: 'premium', member: 'a' });
+    failed.release('connect'); // cools its endpoint: the waiter gets the other one when it is free
+    held.release('ok');
+    const third = await waiting;
+    const ops = new OpsServer({ service: 't', port: 0, host: '127.0.0.1', log: silentLog });
+    const base = await ops.start();
+    try {
+      const text = await (await fetch(`${base}/metrics`)).text();
+      const line = (name: string, ...labels: string[]) =>
+        text
+          .split('\n')
+          .find((l) => l.startsWith(`${name}{`) && labels.every((x) => l.includes(x)) && l.includes(p.model));
+      const cooled = failed.endpoint.url;
+      const other = held.endpoint.url;
+      assert.equal(third.endpoint.url, other);
+      assert.match(line('infer_engine_endpoint_inflight', `endpoint="${other}"`) ?? '', / 1$/);
+      assert.match(
+        line('infer_engine_endpoint_requests_total', `endpoint="${other}"`, 'outcome="ok"') ?? '',
+        / 1$/,
+      );
+      assert.match(line('infer_engine_endpoint_state', `endpoint="${cooled}"`) ?? '', / 0$/);
+      assert.match(line('infer_engine_endpoint_state', `endpoint="${other}"`) ?? '', / 1$/);
+      assert.match(
+        line('infer_engine_endpoint_requests_total', `endpoint="${cooled}"`, 'outcome="connect"') ?? '',
+        / 1$/,
+      );
+      assert.match(line('infer_engine_endpoint_cooldowns_total', `endpoint="${cooled}"`) ?? '', / 1$/);
+      assert.match(line('infer_engine_pool_queue_wait_seconds_count', 'class="premium"') ?? '', / 1$/);
+      assert.match(line('infer_engine_pool_queue_depth') ?? '', / 0$/);
+    } finally {
+      third.release('ok');
       await ops.close();
       await p.close();
     }

@@ -160,8 +160,10 @@ export interface PoolOptions {
   cooldownMaxMs?: number | undefined;
   /** A recovered endpoint's share grows from 10 % to 100 % of max_inflight over this time. */
   warmupMs?: number | undefined;
-  /** Bounded-load factor c of consistent hashing: an endpoint takes at most c x its fair share. */
+  /** Bounded-load factor c of consistent hashing: an endpoint takes at most c x its fair share ... */
   loadBound?: number | undefined;
+  /** ... or its fair share + this many requests, whichever is more (default ceil(sqrt(max_inflight))). */
+  loadSlack?: number | undefined;
   random?: (() => number) | undefined;
 }
 
@@ -212,6 +214,10 @@ export class EnginePool {
   private ring: HashRing = new HashRing([]);
   private totalInflight = 0;
   private stamp = 0;
+  /** prefix_affinity's absolute slack over the fair share (see pickRing). */
+  private readonly slack: number;
+  /** prefix_affinity requests placed past their key's endpoint for load (status and metric). */
+  private spills = 0;
   private readonly queue = new FairQueue<Waiter>();
   private readonly o: Required<Omit<PoolOptions, 'log'>> & { log: Logger | undefined };
   private refreshTimer: NodeJS.Timeout | null = null;
@@ -241,14 +247,17 @@ export class EnginePool {
       cooldownMaxMs: opts.cooldownMaxMs ?? DEFAULT_COOLDOWN_MAX_MS,
       warmupMs: opts.warmupMs ?? DEFAULT_WARMUP_MS,
       loadBound: opts.loadBound ?? DEFAULT_LOAD_BOUND,
+      loadSlack: opts.loadSlack ?? Math.ceil(Math.sqrt(settings.max_inflight_per_endpoint)),
       random: opts.random ?? Math.random,
     };
+    this.slack = this.o.loadSlack;
     this.queued = poolMetrics.queued.labels(opts.model);
     this.m = {
       retryBefore: poolMetrics.retries.labels(opts.model, 'before_first_byte'),
       resumed: poolMetrics.retries.labels(opts.model, 'resume'),
       overloaded: poolMetrics.rejected.labels(opts.model, 'overloaded'),
       unavailable: poolMetrics.rejected.labels(opts.model, 'unavailable'),
+      spills: poolMetrics.spills.labels(opts.model),
     };
     if (settings.discovery) {
       this.firstResolve = this.refresh();
@@ -429,6 +438,15 @@ export class EnginePool {
     return e.inflight < this.capOf(e, now);
   }
 
+  /**
+   * Consistent hashing with bounded loads: walking the ring from the key, the first endpoint that is up,
+   * below its cap and below its load bound takes the request; if none is, the least loaded one below its
+   * cap. The bound is c x the endpoint's fair share of the requests in flight (+ this one), or the fair
+   * share + `slack`, whichever is more: the relative bound keeps a hot key from piling onto one engine
+   * at high load, while the slack (one standard deviation of a Poisson in-flight count at the cap,
+   * sqrt(cap)) keeps the ordinary ups and downs of a few requests from moving a conversation off the
+   * engine that caches it, which would cost its whole history's prefill elsewhere (ADR 0060).
+   */
   private pickRing(req: RouteRequest, now: number): Endpoint | null {
     const eps = this.endpoints;
     const ring = this.ring;
@@ -438,6 +456,8 @@ export class EnginePool {
     const stamp = ++this.stamp;
     const total = this.totalInflight + 1;
     const bound = this.o.loadBound;
+    let home: Endpoint | null = null;
+    let chosen: Endpoint | null = null;
     let spill: Endpoint | null = null;
     let seen = 0;
     const size = ring.size;
@@ -447,12 +467,23 @@ export class EnginePool {
       if (e.stamp === stamp) continue;
       e.stamp = stamp;
       seen++;
+      if (e.state === 'cooling' || req.exclude?.has(e)) continue;
+      // The key's endpoint: the first one on the ring this request may use.
+      home ??= e;
       if (!this.free(e, req, now)) continue;
-      // Bounded load: at most c x this endpoint's fair share of the requests in flight (+ this one).
-      if (e.inflight < Math.ceil((bound * total * e.weight) / upWeight)) return e;
+      const share = (total * e.weight) / upWeight;
+      if (e.inflight < Math.max(Math.ceil(bound * share), Math.floor(share) + this.slack)) {
+        chosen = e;
+        break;
+      }
       if (!spill || e.inflight / e.weight < spill.inflight / spill.weight) spill = e;
     }
-    return spill;
+    chosen ??= spill;
+    if (chosen && chosen !== home) {
+      this.spills++;
+      this.m.spills.inc();
+    }
+    return chosen;
   }
 
   private pickLeastLoaded(req: RouteRequest, now: number): Endpoint | null {
@@ -688,6 +719,7 @@ export class EnginePool {
       source: this.settings.discovery ? 'dns' : this.settings.endpoints ? 'static' : 'base_url',
       max_inflight_per_endpoint: this.maxInflight,
       queued: this.queue.depthByClass(),
+      affinity_spills: this.spills,
       endpoints: this.endpoints.map((e) => ({
         url: e.url,
         weight: e.weight,
@@ -740,6 +772,8 @@ export interface PoolStatus {
   source: 'dns' | 'static' | 'base_url';
   max_inflight_per_endpoint: number;
   queued: Record<PriorityClass, number>;
+  /** prefix_affinity requests placed on another endpoint than their key's because it was too loaded. */
+  affinity_spills: number;
   endpoints: EndpointStatus[];
 }
 

@@ -8,16 +8,20 @@ import { fnv1a } from '../hash.js';
  * with vLLM's metric names) and models the timing that engine routing depends on:
  *
  * - a prefix cache of `blockTokens`-token blocks (16, vLLM's default), LRU, `cacheBlocks` capacity: a
- *   prompt's leading blocks that are cached cost no prefill;
+ *   prompt's leading blocks that are cached cost no prefill; the full blocks of the prompt and of the
+ *   generated text are cached (vLLM caches a block once it is full, decoded tokens included), so the next
+ *   turn of a conversation finds the previous answer cached as well as the previous prompt;
  * - continuous batching: at most `maxRunning` sequences run (vLLM's max_num_seqs), the others wait
  *   (by `priority` when the request sends one, lower first, as vLLM's priority scheduling);
  * - each engine step lasts `decodeMsBase + decodeMsPerSeq x running` plus `prefillMsPerToken` per
  *   uncached prompt token admitted in that step; every running sequence gets one token per step, a new
- *   one its first token at the end of its prefill step.
+ *   one its first token at the end of its prefill step (sent at once, whatever `tokensPerEvent`).
  *
  * Default figures model Llama-3.1-8B in BF16 on one H100 SXM (docs/engine-pools.md gives the sources).
- * `timeScale` maps simulated milliseconds to real ones (0.1 = ten times faster), so a bench runs in
- * minutes. Text is deterministic filler; tokens are `charsPerToken` characters of prompt text.
+ * `timeScale` maps simulated milliseconds to real ones (0.1 = ten times faster, 2 = slower, for a busy
+ * host). Steps run on a schedule, not from timer to timer: a step starts when the previous one was due to
+ * end (or when the last sequence it admits arrived, if later), so a timer that fires late on a loaded
+ * host delays that step's tokens but does not slow the simulated engine down. Text is deterministic filler; tokens are `charsPerToken` characters of prompt text.
  */
 export interface VllmSimulatorOptions {
   name?: string;
@@ -57,6 +61,8 @@ interface Seq {
   id: string;
   promptTokens: number;
   cachedTokens: number;
+  /** The rendered prompt and its chained block hashes (the last one continues over the output). */
+  prompt: string;
   blocks: number[];
   outputTokens: number;
   produced: number;
@@ -64,7 +70,9 @@ interface Seq {
   arrived: number;
   prefilled: boolean;
   seed: number;
+  /** Tokens not yet sent (a coarse stream), and everything generated. */
   text: string[];
+  output: string;
   res: ServerResponse;
   stream: boolean;
   includeUsage: boolean;
@@ -83,6 +91,8 @@ export class VllmSimulator {
   private running: Seq[] = [];
   private waiting: Seq[] = [];
   private stepping = false;
+  /** performance.now() at which the step under way is due to end (its schedule, not its timer's firing). */
+  private due = 0;
   private seq = 0;
   /** Fault injection for tests: answer every request with this status; break the next stream after N tokens (once). */
   failStatus: number | null = null;
@@ -228,6 +238,7 @@ export class VllmSimulator {
     }
     const s: Seq = {
       id: `chatcmpl-sim${++this.seq}`,
+      prompt,
       promptTokens: Math.ceil(prompt.length / this.o.charsPerToken),
       cachedTokens: 0,
       blocks,
@@ -238,6 +249,7 @@ export class VllmSimulator {
       prefilled: false,
       seed: fnv1a(prompt),
       text: [],
+      output: '',
       res,
       stream: body.stream === true,
       includeUsage: body.stream_options?.include_usage === true,
@@ -284,6 +296,12 @@ export class VllmSimulator {
     }
     const ms =
       this.o.decodeMsBase + this.o.decodeMsPerSeq * this.running.length + this.o.prefillMsPerToken * prefill;
+    let start = this.due;
+    for (const s of admitted) if (s.arrived > start) start = s.arrived;
+    const now = performance.now();
+    // Behind schedule by more than a step (a stalled host): start afresh rather than replay the stall.
+    if (now - start > ms * this.o.timeScale) start = now;
+    this.due = start + ms * this.o.timeScale;
     setTimeout(() => {
       if (!this.server) return;
       for (const s of admitted) this.insert(s.blocks);
@@ -293,7 +311,7 @@ export class VllmSimulator {
         this.token(s);
       }
       this.step();
-    }, ms * this.o.timeScale);
+    }, this.due - now);
   }
 
   /** Leading cached blocks of a prompt (touched: most recently used). */
@@ -319,9 +337,28 @@ export class VllmSimulator {
     }
   }
 
+  /**
+   * A finished sequence's blocks, as vLLM frees them: the full blocks of its prompt and of its generated
+   * text (vLLM caches a block as soon as it is full, decoded tokens included) go to the LRU end in
+   * reverse order, so its last blocks are evicted first and its leading ones last.
+   */
+  private cacheOutput(s: Seq): void {
+    const blockChars = this.o.blockTokens * this.o.charsPerToken;
+    const all = s.prompt + s.output;
+    const blocks = s.blocks.slice();
+    let h = blocks.length ? (blocks[blocks.length - 1] as number) : 0x811c9dc5;
+    for (let at = blocks.length * blockChars; at + blockChars <= all.length; at += blockChars) {
+      h = fnv1a(all.slice(at, at + blockChars), h);
+      blocks.push(h);
+    }
+    this.insert(blocks.reverse());
+  }
+
   private token(s: Seq): void {
     const word = WORDS[(s.seed + s.produced * 7) % WORDS.length] as string;
-    s.text.push(s.produced === 0 && !s.continued ? word : ` ${word}`);
+    const piece = s.produced === 0 && !s.continued ? word : ` ${word}`;
+    s.text.push(piece);
+    s.output += piece;
     s.produced++;
     this.stats.generated++;
     const last = s.produced >= s.outputTokens;
@@ -332,7 +369,7 @@ export class VllmSimulator {
       s.res.socket?.destroy();
       return;
     }
-    if (s.stream && (last || s.text.length >= this.o.tokensPerEvent)) this.flush(s, last);
+    if (s.stream && (last || s.produced === 1 || s.text.length >= this.o.tokensPerEvent)) this.flush(s, last);
     if (last) this.end(s);
   }
 
@@ -352,6 +389,7 @@ export class VllmSimulator {
 
   private end(s: Seq): void {
     s.done = true;
+    this.cacheOutput(s);
     const usage = {
       prompt_tokens: s.promptTokens,
       completion_tokens: s.produced,
@@ -367,11 +405,7 @@ export class VllmSimulator {
       s.res.end('data: [DONE]\n\n');
       return;
     }
-    let content = '';
-    for (let i = 0; i < s.produced; i++) {
-      const w = WORDS[(s.seed + i * 7) % WORDS.length] as string;
-      content += i === 0 ? w : ` ${w}`;
-    }
+    const content = s.output;
     s.res.writeHead(200, { 'content-type': 'application/json' }).end(
       JSON.stringify({
         id: s.id,
