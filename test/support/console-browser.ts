@@ -75,8 +75,9 @@ export async function capture(page: Page, dir: string, name: string): Promise<vo
  * visually hidden parts, `.sr-only` or clipped to 1 px, are skipped):
  * - `page overflows`: the document is wider than the viewport (the page scrolls sideways);
  * - `<tag.class> overflows: text`: an element's content is wider than its box;
- * - `split word: text`: a word (a run without spaces) laid out over more than one line, e.g. a queue
- *   name or a button broken mid-word (unless `splitWords: false`);
+ * - `split word: text`: a word (a run without spaces) laid out over more than one line although it
+ *   would fit on one line of its block, e.g. a queue name or a button broken mid-word (unless
+ *   `splitWords: false`); a word wider than its block (a long host name on a phone) must break;
  * - `small text: text`: chart text drawn under 12 px tall (an SVG scaled down to the screen);
  * - `column not under its heading: name`: a table's body cells not aligned with its head cells.
  */
@@ -136,7 +137,15 @@ const LAYOUT_PROBLEMS = `(scope, splitWords) => {
         r.setStart(n, m.index);
         r.setEnd(n, m.index + m[0].length);
         const lines = new Set([...r.getClientRects()].filter((x) => x.width > 0).map((x) => Math.round(x.top)));
-        if (splitWords && lines.size > 1) problems.push('split word: ' + m[0]);
+        if (splitWords && lines.size > 1 && r.getBoundingClientRect().height > 0) {
+          // Avoidable only when the word, laid out whole, fits the width of its block.
+          let block = parent;
+          while (block.parentElement && getComputedStyle(block).display.startsWith('inline')) block = block.parentElement;
+          const cs = getComputedStyle(block);
+          const room = block.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight);
+          const width = [...r.getClientRects()].reduce((sum, x) => sum + x.width, 0);
+          if (width <= room) problems.push('split word: ' + m[0]);
+        }
         const h = r.getBoundingClientRect().height;
         if (inChart && h > 0 && h < 12) problems.push('small text: ' + m[0] + ' (' + h.toFixed(1) + ' px)');
       }

@@ -12,8 +12,9 @@ const duration = (s: number) =>
   s < 120 ? `${s} s` : s < 7200 ? `${Math.round(s / 60)} min` : `${Math.round(s / 3600)} h`;
 
 /**
- * Text whose hyphenated words (service names, instance ids, `embed-model`) stay whole: a browser may
- * break after a hyphen ("probe- / service") on a phone.
+ * Text whose hyphenated words (service names, instance ids, `embed-model`) stay whole when they fit on
+ * a line: a browser may break after a hyphen ("probe- / service") on a phone. A word longer than the
+ * line (a pod's host name in an instance id) still breaks rather than widen the page (`.word`).
  */
 export function Words(props: { text: string }) {
   return (
@@ -21,7 +22,7 @@ export function Words(props: { text: string }) {
       {props.text.split(/(\s+)/).map((w, i) =>
         w.includes('-') ? (
           // biome-ignore lint/suspicious/noArrayIndexKey: the words of one fixed text
-          <span className="nowrap" key={i}>
+          <span className="word" key={i}>
             {w}
           </span>
         ) : (

@@ -317,14 +317,20 @@ export function healthOf(
         `${b.failing_instances.length} instance${b.failing_instances.length === 1 ? '' : 's'} cannot reach ${name}.`,
       );
   }
+  // "chat-service instance host:pid:id", not "chat-service@host:pid:id": a pod's host name makes the id
+  // one word too long for a phone's line, and the sentence can break between service and instance.
+  const named = (i: InstanceView) => {
+    const at = i.instance.indexOf('@');
+    return at < 0 ? i.instance : `${i.service} instance ${i.instance.slice(at + 1)}`;
+  };
   const services = new Map<string, InstanceView[]>();
   for (const i of instances) services.set(i.service, [...(services.get(i.service) ?? []), i]);
   for (const [service, list] of services) {
     if (!list.some((i) => i.state !== 'down')) down.push(`No ${service} instance is up.`);
     for (const i of list) {
-      if (i.state === 'degraded') degraded.push(`${i.instance} is degraded (${i.reason}).`);
+      if (i.state === 'degraded') degraded.push(`${named(i)} is degraded (${i.reason}).`);
       else if (i.state === 'down' && list.some((x) => x.state !== 'down') && !i.reason?.startsWith('stopped'))
-        degraded.push(`${i.instance} is down (${i.reason}).`);
+        degraded.push(`${named(i)} is down (${i.reason}).`);
     }
   }
   for (const a of alerts) {
