@@ -124,6 +124,19 @@ describe('key lifecycle', () => {
     const cleared = await admin('PATCH', `/admin/keys/${minted.body.record.id}`, { allowed_models: [] });
     assert.equal(cleared.status, 200);
     assert.ok((await client(key).models.list()).data.length > 1);
+    // The list narrows the tier, never widens it: a premium-only model (chat-G) or an unknown one is
+    // refused for an inference member, at mint and at update, naming the field.
+    for (const models of [['chat-B', 'chat-G'], ['no-such-model']]) {
+      const wider = await admin('POST', `/admin/members/${memberId}/keys`, { allowed_models: models });
+      assert.equal(wider.status, 400, JSON.stringify(wider.body));
+      assert.equal(wider.body.error.param, 'allowed_models');
+      assert.match(wider.body.error.message, new RegExp(models.at(-1) as string));
+      const widened = await admin('PATCH', `/admin/keys/${minted.body.record.id}`, {
+        allowed_models: models,
+      });
+      assert.equal(widened.status, 400);
+      assert.equal(widened.body.error.param, 'allowed_models');
+    }
     const invalid = await admin('PATCH', `/admin/keys/${minted.body.record.id}`, {
       allowed_ips: ['10.0.0/8'],
     });

@@ -1,3 +1,4 @@
+import { ApiError, type Tier } from '@infer/contracts';
 import type { Logger } from '@infer/telemetry';
 import { Inject, Injectable, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { GATEWAY_CONFIG, type GatewayConfig } from '../config.js';
@@ -18,6 +19,20 @@ export class CatalogService implements OnModuleInit, OnApplicationShutdown {
 
   get current(): CatalogSnapshot {
     return this.snap;
+  }
+
+  /**
+   * Refuses a key's model allow-list that names a model the member's tier does not reach (400, param
+   * `allowed_models`): the list narrows the tier, it never widens it.
+   */
+  assertWithinTier(tier: Tier, ids: readonly string[] | undefined): void {
+    if (!ids?.length) return;
+    const outside = this.snap.outsideTier(tier, ids);
+    if (outside.length)
+      throw ApiError.invalid(
+        `allowed_models may only name enabled models the ${tier} tier reaches; not ${outside.join(', ')}.`,
+        'allowed_models',
+      );
   }
 
   async onModuleInit(): Promise<void> {

@@ -86,6 +86,17 @@ export class CatalogSnapshot {
     return this.byId.get(id);
   }
 
+  /**
+   * The ids of `ids` that `tier` does not reach (unknown ones too): what a key's allow-list may not name
+   * (it narrows the tier, never widens it).
+   */
+  outsideTier(tier: Tier, ids: readonly string[]): string[] {
+    return ids.filter((id) => {
+      const e = this.byId.get(id);
+      return !e || !tierReaches(tier, e);
+    });
+  }
+
   /** GET /models: exactly the models this tier may use, most capable first. */
   listFor(tier: Tier, models: ReadonlySet<string> | null = null): { object: 'list'; data: Model[] } {
     const list = this.listsByTier.get(tier) ?? { object: 'list', data: [] };

@@ -140,6 +140,10 @@ export class KeysService {
     }
     const before = await this.keys.find(ref);
     if (!before) throw notFound('API key', ref, 'key');
+    if (change.allowedModels?.length) {
+      const member = await this.members.get(before.memberId).catch(() => null);
+      if (member) this.catalog.assertWithinTier(member.tier, change.allowedModels);
+    }
     const after = await this.access
       .audited(
         actor,

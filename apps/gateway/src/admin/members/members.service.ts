@@ -11,6 +11,7 @@ import {
 } from '@infer/contracts';
 import { ApiKeysRepository, MembersRepository } from '@infer/persistence/lazy';
 import { Inject, Injectable } from '@nestjs/common';
+import { CatalogService } from '../../catalog/catalog.service.js';
 import { LimitsService } from '../../limits/limits.service.js';
 import { AdminAccess, type AdminActor } from '../access/admin-access.service.js';
 import { AdminInvalidation } from '../invalidation.service.js';
@@ -30,6 +31,7 @@ export class MembersService {
     @Inject(AdminAccess) private readonly access: AdminAccess,
     @Inject(AdminInvalidation) private readonly invalidate: AdminInvalidation,
     @Inject(LimitsService) private readonly limits: LimitsService,
+    @Inject(CatalogService) private readonly catalog: CatalogService,
   ) {}
 
   async list(query: unknown) {
@@ -138,10 +140,15 @@ export class MembersService {
 
   async mint(actor: AdminActor, memberId: string, body: unknown): Promise<MintedKey> {
     const { name, ...lifecycle } = parseOrThrow(MintKeyRequestSchema, body ?? {});
+    const change = lifecycleChange(lifecycle);
+    if (change.allowedModels?.length) {
+      const member = await this.members.get(memberId).catch(() => null);
+      if (member) this.catalog.assertWithinTier(member.tier, change.allowedModels);
+    }
     const { key, record } = await this.access
       .audited(
         actor,
-        (tx) => new ApiKeysRepository(tx).mint(memberId, name, lifecycleChange(lifecycle)),
+        (tx) => new ApiKeysRepository(tx).mint(memberId, name, change),
         ({ record }) => ({
           action: 'key.mint',
           targetType: 'api_key',
