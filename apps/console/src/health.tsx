@@ -1,5 +1,6 @@
 import type { Overview } from '@infer/contracts';
 import { ago } from './format.js';
+import { Words } from './ui.js';
 
 type Instance = Overview['instances'][number];
 
@@ -10,28 +11,6 @@ export const clock = (ms: number) => `${new Date(ms).toISOString().slice(11, 19)
 const bytes = (n: number) => `${Math.round(n / 1048576)} MB`;
 const duration = (s: number) =>
   s < 120 ? `${s} s` : s < 7200 ? `${Math.round(s / 60)} min` : `${Math.round(s / 3600)} h`;
-
-/**
- * Text whose hyphenated words (service names, instance ids, `embed-model`) stay whole when they fit on
- * a line: a browser may break after a hyphen ("probe- / service") on a phone. A word longer than the
- * line (a pod's host name in an instance id) still breaks rather than widen the page (`.word`).
- */
-export function Words(props: { text: string }) {
-  return (
-    <>
-      {props.text.split(/(\s+)/).map((w, i) =>
-        w.includes('-') ? (
-          // biome-ignore lint/suspicious/noArrayIndexKey: the words of one fixed text
-          <span className="word" key={i}>
-            {w}
-          </span>
-        ) : (
-          w
-        ),
-      )}
-    </>
-  );
-}
 
 export function StateBadge(props: { state: 'up' | 'degraded' | 'down' | 'firing' | 'pending' }) {
   const cls =

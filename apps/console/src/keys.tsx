@@ -15,6 +15,7 @@ import type { ConfirmRequest } from './confirm.js';
 import { expiryText, utc } from './format.js';
 import { useLoad } from './hooks.js';
 import { fieldOfParam, type Lifecycle, lifecycleBody, lifecycleOf } from './key-form.js';
+import { LimitsDialog } from './limits-editor.js';
 import { Button, Dialog, ErrorNote, Field } from './ui.js';
 
 /** The new secret, shown this once: Escape does not close it, only the explicit button. */
@@ -457,17 +458,55 @@ export function AllowLists(props: { apiKey: AdminKey }): ReactNode {
   );
 }
 
-/** A name that wraps between its words only, never at a hyphen (`short-lived`). */
-export function Words(props: { text: string }) {
-  return (
-    <span>
-      {props.text.split(' ').map((w, i) => (
-        // biome-ignore lint/suspicious/noArrayIndexKey: the words of one fixed text, in order
-        <Fragment key={i}>
-          {i ? ' ' : ''}
-          <span className="nowrap">{w}</span>
-        </Fragment>
-      ))}
-    </span>
+/**
+ * The dialogs a keys table opens on one key (revoke, its limits' live state, edit its expiry and
+ * allow-lists, its limits) and the setters that open them: the Keys page and a member's page share them.
+ * After a change the table reloads; a revocation also reports its outcome (`onRevoked`).
+ */
+export function useKeyDialogs<K extends AdminKey>(opts: {
+  owner: (k: K) => string;
+  tier: (k: K) => Tier;
+  reload: () => void;
+  onRevoked: (error: unknown) => void;
+}) {
+  const [revoking, setRevoking] = useState<K | null>(null);
+  const [inspecting, setInspecting] = useState<K | null>(null);
+  const [changing, setChanging] = useState<K | null>(null);
+  const [limiting, setLimiting] = useState<K | null>(null);
+  const dialogs = (
+    <>
+      <RevokeKeyDialog
+        apiKey={revoking}
+        owner={revoking ? opts.owner(revoking) : ''}
+        onClose={() => setRevoking(null)}
+        onDone={(error) => {
+          opts.onRevoked(error);
+          opts.reload();
+        }}
+      />
+      {inspecting ? <LimitsStateDialog apiKey={inspecting} onClose={() => setInspecting(null)} /> : null}
+      {changing ? (
+        <EditKeyDialog
+          apiKey={changing}
+          tier={opts.tier(changing)}
+          onClose={() => setChanging(null)}
+          onSaved={() => {
+            setChanging(null);
+            opts.reload();
+          }}
+        />
+      ) : null}
+      {limiting ? (
+        <LimitsDialog
+          apiKey={limiting}
+          onClose={() => setLimiting(null)}
+          onSaved={() => {
+            setLimiting(null);
+            opts.reload();
+          }}
+        />
+      ) : null}
+    </>
   );
+  return { revoke: setRevoking, inspect: setInspecting, edit: setChanging, limits: setLimiting, dialogs };
 }

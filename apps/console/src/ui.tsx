@@ -451,3 +451,25 @@ function compact(n: number): string {
 export function Time(props: { t: number | null | undefined }) {
   return <span className="nowrap">{utc(props.t)}</span>;
 }
+
+/**
+ * Text whose hyphenated words (service names, instance ids, `embed-model`) stay whole when they fit on
+ * a line: a browser may break after a hyphen ("probe- / service") on a phone. A word longer than the
+ * line (a pod's host name in an instance id) still breaks rather than widen the page (`.word`).
+ */
+export function Words(props: { text: string }) {
+  return (
+    <>
+      {props.text.split(/(\s+)/).map((w, i) =>
+        w.includes('-') ? (
+          // biome-ignore lint/suspicious/noArrayIndexKey: the words of one fixed text
+          <span className="word" key={i}>
+            {w}
+          </span>
+        ) : (
+          w
+        ),
+      )}
+    </>
+  );
+}

@@ -7,22 +7,18 @@ import { useLoad, useNow } from '../hooks.js';
 import { lifecycleBody, lifecycleOf } from '../key-form.js';
 import {
   AllowLists,
-  EditKeyDialog,
   FormProblems,
   failureFields,
   KeyExpiry,
   KeyStatus,
   LifecycleFields,
-  LimitsStateDialog,
   OneTimeKeyDialog,
-  RevokeKeyDialog,
   rotateRequest,
-  Words,
+  useKeyDialogs,
 } from '../keys.js';
-import { LimitsDialog } from '../limits-editor.js';
 import { Link, navigate } from '../router.js';
 import { READ_ONLY_REASON, useCanWrite } from '../session.js';
-import { Button, Dialog, ErrorNote, Field, UrlPager } from '../ui.js';
+import { Button, Dialog, ErrorNote, Field, UrlPager, Words } from '../ui.js';
 
 /**
  * The keys of all members: server-side search (key name, prefix or id; member name or email) and
@@ -39,11 +35,13 @@ export function KeysPage(props: { params: URLSearchParams }) {
   const [search, setSearch] = useState(q);
   const [minting, setMinting] = useState(false);
   const [minted, setMinted] = useState<MintedKey | null>(null);
-  const [revoking, setRevoking] = useState<AdminKeyListItem | null>(null);
-  const [inspecting, setInspecting] = useState<AdminKeyListItem | null>(null);
-  const [changing, setChanging] = useState<AdminKeyListItem | null>(null);
-  const [limiting, setLimiting] = useState<AdminKeyListItem | null>(null);
   const [failure, setFailure] = useState<unknown>(null);
+  const key = useKeyDialogs<AdminKeyListItem>({
+    owner: (k) => k.member.name,
+    tier: (k) => k.member.tier,
+    reload: () => list.reload(),
+    onRevoked: setFailure,
+  });
   const confirm = useConfirm();
   const list = useLoad(
     () =>
@@ -158,13 +156,13 @@ export function KeysPage(props: { params: URLSearchParams }) {
               </td>
               <td data-label="Actions">
                 <div className="actions">
-                  <Button onClick={() => setInspecting(k)} label={`State of ${k.prefix}`}>
+                  <Button onClick={() => key.inspect(k)} label={`State of ${k.prefix}`}>
                     State
                   </Button>
                   <Button
                     disabled={!canWrite}
                     reason={READ_ONLY_REASON}
-                    onClick={() => setLimiting(k)}
+                    onClick={() => key.limits(k)}
                     label={`Limits of ${k.prefix}`}
                   >
                     Limits
@@ -172,7 +170,7 @@ export function KeysPage(props: { params: URLSearchParams }) {
                   <Button
                     disabled={!canWrite || Boolean(k.revoked_at)}
                     reason={k.revoked_at ? 'Already revoked.' : READ_ONLY_REASON}
-                    onClick={() => setChanging(k)}
+                    onClick={() => key.edit(k)}
                     label={`Edit ${k.prefix}`}
                   >
                     Edit
@@ -196,7 +194,7 @@ export function KeysPage(props: { params: URLSearchParams }) {
                     kind="danger"
                     disabled={!canWrite || Boolean(k.revoked_at)}
                     reason={k.revoked_at ? 'Already revoked.' : READ_ONLY_REASON}
-                    onClick={() => setRevoking(k)}
+                    onClick={() => key.revoke(k)}
                     label={`Revoke ${k.prefix}`}
                   >
                     Revoke
@@ -220,37 +218,7 @@ export function KeysPage(props: { params: URLSearchParams }) {
         />
       ) : null}
       <OneTimeKeyDialog minted={minted} onClose={() => setMinted(null)} />
-      <RevokeKeyDialog
-        apiKey={revoking}
-        owner={revoking?.member.name ?? ''}
-        onClose={() => setRevoking(null)}
-        onDone={(error) => {
-          setFailure(error);
-          list.reload();
-        }}
-      />
-      {inspecting ? <LimitsStateDialog apiKey={inspecting} onClose={() => setInspecting(null)} /> : null}
-      {changing ? (
-        <EditKeyDialog
-          apiKey={changing}
-          tier={changing.member.tier}
-          onClose={() => setChanging(null)}
-          onSaved={() => {
-            setChanging(null);
-            list.reload();
-          }}
-        />
-      ) : null}
-      {limiting ? (
-        <LimitsDialog
-          apiKey={limiting}
-          onClose={() => setLimiting(null)}
-          onSaved={() => {
-            setLimiting(null);
-            list.reload();
-          }}
-        />
-      ) : null}
+      {key.dialogs}
     </section>
   );
 }

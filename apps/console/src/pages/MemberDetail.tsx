@@ -21,23 +21,19 @@ import { useLoad, useNow } from '../hooks.js';
 import { lifecycleBody, lifecycleOf } from '../key-form.js';
 import {
   AllowLists,
-  EditKeyDialog,
   FormProblems,
   failureFields,
   KeyExpiry,
   KeyStatus,
   LifecycleFields,
-  LimitsStateDialog,
   OneTimeKeyDialog,
-  RevokeKeyDialog,
   rotateRequest,
-  Words,
+  useKeyDialogs,
 } from '../keys.js';
-import { LimitsDialog } from '../limits-editor.js';
 import { RefusalsPanel } from '../refusals.js';
 import { Link } from '../router.js';
 import { READ_ONLY_REASON, useCanWrite } from '../session.js';
-import { BarChart, Button, Dialog, ErrorNote, Field } from '../ui.js';
+import { BarChart, Button, Dialog, ErrorNote, Field, Words } from '../ui.js';
 import { fieldErrors } from '../validate.js';
 
 type Detail = AdminMember & { api_keys: AdminKey[] };
@@ -55,14 +51,17 @@ export function MemberDetailPage(props: { id: string }) {
   const [failure, setFailure] = useState<unknown>(null);
   const [minting, setMinting] = useState(false);
   const [minted, setMinted] = useState<MintedKey | null>(null);
-  const [revoking, setRevoking] = useState<AdminKey | null>(null);
-  const [editing, setEditing] = useState<AdminKey | null>(null);
-  const [inspecting, setInspecting] = useState<AdminKey | null>(null);
-  const [changing, setChanging] = useState<AdminKey | null>(null);
   const [tier, setTier] = useState('');
   const now = useNow(30_000);
   const confirm = useConfirm();
   const m = detail.data;
+  const key = useKeyDialogs<AdminKey>({
+    owner: () => m?.name ?? '',
+    // A key row, and so its dialogs, exists only once the member is loaded.
+    tier: () => m?.tier ?? 'community',
+    reload: () => detail.reload(),
+    onRevoked: setFailure,
+  });
 
   /** `rethrow`: the failure goes to the caller (a confirmation dialog shows it). */
   const patch = async (body: Record<string, unknown>, rethrow = false) => {
@@ -278,13 +277,13 @@ export function MemberDetailPage(props: { id: string }) {
               </td>
               <td data-label="Actions">
                 <div className="actions">
-                  <Button onClick={() => setInspecting(k)} label={`State of ${k.prefix}`}>
+                  <Button onClick={() => key.inspect(k)} label={`State of ${k.prefix}`}>
                     State
                   </Button>
                   <Button
                     disabled={!canWrite}
                     reason={READ_ONLY_REASON}
-                    onClick={() => setEditing(k)}
+                    onClick={() => key.limits(k)}
                     label={`Limits of ${k.prefix}`}
                   >
                     Limits
@@ -292,7 +291,7 @@ export function MemberDetailPage(props: { id: string }) {
                   <Button
                     disabled={!canWrite || Boolean(k.revoked_at)}
                     reason={k.revoked_at ? 'Already revoked.' : READ_ONLY_REASON}
-                    onClick={() => setChanging(k)}
+                    onClick={() => key.edit(k)}
                     label={`Edit ${k.prefix}`}
                   >
                     Edit
@@ -316,7 +315,7 @@ export function MemberDetailPage(props: { id: string }) {
                     kind="danger"
                     disabled={!canWrite || Boolean(k.revoked_at)}
                     reason={k.revoked_at ? 'Already revoked.' : READ_ONLY_REASON}
-                    onClick={() => setRevoking(k)}
+                    onClick={() => key.revoke(k)}
                     label={`Revoke ${k.prefix}`}
                   >
                     Revoke
@@ -360,37 +359,7 @@ export function MemberDetailPage(props: { id: string }) {
         }}
       />
       <OneTimeKeyDialog minted={minted} onClose={() => setMinted(null)} />
-      <RevokeKeyDialog
-        apiKey={revoking}
-        owner={m.name}
-        onClose={() => setRevoking(null)}
-        onDone={(error) => {
-          setFailure(error);
-          detail.reload();
-        }}
-      />
-      {inspecting ? <LimitsStateDialog apiKey={inspecting} onClose={() => setInspecting(null)} /> : null}
-      {changing ? (
-        <EditKeyDialog
-          apiKey={changing}
-          tier={m.tier}
-          onClose={() => setChanging(null)}
-          onSaved={() => {
-            setChanging(null);
-            detail.reload();
-          }}
-        />
-      ) : null}
-      {editing ? (
-        <LimitsDialog
-          apiKey={editing}
-          onClose={() => setEditing(null)}
-          onSaved={() => {
-            setEditing(null);
-            detail.reload();
-          }}
-        />
-      ) : null}
+      {key.dialogs}
     </section>
   );
 }
