@@ -87,8 +87,11 @@ export function run(
 }
 export const podman = (args: string[], timeoutMs = 60_000) => run('podman', args, timeoutMs);
 export const image = (app: string) => `localhost/infer/${app}:${TAG}`;
+let headAtStart: string | undefined;
+/** The commit checked out when the tests started: what the images are labelled with and checked against,
+ * even if HEAD moves while they run. */
 export const revision = () =>
-  execFileSync('git', ['rev-parse', 'HEAD'], { cwd: REPO, encoding: 'utf8' }).trim();
+  (headAtStart ??= execFileSync('git', ['rev-parse', 'HEAD'], { cwd: REPO, encoding: 'utf8' }).trim());
 
 let built: Promise<void> | undefined;
 /** Builds the base and every image (once per process). */
