@@ -287,7 +287,9 @@ describe('the console says whether the platform is healthy (Chromium)', { skip: 
     await page.getByText('probe-service: 0 up, 1 degraded', { exact: true }).waitFor();
     const health = page.getByTestId('health');
     await health.getByRole('heading', { name: 'The platform is degraded' }).waitFor();
-    await health.getByText(/^probe-service instance \S+ is degraded \(not ready: engines failing\)\.$/).waitFor();
+    await health
+      .getByText(/^probe-service instance \S+ is degraded \(not ready: engines failing\)\.$/)
+      .waitFor();
     const alert = page.getByTestId('alerts').getByRole('row').filter({ hasText: 'InferEngineNotReady' });
     await alert.getByText('probe-service: readiness check engines fails.').waitFor({ timeout: 30_000 });
     await alert.getByText('firing', { exact: true }).waitFor();
