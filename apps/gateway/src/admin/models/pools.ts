@@ -47,7 +47,10 @@ export function mergePools(replies: OpsStatusReply[]): ModelPools {
   for (const reply of replies)
     for (const pool of poolsOf(reply)) {
       let m = models.get(pool.model);
-      if (!m) models.set(pool.model, (m = { routing: pool.routing, queued: 0, endpoints: new Map() }));
+      if (!m) {
+        m = { routing: pool.routing, queued: 0, endpoints: new Map() };
+        models.set(pool.model, m);
+      }
       for (const n of Object.values(pool.queued ?? {})) m.queued += num(n);
       for (const e of pool.endpoints) {
         if (typeof e?.url !== 'string') continue;
