@@ -24,6 +24,8 @@ export const StatusSubjects = {
 /** One instance's answer to an ops status request (StatusSubjects.opsStatus). */
 export interface OpsStatusReply {
   instance: string;
+  /** `host:pid`: a document is per process, and one process may run several announcing services. */
+  process: string;
   service: string;
   status: unknown;
 }

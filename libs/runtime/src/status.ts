@@ -180,6 +180,7 @@ export class StatusPublisher {
         try {
           const reply: OpsStatusReply = {
             instance: this.instance,
+            process: `${hostname()}:${process.pid}`,
             service: this.opts.service,
             status: read(),
           };

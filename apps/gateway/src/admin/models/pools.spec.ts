@@ -18,6 +18,7 @@ const ep = (url: string, over: Record<string, unknown> = {}) => ({
 });
 const replica = (instance: string, pools: unknown[]) => ({
   instance,
+  process: `host:${instance}`,
   service: 'chat',
   status: { pools },
 });
@@ -114,9 +115,21 @@ describe('mergePools', () => {
 
   it('ignores replies that hold no pools document', () => {
     const out = mergePools([
-      { instance: 'x', service: 's', status: null },
-      { instance: 'y', service: 's', status: { pools: [{ nope: 1 }] } },
+      { instance: 'x', process: 'h:1', service: 's', status: null },
+      { instance: 'y', process: 'h:2', service: 's', status: { pools: [{ nope: 1 }] } },
     ]);
-    assert.deepEqual(out.data, []);
+    assert.deepEqual(out, { object: 'list', replicas: 0, data: [] });
+  });
+
+  it('counts one process once however many of its services answer', () => {
+    const doc = { pools: [pool('m', [ep('http://e1', { inflight: 2, requests: 3 })])] };
+    const out = mergePools([
+      { instance: 'chat@h:1:a', process: 'h:1', service: 'chat', status: doc },
+      { instance: 'gateway@h:1:b', process: 'h:1', service: 'gateway', status: doc },
+      { instance: 'chat@h:2:c', process: 'h:2', service: 'chat', status: doc },
+    ]);
+    assert.equal(out.replicas, 2);
+    const e = out.data[0]?.endpoints[0];
+    assert.deepEqual([e?.inflight, e?.requests, e?.replicas], [4, 6, 2]);
   });
 });

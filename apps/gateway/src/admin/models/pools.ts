@@ -37,9 +37,19 @@ function poolsOf(reply: OpsStatusReply): PoolDoc[] {
 /**
  * Each model's endpoints merged over the service replicas' `engine-pools` documents: in flight,
  * capacity, requests and errors summed; the worst state; the latest cooldown end; the highest run of
- * consecutive failures; the most recent error. Models and endpoints sorted by name.
+ * consecutive failures; the most recent error. Models and endpoints sorted by name. Replies from
+ * the same process count once.
  */
-export function mergePools(replies: OpsStatusReply[]): ModelPools {
+export function mergePools(all: OpsStatusReply[]): ModelPools {
+  // One document per process (several services in one process answer the same one); processes
+  // without a pool (e.g. a gateway) are not replicas of any.
+  const seen = new Set<string>();
+  const replies = all.filter((r) => {
+    const key = r.process ?? r.instance;
+    if (seen.has(key) || poolsOf(r).length === 0) return false;
+    seen.add(key);
+    return true;
+  });
   const models = new Map<
     string,
     { routing: string; queued: number; endpoints: Map<string, ModelEndpoint> }
