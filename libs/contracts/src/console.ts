@@ -834,3 +834,50 @@ export const AdminAlertListSchema = z
   .object({ object: z.literal('list'), data: z.array(AdminAlertSchema) })
   .meta({ id: 'AdminAlertList' });
 export type AdminAlertList = z.infer<typeof AdminAlertListSchema>;
+
+/** One engine endpoint of a model, merged over the service replicas that route to it. */
+export const ModelEndpointSchema = z.object({
+  url: z.string(),
+  /** The worst over the replicas: cooling, then recovering, then up. */
+  state: z.enum(['up', 'recovering', 'cooling']),
+  /** Requests on it now, summed over the replicas. */
+  inflight: z.number().int().min(0),
+  /** Concurrent requests it may take, summed over the replicas (each caps its own). */
+  capacity: z.number().int().min(0),
+  /** The highest over the replicas. */
+  consecutive_failures: z.number().int().min(0),
+  /** ISO time the latest cooldown ends; null when no replica cools it. */
+  cooldown_until: z.string().nullable(),
+  /** Since each replica started, summed. */
+  requests: z.number().int().min(0),
+  errors: z.number().int().min(0),
+  /** The most recent error any replica saw, and when (ISO). */
+  last_error: z.string().nullable(),
+  last_error_at: z.string().nullable(),
+  /** Replicas routing to this endpoint. */
+  replicas: z.number().int().min(0),
+});
+export type ModelEndpoint = z.infer<typeof ModelEndpointSchema>;
+
+/**
+ * GET /admin/models/pools: the engine pools of the service replicas that answered within the window
+ * (their ops status document `engine-pools` over NATS), per model. The engines' prefix-cache hit rate
+ * is not in that document: it is not given here.
+ */
+export const ModelPoolsSchema = z
+  .object({
+    object: z.literal('list'),
+    /** Service replicas that answered. */
+    replicas: z.number().int().min(0),
+    data: z.array(
+      z.object({
+        model: z.string(),
+        routing: z.string(),
+        /** Requests waiting for an endpoint, summed over the replicas and classes. */
+        queued: z.number().int().min(0),
+        endpoints: z.array(ModelEndpointSchema),
+      }),
+    ),
+  })
+  .meta({ id: 'ModelPools' });
+export type ModelPools = z.infer<typeof ModelPoolsSchema>;

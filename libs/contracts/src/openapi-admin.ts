@@ -17,6 +17,7 @@ import {
   MemberStoredResponsesSchema,
   MintedKeySchema,
   MintKeyRequestSchema,
+  ModelPoolsSchema,
   OidcConfigSchema,
   OperatorSchema,
   OverviewSchema,
@@ -312,6 +313,14 @@ const ADMIN_OPS: AdminOp[] = [
     id: 'listAllModels',
     summary: 'The catalog, disabled models included',
     role: 'viewer',
+  },
+  {
+    method: 'get',
+    path: '/admin/models/pools',
+    id: 'listModelPools',
+    summary: "Each model's engine endpoints (health, in flight, cooldowns, errors) over the service replicas",
+    role: 'viewer',
+    ok: ModelPoolsSchema,
   },
   {
     method: 'patch',

@@ -12,7 +12,23 @@ export const StatusSubjects = {
   all: 'infer.status.*',
   /** Empty payload: every instance publishes its status now. */
   ping: 'infer.ping.status',
+  /**
+   * `infer.ops.status.<name>`: a request (empty payload) that every instance holding the ops status
+   * document `<name>` (the same as its ops server's `GET /status/<name>`, e.g. `engine-pools`) answers
+   * with one OpsStatusReply; the gateway collects the replies for a short window.
+   */
+  opsStatus: (name: string) => `infer.ops.status.${name.replace(/[^A-Za-z0-9_-]/g, '_')}`,
+  opsStatusAll: 'infer.ops.status.*',
 } as const;
+
+/** One instance's answer to an ops status request (StatusSubjects.opsStatus). */
+export interface OpsStatusReply {
+  instance: string;
+  /** `host:pid`: a document is per process, and one process may run several announcing services. */
+  process: string;
+  service: string;
+  status: unknown;
+}
 
 export const ServiceStatusSchema = z
   .object({

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
 import { after, before, describe, it } from 'node:test';
 import { ServiceStatusSchema, StatusSubjects } from '@infer/contracts';
 import { connectNats, type NatsConnection } from '@infer/rpc';
@@ -7,7 +8,7 @@ import { Module } from '@nestjs/common';
 import { waitFor } from '../../../test/support/wait-for.js';
 import { idleHeapTrimUsers } from './memory.js';
 import { startAppContext } from './nest/microservice.js';
-import { StatusPublisher, serviceVersion } from './status.js';
+import { registerOpsStatus, StatusPublisher, serviceVersion } from './status.js';
 
 @Module({})
 class NothingModule {}
@@ -20,6 +21,34 @@ describe('service status messages (console overview)', () => {
   });
   after(async () => {
     await nc.close();
+  });
+
+  it('answers an ops status request on its prefix with the registered document, and nothing for another name', async () => {
+    registerOpsStatus('status-spec-doc', () => ({ answer: 42 }));
+    const p = new StatusPublisher(nc, { service: 'chat-service', inflight: () => 0, subjectPrefix: prefix });
+    p.start();
+    await nc.flush();
+    const collect = async (subject: string) => {
+      const out: unknown[] = [];
+      try {
+        for await (const m of await nc.requestMany(subject, undefined, { strategy: 'timer', maxWait: 300 }))
+          out.push(JSON.parse(new TextDecoder().decode(m.data)));
+      } catch {
+        // no responders
+      }
+      return out;
+    };
+    const [reply] = await collect(prefix + StatusSubjects.opsStatus('status-spec-doc'));
+    assert.deepEqual(reply, {
+      instance: p.instance,
+      process: `${hostname()}:${process.pid}`,
+      service: 'chat-service',
+      status: { answer: 42 },
+    });
+    assert.deepEqual(await collect(prefix + StatusSubjects.opsStatus('no-such-doc')), []);
+    // Another stack's prefix does not reach it.
+    assert.deepEqual(await collect(`other${prefix}${StatusSubjects.opsStatus('status-spec-doc')}`), []);
+    p.stop();
   });
 
   it('announces at start, answers a ping at once, and stops with a last message marked stopping', async () => {

@@ -1,9 +1,26 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { availableParallelism, hostname, loadavg } from 'node:os';
-import { type ServiceStatus, StatusSubjects } from '@infer/contracts';
+import { type OpsStatusReply, type ServiceStatus, StatusSubjects } from '@infer/contracts';
 import type { Logger } from '@infer/telemetry';
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
+
+const opsStatuses = new Map<string, () => unknown>();
+
+/**
+ * Adds a status document to this process, read on demand: every ops server answers `GET /status/<name>`
+ * with `fn()` as JSON, and every StatusPublisher answers the NATS request StatusSubjects.opsStatus(name)
+ * with it (e.g. libs/engine-pool registers `engine-pools`: each pool's endpoints, health, in flight,
+ * cooldowns, recent errors, queue; the console's Models page reads it).
+ */
+export function registerOpsStatus(name: string, fn: () => unknown): void {
+  opsStatuses.set(name, fn);
+}
+
+/** The reader of a status document registered under `name`, if any. */
+export function readOpsStatus(name: string): (() => unknown) | undefined {
+  return opsStatuses.get(name);
+}
 
 let cachedVersion: string | undefined;
 
@@ -73,6 +90,7 @@ export class StatusPublisher {
   private readonly subject: string;
   private timer: NodeJS.Timeout | null = null;
   private ping: Subscription | null = null;
+  private opsRequests: Subscription | null = null;
   private readonly cpus = Math.max(1, availableParallelism());
 
   constructor(
@@ -151,6 +169,27 @@ export class StatusPublisher {
     this.ping = this.nc.subscribe((this.opts.subjectPrefix ?? '') + StatusSubjects.ping, {
       callback: () => this.publish(),
     });
+    const prefix = this.opts.subjectPrefix ?? '';
+    const name = (subject: string) => subject.slice(subject.lastIndexOf('.') + 1);
+    // Ops status requests: answered only for a document this process holds (no reply otherwise).
+    this.opsRequests = this.nc.subscribe(prefix + StatusSubjects.opsStatusAll, {
+      callback: (err, msg) => {
+        if (err || !msg.reply) return;
+        const read = readOpsStatus(name(msg.subject));
+        if (!read) return;
+        try {
+          const reply: OpsStatusReply = {
+            instance: this.instance,
+            process: `${hostname()}:${process.pid}`,
+            service: this.opts.service,
+            status: read(),
+          };
+          msg.respond(JSON.stringify(reply));
+        } catch (e) {
+          this.opts.log?.debug({ err: e }, 'ops status reply failed');
+        }
+      },
+    });
     this.publish();
     this.timer = setInterval(() => this.publish(), this.intervalMs);
     this.timer.unref();
@@ -168,9 +207,11 @@ export class StatusPublisher {
     this.stopped = true;
     try {
       this.ping?.unsubscribe();
+      this.opsRequests?.unsubscribe();
     } catch {
       // connection already closed
     }
     this.ping = null;
+    this.opsRequests = null;
   }
 }

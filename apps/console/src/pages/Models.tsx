@@ -1,6 +1,6 @@
 import { api } from '../api.js';
 import { useConfirm } from '../confirm.js';
-import { utc } from '../format.js';
+import { ago, utc } from '../format.js';
 import { useLoad } from '../hooks.js';
 import { READ_ONLY_REASON, useCanWrite } from '../session.js';
 import { Button, ErrorNote } from '../ui.js';
@@ -16,6 +16,101 @@ interface AdminModel {
   context_window: number | null;
   log_bodies: boolean;
   updated_at: number;
+}
+
+interface ModelEndpoint {
+  url: string;
+  state: 'up' | 'recovering' | 'cooling';
+  inflight: number;
+  capacity: number;
+  consecutive_failures: number;
+  cooldown_until: string | null;
+  requests: number;
+  errors: number;
+  last_error: string | null;
+  last_error_at: string | null;
+  replicas: number;
+}
+interface ModelPools {
+  replicas: number;
+  data: Array<{ model: string; routing: string; queued: number; endpoints: ModelEndpoint[] }>;
+}
+
+const STATE_BADGE: Record<ModelEndpoint['state'], string> = {
+  up: 'badge ok',
+  recovering: 'badge warn',
+  cooling: 'badge danger',
+};
+/** An ISO time as `14:20:05 UTC` (cooldowns last seconds). */
+const clock = (iso: string) => `${iso.slice(11, 19)} UTC`;
+
+/** Each model's engine endpoints as the service replicas route to them (GET /admin/models/pools). */
+function EnginePools() {
+  const pools = useLoad(() => api<ModelPools>('GET', '/admin/models/pools'), 'model-pools', 5_000);
+  const data = pools.data?.data ?? [];
+  return (
+    <section aria-labelledby="pools-title" data-testid="engine-pools">
+      <h2 id="pools-title">Engine endpoints</h2>
+      <p>
+        Each model's endpoints as the service replicas that answered ({pools.data?.replicas ?? 0}) route to
+        them: in flight and capacity summed, the worst state, the latest cooldown. Refreshed every 5 s. The
+        engines' prefix-cache hit rate is not reported here (read it from the engines' metrics).
+      </p>
+      <ErrorNote error={pools.error} />
+      {pools.data && data.length === 0 && <p>No service replica holds an engine pool.</p>}
+      {data.map((p) => (
+        <div key={p.model} data-testid={`pool-${p.model}`}>
+          <h3>
+            <span className="mono">{p.model}</span> ({p.routing.replace(/_/g, ' ')}
+            {p.queued > 0 ? `, ${p.queued} queued` : ''})
+          </h3>
+          <table className="cards">
+            <caption className="sr-only">Endpoints of {p.model}</caption>
+            <thead>
+              <tr>
+                <th scope="col">Endpoint</th>
+                <th scope="col">State</th>
+                <th scope="col">In flight</th>
+                <th scope="col">Cooldown until</th>
+                <th scope="col">Last error</th>
+                <th scope="col">Requests</th>
+                <th scope="col">Errors</th>
+              </tr>
+            </thead>
+            <tbody>
+              {p.endpoints.map((e) => (
+                <tr key={e.url}>
+                  <td className="mono" data-label="Endpoint">
+                    {e.url}
+                  </td>
+                  <td data-label="State">
+                    <span className={STATE_BADGE[e.state]}>{e.state}</span>
+                    {e.consecutive_failures > 0 ? ` ${e.consecutive_failures} failed in a row` : ''}
+                  </td>
+                  <td data-label="In flight">
+                    {e.inflight} / {e.capacity}
+                  </td>
+                  <td data-label="Cooldown until">{e.cooldown_until ? clock(e.cooldown_until) : '-'}</td>
+                  <td data-label="Last error">
+                    {e.last_error ? (
+                      <>
+                        <span className="mono">{e.last_error}</span>
+                        {e.last_error_at ? ` (${ago(Date.parse(e.last_error_at))})` : ''}
+                      </>
+                    ) : (
+                      '-'
+                    )}
+                  </td>
+                  <td data-label="Requests">{e.requests}</td>
+                  <td data-label="Errors">{e.errors}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      ))}
+    </section>
+  );
 }
 
 export function ModelsPage() {
@@ -165,6 +260,7 @@ export function ModelsPage() {
           ))}
         </tbody>
       </table>
+      <EnginePools />
     </section>
   );
 }

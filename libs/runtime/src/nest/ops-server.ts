@@ -4,17 +4,7 @@ import type { RpcServer } from '@infer/rpc';
 import type { Logger } from '@infer/telemetry';
 import { telemetryRegistry } from '@infer/telemetry';
 import { Counter, collectDefaultMetrics, Gauge, Registry } from 'prom-client';
-
-const opsStatuses = new Map<string, () => unknown>();
-
-/**
- * Adds a status document to every ops server of this process: `GET /status/<name>` answers `fn()` as
- * JSON, read on demand (e.g. libs/engine-pool registers `engine-pools`: each pool's endpoints, health,
- * in flight, cooldowns, recent errors, queue).
- */
-export function registerOpsStatus(name: string, fn: () => unknown): void {
-  opsStatuses.set(name, fn);
-}
+import { readOpsStatus } from '../status.js';
 
 export interface ReadinessCheck {
   name: string;
@@ -152,7 +142,7 @@ export class OpsServer {
         const r = await this.readiness();
         return send(res, r.ready ? 200 : 503, { status: r.ready ? 'ready' : 'not ready', checks: r.checks });
       }
-      const status = path?.startsWith('/status/') ? opsStatuses.get(path.slice(8)) : undefined;
+      const status = path?.startsWith('/status/') ? readOpsStatus(path.slice(8)) : undefined;
       if (status) return send(res, 200, status());
       if (path === '/metrics') {
         const text = await this.metricsText();

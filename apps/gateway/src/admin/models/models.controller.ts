@@ -6,6 +6,7 @@ import { ModelsAdminService } from './models.service.js';
 /**
  * The model catalog (models.service.ts).
  *   GET   /admin/models          every model, disabled ones included
+ *   GET   /admin/models/pools    each model's engine endpoints over the service replicas
  *   PATCH /admin/models/{id}     {enabled}
  */
 @Controller('admin/models')
@@ -16,6 +17,12 @@ export class ModelsAdminController {
   @Get()
   list() {
     return this.models.list();
+  }
+
+  @Admin('read')
+  @Get('pools')
+  pools() {
+    return this.models.pools();
   }
 
   @Admin('write')

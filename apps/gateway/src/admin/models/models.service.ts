@@ -1,11 +1,24 @@
-import { parseOrThrow, UpdateModelRequestSchema } from '@infer/contracts';
+import {
+  type ModelPools,
+  type OpsStatusReply,
+  parseOrThrow,
+  StatusSubjects,
+  UpdateModelRequestSchema,
+} from '@infer/contracts';
 import type { Db } from '@infer/persistence/lazy';
+import type { NatsConnection } from '@nats-io/transport-node';
 import { Inject, Injectable } from '@nestjs/common';
-import { PRISMA } from '../../infra/tokens.js';
+import { GATEWAY_CONFIG, type GatewayConfig } from '../../config.js';
+import { NATS, PRISMA } from '../../infra/tokens.js';
 import { AdminAccess, type AdminActor } from '../access/admin-access.service.js';
 import { AdminInvalidation } from '../invalidation.service.js';
 import { notFound } from '../user-error.js';
 import { secs } from '../views.js';
+import { mergePools } from './pools.js';
+
+/** How long the gateway collects the service replicas' answers to an `engine-pools` request. */
+const POOLS_WINDOW_MS = 300;
+const utf8 = new TextDecoder();
 
 /** The model catalog as stored (disabled models included); enabling or disabling is audited. */
 @Injectable()
@@ -14,7 +27,36 @@ export class ModelsAdminService {
     @Inject(PRISMA) private readonly db: Db,
     @Inject(AdminAccess) private readonly access: AdminAccess,
     @Inject(AdminInvalidation) private readonly invalidate: AdminInvalidation,
+    @Inject(NATS) private readonly nc: NatsConnection,
+    @Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig,
   ) {}
+
+  /**
+   * Each model's engine endpoints: one request on StatusSubjects.opsStatus('engine-pools') (this
+   * stack's subject prefix), every service replica holding pools answers its document, collected for
+   * 300 ms, merged (pools.ts).
+   */
+  async pools(): Promise<ModelPools> {
+    const replies: OpsStatusReply[] = [];
+    const subject = this.config.MODEL_SUBJECT_PREFIX + StatusSubjects.opsStatus('engine-pools');
+    try {
+      const msgs = await this.nc.requestMany(subject, undefined, {
+        strategy: 'timer',
+        maxWait: POOLS_WINDOW_MS,
+      });
+      for await (const msg of msgs) {
+        try {
+          const r = JSON.parse(utf8.decode(msg.data)) as OpsStatusReply;
+          if (r && typeof r.instance === 'string') replies.push(r);
+        } catch {
+          // not JSON: ignored
+        }
+      }
+    } catch {
+      // no responders (no service holds pools) or NATS down: what arrived
+    }
+    return mergePools(replies);
+  }
 
   async list() {
     const rows = await this.db.model.findMany({
