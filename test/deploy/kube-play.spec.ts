@@ -33,7 +33,17 @@ function podmanVersion(): number {
   return v ? Number(v[1]) * 100 + Number(v[2]) : 0;
 }
 
-const skip = skipReason();
+const base = skipReason();
+/**
+ * Why this podman cannot play the overlay, or false. podman 4.3 gives init containers the pod's restart
+ * policy (a Deployment's Always): the gateway's migrate init container is restarted after it exits 0, and
+ * the play fails with "failed to remove once init container ... as it is running".
+ */
+const skip =
+  base ||
+  (podmanVersion() <= 403
+    ? "podman 4.3's kube play restarts the migrate init container after it exits (restartPolicy Always) and fails (issue 40)"
+    : false);
 if (skip) console.log(`# kube play tests skipped: ${skip}`);
 /**
  * podman 4.3 (Debian 12's) gets a container's environment wrong in two ways: it fails every pod whose env
@@ -44,7 +54,7 @@ if (skip) console.log(`# kube play tests skipped: ${skip}`);
  * secretKeyRef from the rendered Secret; an optional key that is missing stays unset) and plays it as
  * literal values. The manifests stay as they are.
  */
-const resolveEnv = !skip && podmanVersion() <= 403;
+const resolveEnv = !base && podmanVersion() <= 403;
 
 type EnvVar = {
   name: string;
