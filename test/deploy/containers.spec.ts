@@ -7,7 +7,7 @@
 // ready (its default models loaded) and exits 0 within 10 s of SIGTERM. Then docker/compose.yaml's app
 // services run under podman-compose against the same servers (host network: those servers listen on
 // loopback only), and one request of every capability goes through the containerised gateway with the
-// `openai` SDK.
+// `openai` SDK (capabilities.ts, shared with kube-play.spec.ts).
 // Skipped, with one line saying why, where no container engine can run (no podman, not root).
 // Every step has a deadline; the printed `image-size` lines are what docs/deployment.md quotes.
 import assert from 'node:assert/strict';
@@ -16,7 +16,6 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import OpenAI from 'openai';
 import { parse as parseYaml, stringify } from 'yaml';
 import {
   type PrivateServer,
@@ -25,6 +24,7 @@ import {
   privateRedis,
 } from '../support/private-servers.js';
 import { waitFor } from '../support/wait-for.js';
+import { demoKey, everyCapability } from './capabilities.js';
 import {
   APPS,
   BASE,
@@ -275,74 +275,11 @@ describe('container images, built and run by podman', { skip, timeout: 80 * 60_0
         async () => (await fetch(`http://127.0.0.1:${gatewayPort}/readyz`).catch(() => null))?.ok,
         { timeoutMs: 300_000, everyMs: 1000 },
       );
-      // A key of the premium tier (every model): the admin CLI's demo keys, from its image.
-      const key = /INFER_DEMO_KEY_PREMIUM=(\S+)/.exec(
-        await run(
-          'podman',
-          [
-            'run',
-            '--rm',
-            '--network=host',
-            ...serverEnv(),
-            '--entrypoint',
-            'node',
-            image('admin-cli'),
-            'apps/admin-cli/dist/main.js',
-            'demo-keys',
-            '--env',
-          ],
-          60_000,
-        ),
-      )?.[1];
-      assert.ok(key, 'an API key from the admin CLI');
+      const key = await demoKey(`${pg.url}/postgres`);
       // Prometheus's /metrics on the internal port only, never on the public one.
       assert.equal((await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).status, 200);
       assert.equal((await fetch(`http://127.0.0.1:${gatewayPort}/metrics`)).status, 404);
-      const client = new OpenAI({ apiKey: key, baseURL, maxRetries: 0, timeout: 60_000 });
-      const chat = await client.chat.completions.create({
-        model: 'chat-A',
-        messages: [{ role: 'user', content: 'hi' }],
-        max_tokens: 8,
-      });
-      assert.ok(chat.choices[0]?.message);
-      const completion = await client.completions.create({ model: 'chat-A', prompt: 'hi', max_tokens: 8 });
-      assert.ok(completion.choices[0]);
-      const response = await client.responses.create({ model: 'chat-A', input: 'hi', max_output_tokens: 16 });
-      assert.equal(response.status, 'completed');
-      const emb = await client.embeddings.create({ model: 'embed-model', input: 'a car' });
-      assert.ok(emb.data[0]!.embedding.length > 0);
-      const rerank = await fetch(`${baseURL}/rerank`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ model: 'rerank', query: 'car', documents: ['an automobile', 'a banana'] }),
-      });
-      assert.equal(rerank.status, 200, await rerank.clone().text());
-      const speech = await client.audio.speech.create({
-        model: 'tts-model',
-        voice: 'alloy',
-        input: 'hello world',
-        response_format: 'wav',
-      });
-      const wav = Buffer.from(await speech.arrayBuffer());
-      assert.equal(wav.subarray(0, 4).toString(), 'RIFF');
-      const text = await client.audio.transcriptions.create({
-        model: 'stt-model',
-        file: new File([wav], 'hello.wav', { type: 'audio/wav' }),
-      });
-      assert.equal(typeof text.text, 'string');
-      const img = await client.images.generate({
-        model: 'image-model',
-        prompt: 'a red square',
-        size: '256x256',
-      });
-      assert.ok(img.data?.[0]);
-      const search = await client.responses.create({
-        model: 'chat-A',
-        input: 'search the docs',
-        tools: [{ type: 'web_search' }],
-        max_output_tokens: 16,
-      });
-      assert.equal(search.status, 'completed');
+      await everyCapability(baseURL, key);
     } finally {
       await composeCmd(['down'], 3 * 60_000).catch(() => undefined);
       rmSync(dir, { recursive: true, force: true });

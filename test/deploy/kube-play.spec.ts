@@ -13,7 +13,6 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import OpenAI from 'openai';
 import { stringify } from 'yaml';
 import {
   type PrivateServer,
@@ -22,26 +21,71 @@ import {
   privateRedis,
 } from '../support/private-servers.js';
 import { waitFor } from '../support/wait-for.js';
+import { demoKey, everyCapability } from './capabilities.js';
 import { buildAll, ENGINE_ENV, image, podman, run, skipReason } from './engine-support.js';
 import { containersOf, K8S, type K8sObject, podSpec, render } from './k8s-support.js';
 
-/**
- * Why this podman cannot play the overlay, or false: podman 4.3 (Debian 12's) fails every pod whose env
- * reads the Secret (secretKeyRef): "secret infer-secrets is not valid JSON", whether the Secret is played
- * (stored as YAML) or made beforehand with `podman secret create` (then "illegal base64 data").
- */
-function playSkipReason(): string | false {
-  const base = skipReason();
-  if (base) return base;
+/** podman's version as major * 100 + minor. */
+function podmanVersion(): number {
   const v = /version (\d+)\.(\d+)/.exec(
     execFileSync('podman', ['--version'], { encoding: 'utf8', env: ENGINE_ENV }),
   );
-  if (v && Number(v[1]) * 100 + Number(v[2]) <= 403)
-    return `podman ${v[1]}.${v[2]}'s kube play cannot read a Secret for secretKeyRef (issue 40)`;
-  return false;
+  return v ? Number(v[1]) * 100 + Number(v[2]) : 0;
 }
-const skip = playSkipReason();
+
+const base = skipReason();
+/**
+ * Why this podman cannot play the overlay, or false. podman 4.3 gives init containers the pod's restart
+ * policy (a Deployment's Always): the gateway's migrate init container is restarted after it exits 0, and
+ * the play fails with "failed to remove once init container ... as it is running".
+ */
+const skip =
+  base ||
+  (podmanVersion() <= 403
+    ? "podman 4.3's kube play restarts the migrate init container after it exits (restartPolicy Always) and fails (issue 40)"
+    : false);
 if (skip) console.log(`# kube play tests skipped: ${skip}`);
+/**
+ * podman 4.3 (Debian 12's) gets a container's environment wrong in two ways: it fails every pod whose env
+ * reads a Secret through secretKeyRef (a played Secret is stored as YAML and read back as JSON: "secret
+ * infer-secrets is not valid JSON"; one made with `podman secret create`: "illegal base64 data"), and
+ * its envFrom ConfigMaps override the container's own env (Kubernetes: env wins). There the test, and only
+ * the test, resolves each container's environment as Kubernetes does (envFrom first, then env; a
+ * secretKeyRef from the rendered Secret; an optional key that is missing stays unset) and plays it as
+ * literal values. The manifests stay as they are.
+ */
+const resolveEnv = !base && podmanVersion() <= 403;
+
+type EnvVar = {
+  name: string;
+  value?: string;
+  valueFrom?: {
+    secretKeyRef?: { name: string; key: string };
+    configMapKeyRef?: { name: string; key: string };
+  };
+};
+type EnvFrom = { configMapRef?: { name: string }; secretRef?: { name: string } };
+
+/** A container's environment as Kubernetes resolves it, as literal values. */
+function resolvedEnv(
+  c: { env?: EnvVar[]; envFrom?: EnvFrom[] },
+  maps: Record<string, Record<string, string>>,
+  secrets: Record<string, Record<string, string>>,
+): EnvVar[] {
+  const env = new Map<string, string>();
+  for (const f of c.envFrom ?? []) {
+    const from = f.configMapRef ? maps[f.configMapRef.name] : secrets[f.secretRef?.name ?? ''];
+    for (const [k, v] of Object.entries(from ?? {})) env.set(k, v);
+  }
+  for (const e of c.env ?? []) {
+    const ref = e.valueFrom?.secretKeyRef ?? e.valueFrom?.configMapKeyRef;
+    const source = e.valueFrom?.secretKeyRef ? secrets : maps;
+    const value = ref ? source[ref.name]?.[ref.key] : e.value;
+    if (value === undefined) env.delete(e.name);
+    else env.set(e.name, value);
+  }
+  return [...env].map(([name, value]) => ({ name, value }));
+}
 
 describe('podman kube play of the dev overlay', { skip, timeout: 80 * 60_000 }, () => {
   let pg: PrivateServer;
@@ -57,43 +101,36 @@ describe('podman kube play of the dev overlay', { skip, timeout: 80 * 60_000 }, 
     { timeout: 70 * 60_000 },
   );
   const volumes: string[] = [];
-  const secrets: { name: string; json: string }[] = [];
   const removeVolumes = () =>
     Promise.all(volumes.map((v) => podman(['volume', 'rm', '-f', v]).catch(() => undefined)));
   after(async () => {
     await run('podman', ['kube', 'down', file], 120_000).catch(() => undefined);
     await removeVolumes();
-    for (const { name } of secrets) await podman(['secret', 'rm', name]).catch(() => undefined);
     await Promise.all([pg?.destroy(), redis?.destroy(), nats?.destroy()]);
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it('every Deployment starts from its image and gets ready; the gateway answers a chat completion', async () => {
+  it('every Deployment starts from its image and gets ready; every capability answers through the played gateway', async () => {
     const objs = render(join(K8S, 'overlays', 'dev'));
     let port = 20_000 + Math.floor(Math.random() * 500);
     const gatewayPort = port++;
     const opsPorts: Record<string, number> = {};
     const played: K8sObject[] = [];
+    const secrets: Record<string, Record<string, string>> = {};
     for (const o of objs) {
       if (o.kind === 'ConfigMap' || o.kind === 'PersistentVolumeClaim') played.push(o);
-      else if (o.kind === 'Secret' && o.metadata.name === 'infer-secrets') {
+      else if (o.kind === 'Secret') {
         const data = { ...(o.stringData ?? {}) } as Record<string, string>;
         for (const [k, v] of Object.entries(o.data ?? {}))
           data[k] = Buffer.from(String(v), 'base64').toString();
-        Object.assign(data, { DATABASE_URL: `${pg.url}/postgres`, REDIS_URL: redis.url, NATS_URL: nats.url });
-        // Made a podman secret here, as JSON with `data` in base64, instead of played: podman 4.3 stores a
-        // played Secret as YAML and reads it back as JSON for a secretKeyRef ("not valid JSON").
-        const encoded = Object.fromEntries(
-          // Encoded twice: JSON's []byte decodes once, then podman decodes the value again.
-          Object.entries(data).map(([k, v]) => [
-            k,
-            Buffer.from(Buffer.from(v).toString('base64')).toString('base64'),
-          ]),
-        );
-        secrets.push({
-          name: o.metadata.name,
-          json: JSON.stringify({ ...o, stringData: undefined, data: encoded }),
-        });
+        if (o.metadata.name === 'infer-secrets')
+          Object.assign(data, {
+            DATABASE_URL: `${pg.url}/postgres`,
+            REDIS_URL: redis.url,
+            NATS_URL: nats.url,
+          });
+        secrets[o.metadata.name] = data;
+        if (!resolveEnv) played.push({ ...o, data: undefined, stringData: data });
       } else if (o.kind === 'Deployment') {
         const spec = podSpec(o);
         spec.hostNetwork = true;
@@ -129,12 +166,19 @@ describe('podman kube play of the dev overlay', { skip, timeout: 80 * 60_000 }, 
         played.push(o);
       }
     }
-    writeFileSync(file, played.map((o) => stringify(o)).join('---\n'));
-    for (const { name, json } of secrets) {
-      await podman(['secret', 'rm', name]).catch(() => undefined);
-      writeFileSync(join(dir, `${name}.json`), json);
-      await podman(['secret', 'create', name, join(dir, `${name}.json`)]);
+    if (resolveEnv) {
+      const maps = Object.fromEntries(
+        played
+          .filter((o) => o.kind === 'ConfigMap')
+          .map((o) => [o.metadata.name, (o.data ?? {}) as Record<string, string>]),
+      );
+      for (const o of played.filter((p) => p.kind === 'Deployment'))
+        for (const c of containersOf(o)) {
+          c.env = resolvedEnv(c, maps, secrets);
+          delete c.envFrom;
+        }
     }
+    writeFileSync(file, played.map((o) => stringify(o)).join('---\n'));
     // A claim is played as a podman volume of its name, which `kube down` leaves behind.
     volumes.push(...played.filter((o) => o.kind === 'PersistentVolumeClaim').map((o) => o.metadata.name));
     await removeVolumes();
@@ -152,40 +196,7 @@ describe('podman kube play of the dev overlay', { skip, timeout: 80 * 60_000 }, 
     );
     const pods = await podman(['pod', 'ps', '--format', '{{.Name}} {{.Status}}']);
     for (const d of ['gateway', 'chat-service', 'embedding-service', 'ledger-writer'])
-      assert.match(pods, new RegExp(`^${d}-pod Running`, 'm'));
-    const key = /INFER_DEMO_KEY_PREMIUM=(\S+)/.exec(
-      await run(
-        'podman',
-        [
-          'run',
-          '--rm',
-          '--network=host',
-          '-e',
-          `DATABASE_URL=${pg.url}/postgres`,
-          '--entrypoint',
-          'node',
-          image('admin-cli'),
-          'apps/admin-cli/dist/main.js',
-          'demo-keys',
-          '--env',
-        ],
-        60_000,
-      ),
-    )?.[1];
-    assert.ok(key);
-    const client = new OpenAI({
-      apiKey: key,
-      baseURL: `http://127.0.0.1:${gatewayPort}/v1`,
-      maxRetries: 0,
-      timeout: 60_000,
-    });
-    const chat = await client.chat.completions.create({
-      model: 'chat-A',
-      messages: [{ role: 'user', content: 'hi' }],
-      max_tokens: 8,
-    });
-    assert.ok(chat.choices[0]?.message);
-    const emb = await client.embeddings.create({ model: 'embed-model', input: 'a car' });
-    assert.ok(emb.data[0]!.embedding.length > 0);
+      assert.match(pods, new RegExp(`^${d}-pod(-\\d+)? Running`, 'm'));
+    await everyCapability(`http://127.0.0.1:${gatewayPort}/v1`, await demoKey(`${pg.url}/postgres`));
   });
 });

@@ -1,0 +1,75 @@
+// One request of every capability through a containerised gateway with the `openai` SDK, shared by the
+// compose run (containers.spec.ts) and the kube play run (kube-play.spec.ts).
+import assert from 'node:assert/strict';
+import OpenAI from 'openai';
+import { image, run } from './engine-support.js';
+
+/** A key of the premium tier (every model): the admin CLI's demo keys, from its image. */
+export async function demoKey(databaseUrl: string): Promise<string> {
+  const key = /INFER_DEMO_KEY_PREMIUM=(\S+)/.exec(
+    await run(
+      'podman',
+      [
+        'run',
+        '--rm',
+        '--network=host',
+        '-e',
+        `DATABASE_URL=${databaseUrl}`,
+        '--entrypoint',
+        'node',
+        image('admin-cli'),
+        'apps/admin-cli/dist/main.js',
+        'demo-keys',
+        '--env',
+      ],
+      60_000,
+    ),
+  )?.[1];
+  assert.ok(key, 'an API key from the admin CLI');
+  return key;
+}
+
+/** Chat, completions, responses, embeddings, rerank, speech, transcription, images and web search. */
+export async function everyCapability(baseURL: string, key: string): Promise<void> {
+  const client = new OpenAI({ apiKey: key, baseURL, maxRetries: 0, timeout: 60_000 });
+  const chat = await client.chat.completions.create({
+    model: 'chat-A',
+    messages: [{ role: 'user', content: 'hi' }],
+    max_tokens: 8,
+  });
+  assert.ok(chat.choices[0]?.message);
+  const completion = await client.completions.create({ model: 'chat-A', prompt: 'hi', max_tokens: 8 });
+  assert.ok(completion.choices[0]);
+  const response = await client.responses.create({ model: 'chat-A', input: 'hi', max_output_tokens: 16 });
+  assert.equal(response.status, 'completed');
+  const emb = await client.embeddings.create({ model: 'embed-model', input: 'a car' });
+  assert.ok(emb.data[0]!.embedding.length > 0);
+  const rerank = await fetch(`${baseURL}/rerank`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'rerank', query: 'car', documents: ['an automobile', 'a banana'] }),
+  });
+  assert.equal(rerank.status, 200, await rerank.clone().text());
+  const speech = await client.audio.speech.create({
+    model: 'tts-model',
+    voice: 'alloy',
+    input: 'hello world',
+    response_format: 'wav',
+  });
+  const wav = Buffer.from(await speech.arrayBuffer());
+  assert.equal(wav.subarray(0, 4).toString(), 'RIFF');
+  const text = await client.audio.transcriptions.create({
+    model: 'stt-model',
+    file: new File([wav], 'hello.wav', { type: 'audio/wav' }),
+  });
+  assert.equal(typeof text.text, 'string');
+  const img = await client.images.generate({ model: 'image-model', prompt: 'a red square', size: '256x256' });
+  assert.ok(img.data?.[0]);
+  const search = await client.responses.create({
+    model: 'chat-A',
+    input: 'search the docs',
+    tools: [{ type: 'web_search' }],
+    max_output_tokens: 16,
+  });
+  assert.equal(search.status, 'completed');
+}
