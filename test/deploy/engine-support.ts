@@ -46,6 +46,31 @@ export function skipReason(): string | false {
       return 'no base image and no debootstrap to make it (docker/engine/base-image.sh)';
     }
   }
+  // A container can start here. Inside another (unprivileged) container podman answers `info` but runc
+  // cannot mount /proc, so every build's RUN step would fail: one `true` in the base tells. The base is
+  // made first (cached); when that fails the tests run and show why.
+  try {
+    execFileSync('bash', ['docker/engine/base-image.sh'], {
+      cwd: REPO,
+      stdio: 'ignore',
+      env: ENGINE_ENV,
+      timeout: 30 * 60_000,
+    });
+  } catch {
+    return false;
+  }
+  try {
+    execFileSync('podman', ['run', '--rm', '--network=none', BASE, 'true'], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+      env: ENGINE_ENV,
+      timeout: 120_000,
+    });
+  } catch (e) {
+    const why = String((e as { stderr?: Buffer }).stderr ?? e)
+      .split('\n')
+      .find((l) => /error|denied|not permitted/i.test(l));
+    return `podman cannot start a container here (${(why ?? 'podman run failed').trim().slice(0, 160)})`;
+  }
   return false;
 }
 
