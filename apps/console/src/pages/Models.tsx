@@ -1,3 +1,4 @@
+import type { ModelEndpoint, ModelPools } from '@infer/contracts';
 import { api } from '../api.js';
 import { useConfirm } from '../confirm.js';
 import { ago, utc } from '../format.js';
@@ -16,24 +17,6 @@ interface AdminModel {
   context_window: number | null;
   log_bodies: boolean;
   updated_at: number;
-}
-
-interface ModelEndpoint {
-  url: string;
-  state: 'up' | 'recovering' | 'cooling';
-  inflight: number;
-  capacity: number;
-  consecutive_failures: number;
-  cooldown_until: string | null;
-  requests: number;
-  errors: number;
-  last_error: string | null;
-  last_error_at: string | null;
-  replicas: number;
-}
-interface ModelPools {
-  replicas: number;
-  data: Array<{ model: string; routing: string; queued: number; endpoints: ModelEndpoint[] }>;
 }
 
 const STATE_BADGE: Record<ModelEndpoint['state'], string> = {

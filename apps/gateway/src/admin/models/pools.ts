@@ -1,18 +1,7 @@
 import type { ModelEndpoint, ModelPools, OpsStatusReply } from '@infer/contracts';
 
-/** The part of libs/engine-pool's PoolStatus (its `engine-pools` ops status document) read here. */
-interface EndpointDoc {
-  url: string;
-  state: ModelEndpoint['state'];
-  inflight: number;
-  capacity: number;
-  consecutive_failures: number;
-  cooldown_until: string | null;
-  requests: number;
-  errors: number;
-  last_error: string | null;
-  last_error_at: string | null;
-}
+/** One endpoint of libs/engine-pool's PoolStatus (its `engine-pools` ops status document), as read here. */
+type EndpointDoc = Omit<ModelEndpoint, 'replicas'>;
 interface PoolDoc {
   model: string;
   routing: string;
