@@ -40,15 +40,43 @@ ensure_chromium() {
 # with one line saying why. INFER_SKIP_CONTAINERS=1 leaves them out on purpose.
 ensure_podman() {
   [[ -z "${INFER_SKIP_CONTAINERS:-}" ]] || return 0
-  command -v podman >/dev/null 2>&1 && command -v buildah >/dev/null 2>&1 && command -v debootstrap >/dev/null 2>&1 &&
-    command -v podman-compose >/dev/null 2>&1 && return 0
+  # catatonit: podman's pause process, which kube play's pods (their infra container) need.
+  if command -v podman >/dev/null 2>&1 && command -v buildah >/dev/null 2>&1 &&
+    command -v debootstrap >/dev/null 2>&1 && command -v catatonit >/dev/null 2>&1; then
+    [[ "$(id -u)" == 0 ]] && _node_can_apt && ensure_podman_compose
+    return 0
+  fi
   if [[ "$(id -u)" != 0 ]] || ! _node_can_apt; then
     warn "podman is missing and cannot be installed here (needs root and apt-get): the container tests are skipped"
     return 0
   fi
   _node_as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq || warn "apt-get update failed"
-  _node_apt_install podman buildah debootstrap podman-compose runc ||
+  _node_apt_install podman buildah debootstrap runc catatonit ||
     warn "could not install podman: the container tests are skipped"
+  ensure_podman_compose
+}
+
+# podman-compose >= 1.0.6: Debian 12's own 1.0.3 adds the project's network to a `network_mode: host`
+# service, which podman refuses, so there it comes from Debian's bookworm-backports (1.0.6; a backports
+# source is pinned below the release, so nothing else is taken from it unasked).
+ensure_podman_compose() {
+  local v
+  v="$(podman-compose version 2>/dev/null | sed -n 's/^podman-compose version \([0-9.]*\).*/\1/p' | tail -n 1)"
+  [[ -n "$v" ]] && dpkg --compare-versions "$v" ge 1.0.6 2>/dev/null && return 0
+  local codename
+  codename="$(. /etc/os-release 2>/dev/null && echo "${VERSION_CODENAME:-}")"
+  if [[ "$codename" == bookworm ]]; then
+    local src=/etc/apt/sources.list.d/debian-backports.sources
+    if ! grep -rqs "bookworm-backports" /etc/apt/sources.list /etc/apt/sources.list.d/; then
+      info "adding Debian's bookworm-backports source for podman-compose 1.0.6"
+      printf '%s\n' 'Types: deb' 'URIs: http://deb.debian.org/debian' 'Suites: bookworm-backports' \
+        'Components: main' 'Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg' |
+        _node_as_root tee "$src" >/dev/null
+      _node_as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq || warn "apt-get update failed"
+    fi
+    _node_apt_install -t bookworm-backports podman-compose && return 0
+  fi
+  _node_apt_install podman-compose || warn "could not install podman-compose: the compose step is skipped"
 }
 
 require_node

@@ -29,7 +29,7 @@ export async function demoKey(databaseUrl: string): Promise<string> {
   return key;
 }
 
-/** Chat, completions, responses, embeddings, rerank, speech, transcription, images and web search. */
+/** Chat, completions (chat-E: the catalog's only model of the legacy /completions), responses, embeddings, rerank, speech, transcription, images and web search. */
 export async function everyCapability(baseURL: string, key: string): Promise<void> {
   const client = new OpenAI({ apiKey: key, baseURL, maxRetries: 0, timeout: 60_000 });
   const chat = await client.chat.completions.create({
@@ -38,7 +38,7 @@ export async function everyCapability(baseURL: string, key: string): Promise<voi
     max_tokens: 8,
   });
   assert.ok(chat.choices[0]?.message);
-  const completion = await client.completions.create({ model: 'chat-A', prompt: 'hi', max_tokens: 8 });
+  const completion = await client.completions.create({ model: 'chat-E', prompt: 'hi', max_tokens: 8 });
   assert.ok(completion.choices[0]);
   const response = await client.responses.create({ model: 'chat-A', input: 'hi', max_output_tokens: 16 });
   assert.equal(response.status, 'completed');
