@@ -47,6 +47,10 @@ ARG APP=search-service
 RUN --mount=type=cache,target=/root/.npm,sharing=locked --mount=type=secret,id=npm-ca \
     if [ -s /run/secrets/npm-ca ]; then export NODE_EXTRA_CA_CERTS=/run/secrets/npm-ca; fi \
  && node tools/app-deps.js image "${APP}" /out
+# The project documentation that seeds an empty local index (libs/search-index projectDocFiles: the
+# README, docs/ and each app's and lib's README), at the same paths under /app (SEARCH_DOCS_DIR).
+RUN cp README.md /out/ && cp -r docs /out/docs \
+ && for f in apps/*/README.md libs/*/README.md; do mkdir -p "/out/$(dirname "$f")" && cp "$f" "/out/$f"; done
 
 FROM ${NODE_IMAGE} AS runtime
 # Debian packages the app needs at run time (e.g. "ffmpeg espeak-ng flite" for the audio service).
