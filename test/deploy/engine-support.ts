@@ -50,12 +50,14 @@ export function skipReason(): string | false {
   // cannot mount /proc, so every build's RUN step would fail: one `true` in the base tells. The base is
   // made first (cached); when that fails the tests run and show why.
   try {
+    const t0 = Date.now();
     execFileSync('bash', ['docker/engine/base-image.sh'], {
       cwd: REPO,
       stdio: 'ignore',
       env: ENGINE_ENV,
       timeout: 30 * 60_000,
     });
+    console.log(`# base image (made or found by the check whether a container can start): ${seconds(t0)}`);
   } catch {
     return false;
   }
