@@ -74,6 +74,8 @@ export class Endpoint {
   stamp = 0;
   requests = 0;
   errors = 0;
+  /** Estimated prompt characters still to prefill: leases with a cost that have no first byte yet. */
+  prefilling = 0;
   lastError: string | null = null;
   lastErrorAt = 0;
   readonly m: {
@@ -130,6 +132,11 @@ export interface RouteRequest {
   signal?: AbortSignal | undefined;
   /** Endpoints already tried by this request (retries go elsewhere). */
   exclude?: ReadonlySet<Endpoint> | null | undefined;
+  /**
+   * Prompt characters no engine can have cached yet (a conversation's first turn: what follows its
+   * system prompt), when that is known: a long one is placed where the least such prefill is pending.
+   */
+  cold?: number | undefined;
 }
 
 /** A request's hold on one endpoint slot; released exactly once with how it ended. */
@@ -138,11 +145,21 @@ export class Lease {
   constructor(
     private readonly pool: EnginePool,
     readonly endpoint: Endpoint,
+    /** Prompt characters this request adds to its endpoint's pending prefill until its first byte. */
+    private cost = 0,
   ) {}
+
+  /** The answer's first byte arrived: its prompt is prefilled. */
+  started(): void {
+    if (this.cost === 0) return;
+    this.endpoint.prefilling -= this.cost;
+    this.cost = 0;
+  }
 
   release(outcome: Outcome, detail?: string): void {
     if (this.done) return;
     this.done = true;
+    this.started();
     this.pool.settle(this.endpoint, outcome, detail);
   }
 }
@@ -180,6 +197,9 @@ const DEFAULT_COOLDOWN_MS = 1_000;
 const DEFAULT_COOLDOWN_MAX_MS = 30_000;
 const DEFAULT_WARMUP_MS = 10_000;
 const DEFAULT_LOAD_BOUND = 1.25;
+/** A new prompt this long (characters, ~2,000 tokens) is placed by pending prefill (pickRing). */
+const COLD_LONG = 8_192;
+const MOVED_MAX = 10_000;
 const PROBE_TIMEOUT_MS = 2_000;
 
 const pools = new Set<EnginePool>();
@@ -344,7 +364,7 @@ export class EnginePool {
     }
     if (this.queue.size === 0) {
       const ep = this.pick(req, performance.now());
-      if (ep) return Promise.resolve(this.grant(ep));
+      if (ep) return Promise.resolve(this.grant(ep, req));
       if (!this.sawUp) return Promise.reject(this.unavailable());
     } else if (!this.anyUp(req.exclude)) {
       return Promise.reject(this.unavailable());
@@ -356,7 +376,7 @@ export class EnginePool {
   tryAcquire(req: RouteRequest): Lease | null {
     if (this.queue.size) return null;
     const ep = this.pick(req, performance.now());
-    return ep ? this.grant(ep) : null;
+    return ep ? this.grant(ep, req) : null;
   }
 
   /**
@@ -458,6 +478,17 @@ export class EnginePool {
     const bound = this.o.loadBound;
     let home: Endpoint | null = null;
     let chosen: Endpoint | null = null;
+    if (this.moved.size) {
+      const m = this.moved.get(req.key as number);
+      if (m) {
+        // Gone or cooling: the key goes back to the ring for good; over its bound: for this request.
+        if (m.removed || m.state === 'cooling') this.moved.delete(req.key as number);
+        else if (!req.exclude?.has(m) && this.free(m, req, now)) {
+          const share = (total * m.weight) / upWeight;
+          if (m.inflight < Math.max(Math.ceil(bound * share), Math.floor(share) + this.slack)) return m;
+        }
+      }
+    }
     let spill: Endpoint | null = null;
     let seen = 0;
     const size = ring.size;
@@ -479,11 +510,41 @@ export class EnginePool {
       if (!spill || e.inflight / e.weight < spill.inflight / spill.weight) spill = e;
     }
     chosen ??= spill;
+    if (chosen && (req.cold ?? 0) >= COLD_LONG && chosen.prefilling >= COLD_LONG) {
+      // A long new prompt whose endpoint is already prefilling another long one would wait for that
+      // prefill and then take as long again: no engine has it cached, so the endpoint with the least
+      // prefill pending (and under its load bound) takes it, and this pool remembers the key's move so
+      // that the conversation's later turns find their cache (ADR 0062).
+      let best = chosen;
+      for (const e of eps) {
+        if (e === chosen || e.state === 'cooling' || req.exclude?.has(e) || !this.free(e, req, now)) continue;
+        const share = (total * e.weight) / upWeight;
+        if (e.inflight >= Math.max(Math.ceil(bound * share), Math.floor(share) + this.slack)) continue;
+        if (e.prefilling < best.prefilling) best = e;
+      }
+      if (best !== chosen) {
+        chosen = best;
+        this.remember(req.key as number, best);
+      }
+    }
     if (chosen && chosen !== home) {
       this.spills++;
       this.m.spills.inc();
     }
     return chosen;
+  }
+
+  /**
+   * Keys whose first turn was placed off the ring for its prefill, and where: this pool's requests of
+   * such a key go there while it is up and under its bound (this replica only; the oldest forgotten
+   * past MOVED_MAX).
+   */
+  private readonly moved = new Map<number, Endpoint>();
+
+  private remember(key: number, e: Endpoint): void {
+    this.moved.delete(key);
+    this.moved.set(key, e);
+    if (this.moved.size > MOVED_MAX) this.moved.delete(this.moved.keys().next().value as number);
   }
 
   private pickLeastLoaded(req: RouteRequest, now: number): Endpoint | null {
@@ -529,11 +590,13 @@ export class EnginePool {
     return false;
   }
 
-  private grant(e: Endpoint): Lease {
+  private grant(e: Endpoint, req: RouteRequest): Lease {
     e.inflight++;
     this.totalInflight++;
     e.m.inflight.inc();
-    return new Lease(this, e);
+    const cost = req.cold ?? 0;
+    e.prefilling += cost;
+    return new Lease(this, e, cost);
   }
 
   private wait(req: RouteRequest): Promise<Lease> {
@@ -596,7 +659,7 @@ export class EnginePool {
         { model: this.o.model, class: w.cls },
         (performance.now() - w.enqueued) / 1000,
       );
-      w.resolve(this.grant(ep));
+      w.resolve(this.grant(ep, w.req));
     }
     this.queued.set(this.queue.size);
   }
