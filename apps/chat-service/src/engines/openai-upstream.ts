@@ -78,7 +78,14 @@ export class OpenAIUpstreamEngine implements ChatEngine {
     private readonly log: Logger,
     poolOptions: Partial<PoolOptions> = {},
   ) {
-    this.pool = new EnginePool(settings, { model: modelId, log, ...poolOptions });
+    // vLLM serves its Prometheus metrics on its API port: the pool reads the prefix-cache hit
+    // rate there unless the catalog sets `metrics_path`.
+    this.pool = new EnginePool(settings, {
+      model: modelId,
+      log,
+      defaultMetricsPath: '/metrics',
+      ...poolOptions,
+    });
     this.agent = new Agent({
       connect: { timeout: Math.min(settings.timeout_ms, 10_000) },
       headersTimeout: 0,
