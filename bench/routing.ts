@@ -7,7 +7,8 @@
  *   node --conditions=source --import ./tools/ts-register.js bench/routing.ts [--scale 1] [--conversations 120]
  *        [--loads 50,80,95] [--policies round_robin,least_loaded,prefix_affinity] [--no-kill]
  *
- * Times are SIMULATED milliseconds (real ms / --scale). Numbers, not pass/fail. Each row also gives the
+ * Times are SIMULATED milliseconds (real ms / --scale). Numbers, not pass/fail. `rest p99` leaves out
+ * the first turns that open with a new document (`doc1`: no engine can have it cached yet). Each row also gives the
  * host's state during the run: the 1-minute load average at its end and this process's event-loop delay
  * p99 (real ms): the lag every timer and socket read of the run suffered.
  */
@@ -16,7 +17,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { type EngineInput, type EngineMessage, OpenAIUpstreamEngine } from '@infer/chat-service/public';
 import { OpenAIUpstreamEngineSchema } from '@infer/contracts';
-import { chatAffinityKey, EnginePool, type PoolSettings } from '@infer/engine-pool';
+import { chatAffinityKey, coldChars, EnginePool, type PoolSettings } from '@infer/engine-pool';
 import { VllmSimulator } from '@infer/engine-pool/testing';
 import { pino } from 'pino';
 import { pct } from './support.js';
@@ -91,6 +92,9 @@ const log = pino({ level: 'silent' });
 
 interface RunResult {
   ttft: number[];
+  /** First-token times of first turns that open with a document (no cache can hold it yet), and the rest. */
+  ttftDocFirst: number[];
+  ttftRest: number[];
   done: number;
   failedBeforeStream: number;
   failedStreaming: number;
@@ -126,6 +130,8 @@ async function run(
   const convRate = rate / avgTurns;
   const r: RunResult = {
     ttft: [],
+    ttftDocFirst: [],
+    ttftRest: [],
     done: 0,
     failedBeforeStream: 0,
     failedStreaming: 0,
@@ -144,7 +150,7 @@ async function run(
   let killed = false;
   const sleep = (simMs: number) => new Promise((res) => setTimeout(res, simMs * SCALE));
 
-  const one = async (messages: EngineMessage[]): Promise<string | null> => {
+  const one = async (messages: EngineMessage[], docFirst: boolean): Promise<string | null> => {
     if (!killed && performance.now() >= killAt) {
       killed = true;
       void sims[0]?.kill();
@@ -171,7 +177,9 @@ async function run(
         if (d.type === 'content') {
           if (first) {
             first = false;
-            r.ttft.push((performance.now() - start) / SCALE);
+            const ms = (performance.now() - start) / SCALE;
+            r.ttft.push(ms);
+            (docFirst ? r.ttftDocFirst : r.ttftRest).push(ms);
           }
           text += d.text;
         } else if (d.type === 'finish') {
@@ -192,7 +200,7 @@ async function run(
     for (let t = 0; t < c.turns; t++) {
       const q = filler(USER_CHARS, 'question');
       messages.push({ role: 'user', content: t === 0 && c.doc ? `${c.doc}\n\n${q}` : q });
-      const answer = await one(messages);
+      const answer = await one(messages, t === 0 && c.doc !== null);
       if (answer === null) return;
       messages.push({ role: 'assistant', content: answer });
       await sleep(exp(THINK_MS));
@@ -229,23 +237,33 @@ function routingCpu(routing: PoolSettings['routing']): number {
     }),
     { model: `cpu-${routing}` },
   );
-  const samples = conversationsOf(64).map((c) => [
-    { role: 'system', content: c.system },
-    { role: 'user', content: c.doc ? `${c.doc}\n\nquestion` : 'question' },
-    { role: 'assistant', content: 'answer' },
-    { role: 'user', content: 'and then?' },
-  ]);
+  // Half first turns (a cold part to measure), half later turns.
+  const samples = conversationsOf(64).map((c, i) => {
+    const first = [
+      { role: 'system', content: c.system },
+      { role: 'user', content: c.doc ? `${c.doc}\n\nquestion` : 'question' },
+    ];
+    return i % 2
+      ? first
+      : [...first, { role: 'assistant', content: 'answer' }, { role: 'user', content: 'and then?' }];
+  });
   const n = 200_000;
   const decide = (i: number) => {
     const m = samples[i & 63] as EngineMessage[];
-    const key = routing === 'prefix_affinity' ? chatAffinityKey(m) : undefined;
-    const lease = pool.tryAcquire({ key });
+    const affinity = routing === 'prefix_affinity';
+    const lease = pool.tryAcquire({
+      key: affinity ? chatAffinityKey(m) : undefined,
+      cold: affinity ? coldChars(m) : undefined,
+    });
     lease?.release('ok');
   };
+  // Every endpoint busy prefilling a long prompt: long first turns take the pending-prefill path.
+  const held = [0, 1, 2, 3].map((i) => pool.tryAcquire({ key: i * 0x3fffffff, cold: 1e9 }));
   for (let i = 0; i < 20_000; i++) decide(i);
   const c0 = process.cpuUsage();
   for (let i = 0; i < n; i++) decide(i);
   const c = process.cpuUsage(c0);
+  for (const l of held) l?.release('ok');
   void pool.close();
   return (c.user + c.system) / n;
 }
@@ -260,13 +278,13 @@ async function main() {
   console.log('times in simulated ms; throughput in requests and output tokens per simulated second\n');
   const cpu = new Map(POLICIES.map((p) => [p, routingCpu(p)]));
   console.log(
-    `${'load'.padEnd(6)}${'policy'.padEnd(17)}${'ttft p50'.padStart(9)}${'ttft p99'.padStart(9)}${'req/s'.padStart(9)}${'tok/s'.padStart(9)}${'hit %'.padStart(9)}${'cpu us'.padStart(9)}${'failed'.padStart(9)}${'spill %'.padStart(9)}${'lag p99'.padStart(9)}${'host'.padStart(7)}`,
+    `${'load'.padEnd(6)}${'policy'.padEnd(17)}${'ttft p50'.padStart(9)}${'ttft p99'.padStart(9)}${'rest p99'.padStart(9)}${'doc1 p50'.padStart(9)}${'doc1 p90'.padStart(9)}${'req/s'.padStart(9)}${'tok/s'.padStart(9)}${'hit %'.padStart(9)}${'cpu us'.padStart(9)}${'failed'.padStart(9)}${'spill %'.padStart(9)}${'lag p99'.padStart(9)}${'host'.padStart(7)}`,
   );
   for (const load of LOADS) {
     for (const p of POLICIES) {
       const r = await run(p, load);
       console.log(
-        `${`${load}%`.padEnd(6)}${p.padEnd(17)}${f(pct(r.ttft, 50))} ${f(pct(r.ttft, 99))} ${f(r.done / r.seconds, 1)} ${f(r.tokens / r.seconds)} ${f(r.hitRate * 100, 1)} ${f(cpu.get(p) ?? 0, 2)} ${f(r.failedBeforeStream + r.failedStreaming)} ${f(r.spills * 100, 1)} ${f(r.lagP99, 1)} ${r.load.toFixed(1).padStart(6)}`,
+        `${`${load}%`.padEnd(6)}${p.padEnd(17)}${f(pct(r.ttft, 50))} ${f(pct(r.ttft, 99))} ${f(pct(r.ttftRest, 99))} ${f(pct(r.ttftDocFirst, 50))} ${f(pct(r.ttftDocFirst, 90))} ${f(r.done / r.seconds, 1)} ${f(r.tokens / r.seconds)} ${f(r.hitRate * 100, 1)} ${f(cpu.get(p) ?? 0, 2)} ${f(r.failedBeforeStream + r.failedStreaming)} ${f(r.spills * 100, 1)} ${f(r.lagP99, 1)} ${r.load.toFixed(1).padStart(6)}`,
       );
     }
   }

@@ -4,8 +4,10 @@
  * SIMULATOR endpoints (libs/engine-pool/src/testing/vllm-simulator.ts, a test double speaking vLLM's
  * HTTP API). One simulator is stopped and requests are sent: the gateway's GET /admin/models/pools
  * (the chat-service replicas' `engine-pools` documents, asked over the stack's NATS subjects) and the
- * page show both endpoints, the stopped one cooling with its last error. Checked with axe-core and the
- * layout checker at 1440 and 390 px and screenshotted into the folder printed at the start.
+ * page show both endpoints, the stopped one cooling with its last error; the running one shows the
+ * prefix-cache hit rate the chat-service's pool read from its /metrics (the requests share a system
+ * prompt), the stopped one "not reported". Checked with axe-core and the layout checker at 1440 and
+ * 390 px and screenshotted into the folder printed at the start.
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -24,6 +26,10 @@ import { ADMIN_TOKEN } from './limits-support.js';
 
 const OWNER = { email: 'owner@example.com', password: 'owner password 123' };
 const MODEL = 'pooled-chat';
+/** A system prompt of several 16-token blocks: every request after an engine's first hits its cache. */
+const SYSTEM = 'You are a careful assistant; answer briefly and name your sources. '.repeat(7);
+/** As the Models page writes a share. */
+const pct = (x: number) => `${(x * 100).toFixed(1)} %`;
 
 describe("the console's Models page shows each model's engine endpoints (Chromium)", {
   skip: noChromium,
@@ -91,7 +97,10 @@ describe("the console's Models page shows each model's engine endpoints (Chromiu
     const ask = (i: number) =>
       client.chat.completions.create({
         model: MODEL,
-        messages: [{ role: 'user', content: `hello ${i}` }],
+        messages: [
+          { role: 'system', content: SYSTEM },
+          { role: 'user', content: `hello ${i}` },
+        ],
         max_tokens: 4,
       });
     for (let i = 0; i < 4; i++) await ask(i);
@@ -120,6 +129,24 @@ describe("the console's Models page shows each model's engine endpoints (Chromiu
     assert.ok(down.last_error_at !== null);
     assert.equal(up.state, 'up');
 
+    // The running simulator's prefix-cache hit rate as the pool reads it from its /metrics: its own
+    // ratio (over the window; once the window holds no more traffic, the lifetime one, which is the same).
+    const expected = good.stats.hitTokens / good.stats.promptTokens;
+    assert.ok(expected > 0, 'the shared system prompt was served from the cache');
+    const reported = await waitFor(
+      "the simulator's hit rate in the pools document",
+      async () => {
+        const p = (await pools()).data.find((m) => m.model === MODEL);
+        const e = p?.endpoints.find((x) => x.url === good.url);
+        const gone = p?.endpoints.find((x) => x.url === bad.url);
+        const idle = e?.requests_waiting === 0 && e.requests_running === 0;
+        return e?.cache_hit_rate === expected && idle && gone?.metrics_at === null ? e : undefined;
+      },
+      { timeoutMs: 30_000, everyMs: 200 },
+    );
+    assert.ok(reported.metrics_at !== null);
+    assert.ok(reported.kv_cache_usage !== null && reported.kv_cache_usage > 0);
+
     const page = await (await browser.newContext({ viewport: { width: 1440, height: 900 } })).newPage();
     await signIn(page, stack.url, OWNER);
     await page.getByRole('link', { name: 'Models' }).click();
@@ -130,6 +157,9 @@ describe("the console's Models page shows each model's engine endpoints (Chromiu
     // Its last error (a failed request or probe: the text changes while it stays down) and its age.
     await badRow.getByText(/(connect|probe).*\(\d+ (s|min) ago\)$/).waitFor();
     await goodRow.getByText('up', { exact: true }).waitFor();
+    await goodRow.getByText(pct(expected), { exact: true }).waitFor();
+    await goodRow.getByText(/^KV \d+\.\d %, 0 waiting$/).waitFor();
+    await badRow.getByText('not reported', { exact: true }).waitFor();
     for (const width of [1440, 390]) {
       await page.setViewportSize({ width, height: 900 });
       await axe(page, `models @${width}`);

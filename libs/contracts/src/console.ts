@@ -854,6 +854,20 @@ export const ModelEndpointSchema = z.object({
   /** The most recent error any replica saw, and when (ISO). */
   last_error: z.string().nullable(),
   last_error_at: z.string().nullable(),
+  /**
+   * Reported by the engine on its Prometheus /metrics (the pool's `metrics_path`; vLLM's names), from
+   * the replica that read it last (they all read the same engine); null when the engine reports nothing
+   * (no /metrics, not vLLM, not an HTTP chat engine). The prefix-cache hit rate is over about the last
+   * minute (the lifetime rate when the engine had no lookups in it), 0..1.
+   */
+  cache_hit_rate: z.number().min(0).max(1).nullable(),
+  /** Share of the engine's KV cache in use, 0..1. */
+  kv_cache_usage: z.number().min(0).max(1).nullable(),
+  /** Requests waiting and running in the engine's own scheduler (all its clients). */
+  requests_waiting: z.number().int().min(0).nullable(),
+  requests_running: z.number().int().min(0).nullable(),
+  /** When those were read (ISO); null when not reported. */
+  metrics_at: z.string().nullable(),
   /** Replicas routing to this endpoint. */
   replicas: z.number().int().min(0),
 });
@@ -861,8 +875,8 @@ export type ModelEndpoint = z.infer<typeof ModelEndpointSchema>;
 
 /**
  * GET /admin/models/pools: the engine pools of the service replicas that answered within the window
- * (their ops status document `engine-pools` over NATS), per model. The engines' prefix-cache hit rate
- * is not in that document: it is not given here.
+ * (their ops status document `engine-pools` over NATS), per model, with what each engine reports on
+ * its /metrics (prefix-cache hit rate, queue, KV cache) where it does.
  */
 export const ModelPoolsSchema = z
   .object({

@@ -35,6 +35,34 @@ export function chatAffinityKey(
   return k.value();
 }
 
+/**
+ * Prompt characters of a conversation's first turn that no engine can have cached yet: the messages
+ * after its leading system and developer prompts (which other conversations share), or undefined for a
+ * later turn (an assistant message present: its history is cached where the key's requests went).
+ * Reads lengths only.
+ */
+export function coldChars(messages: readonly KeyMessage[]): number | undefined {
+  let n = 0;
+  let lead = true;
+  for (const m of messages) {
+    if (m.role === 'assistant' || m.role === 'tool') return undefined;
+    if (lead && (m.role === 'system' || m.role === 'developer')) continue;
+    lead = false;
+    n += lengthOf(m.content);
+  }
+  return n;
+}
+
+function lengthOf(content: unknown): number {
+  if (typeof content === 'string') return content.length;
+  if (!Array.isArray(content)) return 0;
+  let n = 0;
+  for (const p of content)
+    if (p && typeof p === 'object' && typeof (p as { text?: unknown }).text === 'string')
+      n += (p as { text: string }).text.length;
+  return n;
+}
+
 /** Text of a message content: a string, or the text parts of a part array. */
 function textOf(content: unknown): string {
   if (typeof content === 'string') return content;

@@ -1,5 +1,6 @@
 export * from './affinity.js';
 export * from './discovery.js';
+export * from './engine-metrics.js';
 export * from './hash.js';
 export * from './metrics.js';
 export * from './pool.js';

@@ -32,6 +32,18 @@ export const poolMetrics = {
     labelNames: ['model', 'endpoint'] as const,
     registers: [telemetryRegistry],
   }),
+  cacheHitRate: new Gauge({
+    name: 'infer_engine_endpoint_cache_hit_rate',
+    help: "Prefix-cache hit rate (0..1) an engine endpoint reports on its /metrics, over about the last minute (vLLM's prefix_cache_hits / prefix_cache_queries); absent when not reported",
+    labelNames: ['model', 'endpoint'] as const,
+    registers: [telemetryRegistry],
+  }),
+  engineWaiting: new Gauge({
+    name: 'infer_engine_endpoint_requests_waiting',
+    help: "Requests waiting in an engine endpoint's own scheduler, as it reports on its /metrics (vLLM's num_requests_waiting); absent when not reported",
+    labelNames: ['model', 'endpoint'] as const,
+    registers: [telemetryRegistry],
+  }),
   retries: new Counter({
     name: 'infer_engine_pool_retries_total',
     help: 'Requests sent to another endpoint after one failed before the first byte (or resumed mid-stream)',

@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { describe, it } from 'node:test';
 import { EnginePoolSchema } from '@infer/contracts';
 import { pino } from 'pino';
@@ -6,8 +8,10 @@ import { waitFor } from '../../../test/support/wait-for.js';
 import { chatAffinityKey } from './affinity.js';
 import { addressUrl } from './discovery.js';
 import { AffinityKey } from './hash.js';
+import { poolMetrics } from './metrics.js';
 import { type Endpoint, EndpointFailure, EnginePool, type Lease, type PoolSettings } from './pool.js';
 import { FairQueue, type Queued } from './queue.js';
+import { VllmSimulator } from './testing/vllm-simulator.js';
 
 const settings = (s: Record<string, unknown>): PoolSettings =>
   EnginePoolSchema.parse({ probe_interval_ms: 0, ...s });
@@ -411,6 +415,110 @@ describe('operators', () => {
       third.release('ok');
       await ops.close();
       await p.close();
+    }
+  });
+});
+
+describe("engine metrics (the engines' own /metrics)", () => {
+  it('shows the prefix-cache hit rate a vLLM endpoint reports; an endpoint without /metrics stays up, not reported', async () => {
+    const sim = new VllmSimulator({ name: 'sim', timeScale: 0.05 });
+    await sim.start();
+    // A server with a health check and nothing else (every other path 404), like an engine without metrics.
+    const plain = createServer((req, res) => {
+      res.writeHead(req.url === '/health' ? 200 : 404).end();
+    });
+    await new Promise<void>((r) => plain.listen(0, '127.0.0.1', () => r()));
+    const plainUrl = `http://127.0.0.1:${(plain.address() as AddressInfo).port}/v1`;
+    const p = pool(
+      { endpoints: [{ url: sim.url }, { url: plainUrl }], probe_interval_ms: 50, health_path: '/health' },
+      { defaultMetricsPath: '/metrics', log: silentLog },
+    );
+    const of = (url: string) => p.status().endpoints.find((e) => e.url === url);
+    try {
+      // A first reading before any traffic (counters at 0).
+      await waitFor('a first reading of the simulator', () => of(sim.url)?.metrics_at);
+      assert.equal(of(sim.url)?.cache_hit_rate, null, 'no lookups yet: no rate');
+      assert.equal(of(sim.url)?.requests_waiting, 0);
+      const system = 'You are a careful assistant who answers in short sentences. '.repeat(8);
+      for (let i = 0; i < 4; i++) {
+        const res = await fetch(`${sim.url}/chat/completions`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({
+            model: 'sim',
+            max_tokens: 2,
+            messages: [
+              { role: 'system', content: system },
+              { role: 'user', content: `question ${i}` },
+            ],
+          }),
+        });
+        assert.equal(res.status, 200);
+        await res.json();
+      }
+      // The simulator's own ratio over the window (all its traffic is in it).
+      const expected = sim.stats.hitTokens / sim.stats.promptTokens;
+      assert.ok(expected > 0, 'the shared system prompt is served from cache after the first request');
+      // (A reading taken while the last request still ran has the final counters and 1 running.)
+      const shown = await waitFor('the pool showing the simulator’s hit rate, idle', () => {
+        const e = of(sim.url);
+        return e?.cache_hit_rate === expected && e.requests_running === 0 ? e : undefined;
+      });
+      assert.equal(shown.requests_waiting, 0);
+      assert.ok((shown.kv_cache_usage ?? 0) > 0 && (shown.kv_cache_usage ?? 0) <= 1);
+      const [simEp, plainEp] = p.list() as Endpoint[];
+      // The endpoint without /metrics: read (and failed) at least once, still up, never an error.
+      await waitFor('the plain endpoint read', () => plainEp?.scrapeLogged);
+      const bare = of(plainUrl);
+      assert.equal(bare?.state, 'up');
+      assert.equal(bare?.errors, 0);
+      assert.deepEqual(
+        [
+          bare?.cache_hit_rate,
+          bare?.kv_cache_usage,
+          bare?.requests_waiting,
+          bare?.requests_running,
+          bare?.metrics_at,
+        ],
+        [null, null, null, null, null],
+      );
+      // The pool's Prometheus gauges: the reported endpoint has them, the other none.
+      const gauge = async (g: typeof poolMetrics.cacheHitRate, url: string) =>
+        (await g.get()).values.find((v) => v.labels.model === p.model && v.labels.endpoint === url)?.value;
+      assert.equal(await gauge(poolMetrics.cacheHitRate, simEp?.url ?? ''), expected);
+      assert.equal(await gauge(poolMetrics.engineWaiting, simEp?.url ?? ''), 0);
+      assert.equal(await gauge(poolMetrics.cacheHitRate, plainUrl), undefined);
+    } finally {
+      await p.close();
+      await sim.kill();
+      await new Promise<void>((r) => plain.close(() => r()));
+    }
+  });
+
+  it('reads nothing where the engine has no metrics path (other engines), and nothing with metrics_path ""', async () => {
+    const sim = new VllmSimulator({ name: 'sim2', timeScale: 0.05 });
+    await sim.start();
+    const off = pool(
+      { endpoints: [{ url: sim.url }], probe_interval_ms: 20, health_path: '/health', metrics_path: '' },
+      { defaultMetricsPath: '/metrics' },
+    );
+    const other = pool({ endpoints: [{ url: sim.url }], probe_interval_ms: 20, health_path: '/health' });
+    const on = pool({
+      endpoints: [{ url: sim.url }],
+      probe_interval_ms: 20,
+      health_path: '',
+      metrics_path: '/metrics',
+    });
+    try {
+      assert.equal(off.metricsPath, '');
+      assert.equal(other.metricsPath, '');
+      // Metrics without health probes: the timer runs for the metrics alone.
+      await waitFor('a reading without probes', () => on.status().endpoints[0]?.metrics_at);
+      assert.equal(off.status().endpoints[0]?.metrics_at, null);
+      assert.equal(other.status().endpoints[0]?.metrics_at, null);
+    } finally {
+      await Promise.all([off.close(), other.close(), on.close()]);
+      await sim.kill();
     }
   });
 });

@@ -3,6 +3,7 @@ import { currentCaller } from '@infer/rpc';
 import { registerOpsStatus } from '@infer/runtime';
 import { type Logger } from '@infer/telemetry';
 import { addressUrl, type Resolver, resolveAddresses } from './discovery.js';
+import { EngineReport, emptySample, parseEngineMetrics } from './engine-metrics.js';
 import { poolMetrics } from './metrics.js';
 import { CLASS_RANK, FairQueue, type Queued } from './queue.js';
 import { HashRing } from './ring.js';
@@ -74,13 +75,22 @@ export class Endpoint {
   stamp = 0;
   requests = 0;
   errors = 0;
+  /** Estimated prompt characters still to prefill: leases with a cost that have no first byte yet. */
+  prefilling = 0;
   lastError: string | null = null;
   lastErrorAt = 0;
+  /** What the engine reports on its /metrics (`metrics_path`): created at its first scrape. */
+  engine: EngineReport | null = null;
+  scraping = false;
+  /** Whether a failed scrape was logged (once per endpoint: an engine without /metrics is no fault). */
+  scrapeLogged = false;
   readonly m: {
     inflight: ReturnType<typeof poolMetrics.inflight.labels>;
     state: ReturnType<typeof poolMetrics.state.labels>;
     cooldowns: ReturnType<typeof poolMetrics.cooldowns.labels>;
     outcomes: Map<Outcome, ReturnType<typeof poolMetrics.requests.labels>>;
+    cacheHitRate: ReturnType<typeof poolMetrics.cacheHitRate.labels>;
+    waiting: ReturnType<typeof poolMetrics.engineWaiting.labels>;
   };
 
   constructor(
@@ -96,6 +106,8 @@ export class Endpoint {
       state: poolMetrics.state.labels(model, url),
       cooldowns: poolMetrics.cooldowns.labels(model, url),
       outcomes: new Map(),
+      cacheHitRate: poolMetrics.cacheHitRate.labels(model, url),
+      waiting: poolMetrics.engineWaiting.labels(model, url),
     };
     this.m.state.set(1);
   }
@@ -114,6 +126,22 @@ export class Endpoint {
     poolMetrics.inflight.remove(labels);
     poolMetrics.state.remove(labels);
     poolMetrics.cooldowns.remove(labels);
+    this.dropEngineMetrics();
+  }
+
+  /** The engine-reported gauges follow the last scrape: set when reported, absent when not. */
+  engineMetrics(): void {
+    const r = this.engine;
+    if (r?.cacheHitRate != null) this.m.cacheHitRate.set(r.cacheHitRate);
+    else poolMetrics.cacheHitRate.remove({ model: this.model, endpoint: this.url });
+    if (r?.waiting != null) this.m.waiting.set(r.waiting);
+    else poolMetrics.engineWaiting.remove({ model: this.model, endpoint: this.url });
+  }
+
+  private dropEngineMetrics(): void {
+    const labels = { model: this.model, endpoint: this.url };
+    poolMetrics.cacheHitRate.remove(labels);
+    poolMetrics.engineWaiting.remove(labels);
   }
 }
 
@@ -130,6 +158,11 @@ export interface RouteRequest {
   signal?: AbortSignal | undefined;
   /** Endpoints already tried by this request (retries go elsewhere). */
   exclude?: ReadonlySet<Endpoint> | null | undefined;
+  /**
+   * Prompt characters no engine can have cached yet (a conversation's first turn: what follows its
+   * system prompt), when that is known: a long one is placed where the least such prefill is pending.
+   */
+  cold?: number | undefined;
 }
 
 /** A request's hold on one endpoint slot; released exactly once with how it ended. */
@@ -138,11 +171,21 @@ export class Lease {
   constructor(
     private readonly pool: EnginePool,
     readonly endpoint: Endpoint,
+    /** Prompt characters this request adds to its endpoint's pending prefill until its first byte. */
+    private cost = 0,
   ) {}
+
+  /** The answer's first byte arrived: its prompt is prefilled. */
+  started(): void {
+    if (this.cost === 0) return;
+    this.endpoint.prefilling -= this.cost;
+    this.cost = 0;
+  }
 
   release(outcome: Outcome, detail?: string): void {
     if (this.done) return;
     this.done = true;
+    this.started();
     this.pool.settle(this.endpoint, outcome, detail);
   }
 }
@@ -155,6 +198,11 @@ export interface PoolOptions {
   resolver?: Resolver | undefined;
   /** Active probe of one endpoint (default: GET origin + health_path, 2 s, any 2xx). */
   probe?: ((e: Endpoint) => Promise<boolean>) | undefined;
+  /**
+   * The engine's Prometheus metrics path when the settings give no `metrics_path`: '/metrics' for
+   * engines that serve vLLM's metrics (chat `openai` upstreams); default '' (not read).
+   */
+  defaultMetricsPath?: string | undefined;
   /** First cooldown after a failure; doubles per consecutive failure up to cooldownMaxMs. */
   cooldownMs?: number | undefined;
   cooldownMaxMs?: number | undefined;
@@ -180,7 +228,11 @@ const DEFAULT_COOLDOWN_MS = 1_000;
 const DEFAULT_COOLDOWN_MAX_MS = 30_000;
 const DEFAULT_WARMUP_MS = 10_000;
 const DEFAULT_LOAD_BOUND = 1.25;
+/** A new prompt this long (characters, ~2,000 tokens) is placed by pending prefill (pickRing). */
+const COLD_LONG = 8_192;
+const MOVED_MAX = 10_000;
 const PROBE_TIMEOUT_MS = 2_000;
+const SCRAPE_TIMEOUT_MS = 2_000;
 
 const pools = new Set<EnginePool>();
 
@@ -199,6 +251,10 @@ const pools = new Set<EnginePool>();
  * - Health: passive (connect errors, 5xx, timeouts, broken streams -> cooldown, 1 s doubling to 30 s)
  *   and active (a probe every `probe_interval_ms`; a cooled endpoint must pass a probe to come back); a
  *   recovered endpoint takes a growing share of `max_inflight_per_endpoint` over `warmupMs`.
+ * - Engine metrics: with a `metrics_path` (chat `openai` upstreams: '/metrics'), the same timer reads
+ *   each endpoint's vLLM Prometheus metrics (prefix-cache hit rate over about the last minute, waiting
+ *   and running requests, KV cache use) for the status and the pool's own metrics; a failed read means
+ *   "not reported", never a cooldown.
  * - Saturation: every endpoint at its cap -> the request waits in a FairQueue (class order, members
  *   taking turns) for at most `queue_timeout_ms` (and its deadline), then 503 `overloaded` with
  *   Retry-After. No endpoint up at all -> 503 `service_unavailable` at once.
@@ -219,7 +275,11 @@ export class EnginePool {
   /** prefix_affinity requests placed past their key's endpoint for load (status and metric). */
   private spills = 0;
   private readonly queue = new FairQueue<Waiter>();
-  private readonly o: Required<Omit<PoolOptions, 'log'>> & { log: Logger | undefined };
+  private readonly o: Required<Omit<PoolOptions, 'log' | 'defaultMetricsPath'>> & { log: Logger | undefined };
+  /** Path of the engines' Prometheus metrics on their origin; '' = not read. */
+  readonly metricsPath: string;
+  /** One sample object, reused: a scrape parses and records it without awaiting in between. */
+  private readonly sample = emptySample();
   private refreshTimer: NodeJS.Timeout | null = null;
   private probeTimer: NodeJS.Timeout | null = null;
   private readonly cooldownTimers = new Set<NodeJS.Timeout>();
@@ -268,8 +328,13 @@ export class EnginePool {
     } else if (settings.base_url) {
       this.setEndpoints([{ url: settings.base_url, weight: 1 }]);
     }
-    if (settings.probe_interval_ms > 0 && settings.health_path) {
-      this.probeTimer = setInterval(() => this.probeAll(), settings.probe_interval_ms);
+    this.metricsPath = settings.metrics_path ?? opts.defaultMetricsPath ?? '';
+    // One timer, off the request path: health probes and the engines' metrics.
+    if (settings.probe_interval_ms > 0 && (settings.health_path || this.metricsPath)) {
+      this.probeTimer = setInterval(() => {
+        if (this.probesOn()) this.probeAll();
+        if (this.metricsPath) this.scrapeAll();
+      }, settings.probe_interval_ms);
       this.probeTimer.unref();
     }
     pools.add(this);
@@ -344,7 +409,7 @@ export class EnginePool {
     }
     if (this.queue.size === 0) {
       const ep = this.pick(req, performance.now());
-      if (ep) return Promise.resolve(this.grant(ep));
+      if (ep) return Promise.resolve(this.grant(ep, req));
       if (!this.sawUp) return Promise.reject(this.unavailable());
     } else if (!this.anyUp(req.exclude)) {
       return Promise.reject(this.unavailable());
@@ -356,7 +421,7 @@ export class EnginePool {
   tryAcquire(req: RouteRequest): Lease | null {
     if (this.queue.size) return null;
     const ep = this.pick(req, performance.now());
-    return ep ? this.grant(ep) : null;
+    return ep ? this.grant(ep, req) : null;
   }
 
   /**
@@ -458,6 +523,17 @@ export class EnginePool {
     const bound = this.o.loadBound;
     let home: Endpoint | null = null;
     let chosen: Endpoint | null = null;
+    if (this.moved.size) {
+      const m = this.moved.get(req.key as number);
+      if (m) {
+        // Gone or cooling: the key goes back to the ring for good; over its bound: for this request.
+        if (m.removed || m.state === 'cooling') this.moved.delete(req.key as number);
+        else if (!req.exclude?.has(m) && this.free(m, req, now)) {
+          const share = (total * m.weight) / upWeight;
+          if (m.inflight < Math.max(Math.ceil(bound * share), Math.floor(share) + this.slack)) return m;
+        }
+      }
+    }
     let spill: Endpoint | null = null;
     let seen = 0;
     const size = ring.size;
@@ -479,11 +555,41 @@ export class EnginePool {
       if (!spill || e.inflight / e.weight < spill.inflight / spill.weight) spill = e;
     }
     chosen ??= spill;
+    if (chosen && (req.cold ?? 0) >= COLD_LONG && chosen.prefilling >= COLD_LONG) {
+      // A long new prompt whose endpoint is already prefilling another long one would wait for that
+      // prefill and then take as long again: no engine has it cached, so the endpoint with the least
+      // prefill pending (and under its load bound) takes it, and this pool remembers the key's move so
+      // that the conversation's later turns find their cache (ADR 0062).
+      let best = chosen;
+      for (const e of eps) {
+        if (e === chosen || e.state === 'cooling' || req.exclude?.has(e) || !this.free(e, req, now)) continue;
+        const share = (total * e.weight) / upWeight;
+        if (e.inflight >= Math.max(Math.ceil(bound * share), Math.floor(share) + this.slack)) continue;
+        if (e.prefilling < best.prefilling) best = e;
+      }
+      if (best !== chosen) {
+        chosen = best;
+        this.remember(req.key as number, best);
+      }
+    }
     if (chosen && chosen !== home) {
       this.spills++;
       this.m.spills.inc();
     }
     return chosen;
+  }
+
+  /**
+   * Keys whose first turn was placed off the ring for its prefill, and where: this pool's requests of
+   * such a key go there while it is up and under its bound (this replica only; the oldest forgotten
+   * past MOVED_MAX).
+   */
+  private readonly moved = new Map<number, Endpoint>();
+
+  private remember(key: number, e: Endpoint): void {
+    this.moved.delete(key);
+    this.moved.set(key, e);
+    if (this.moved.size > MOVED_MAX) this.moved.delete(this.moved.keys().next().value as number);
   }
 
   private pickLeastLoaded(req: RouteRequest, now: number): Endpoint | null {
@@ -529,11 +635,13 @@ export class EnginePool {
     return false;
   }
 
-  private grant(e: Endpoint): Lease {
+  private grant(e: Endpoint, req: RouteRequest): Lease {
     e.inflight++;
     this.totalInflight++;
     e.m.inflight.inc();
-    return new Lease(this, e);
+    const cost = req.cold ?? 0;
+    e.prefilling += cost;
+    return new Lease(this, e, cost);
   }
 
   private wait(req: RouteRequest): Promise<Lease> {
@@ -596,7 +704,7 @@ export class EnginePool {
         { model: this.o.model, class: w.cls },
         (performance.now() - w.enqueued) / 1000,
       );
-      w.resolve(this.grant(ep));
+      w.resolve(this.grant(ep, w.req));
     }
     this.queued.set(this.queue.size);
   }
@@ -686,6 +794,53 @@ export class EnginePool {
     }
   }
 
+  /**
+   * Reads every endpoint's engine metrics (prefix-cache hit rate, queue, KV cache). A failed or absent
+   * /metrics means "not reported": never a cooldown, one log line per endpoint the first time.
+   */
+  private scrapeAll(): void {
+    for (const e of this.endpoints) {
+      if (e.scraping) continue;
+      e.scraping = true;
+      void this.scrapeOne(e).finally(() => {
+        e.scraping = false;
+      });
+    }
+  }
+
+  private async scrapeOne(e: Endpoint): Promise<void> {
+    let text: string | null = null;
+    let why = '';
+    try {
+      const res = await fetch(`${e.origin}${this.metricsPath}`, {
+        signal: AbortSignal.timeout(SCRAPE_TIMEOUT_MS),
+      });
+      if (res.ok) text = await res.text();
+      else {
+        why = `HTTP ${res.status}`;
+        await res.body?.cancel();
+      }
+    } catch (err) {
+      why = errorText(err);
+    }
+    if (e.removed || this.closed) return;
+    // Parsed and recorded in one go (the sample object is shared by the pool's endpoints).
+    if (text !== null && parseEngineMetrics(text, this.sample)) {
+      e.engine ??= new EngineReport();
+      e.engine.record(this.sample, Date.now());
+    } else {
+      e.engine?.clear();
+      if (!e.scrapeLogged) {
+        e.scrapeLogged = true;
+        this.o.log?.info(
+          { endpoint: e.url, path: this.metricsPath, why: why || 'no vLLM metrics' },
+          'engine metrics not reported (cache hit rate shown as not reported)',
+        );
+      }
+    }
+    e.engineMetrics();
+  }
+
   private unavailable(): ApiError {
     this.m.unavailable.inc();
     let soonest = Infinity;
@@ -732,6 +887,11 @@ export class EnginePool {
         errors: e.errors,
         last_error: e.lastError,
         last_error_at: e.lastErrorAt ? new Date(e.lastErrorAt).toISOString() : null,
+        cache_hit_rate: e.engine?.cacheHitRate ?? null,
+        kv_cache_usage: e.engine?.kvUsage ?? null,
+        requests_waiting: e.engine?.waiting ?? null,
+        requests_running: e.engine?.running ?? null,
+        metrics_at: e.engine?.at ? new Date(e.engine.at).toISOString() : null,
       })),
     };
   }
@@ -764,6 +924,16 @@ export interface EndpointStatus {
   errors: number;
   last_error: string | null;
   last_error_at: string | null;
+  /**
+   * Reported by the engine on its /metrics (`metrics_path`), null when it reports nothing: the
+   * prefix-cache hit rate over about the last minute (0..1), KV cache in use (0..1), requests its
+   * scheduler has waiting and running, and when this was read (ISO).
+   */
+  cache_hit_rate: number | null;
+  kv_cache_usage: number | null;
+  requests_waiting: number | null;
+  requests_running: number | null;
+  metrics_at: string | null;
 }
 
 export interface PoolStatus {

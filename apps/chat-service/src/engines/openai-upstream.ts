@@ -1,6 +1,7 @@
 import { ApiError, type ContentPart, OpenAIUpstreamEngineSchema, type ReasoningMode } from '@infer/contracts';
 import {
   chatAffinityKey,
+  coldChars,
   type Endpoint,
   EndpointFailure,
   EnginePool,
@@ -77,7 +78,14 @@ export class OpenAIUpstreamEngine implements ChatEngine {
     private readonly log: Logger,
     poolOptions: Partial<PoolOptions> = {},
   ) {
-    this.pool = new EnginePool(settings, { model: modelId, log, ...poolOptions });
+    // vLLM serves its Prometheus metrics on its API port: the pool reads the prefix-cache hit
+    // rate there unless the catalog sets `metrics_path`.
+    this.pool = new EnginePool(settings, {
+      model: modelId,
+      log,
+      defaultMetricsPath: '/metrics',
+      ...poolOptions,
+    });
     this.agent = new Agent({
       connect: { timeout: Math.min(settings.timeout_ms, 10_000) },
       headersTimeout: 0,
@@ -119,6 +127,7 @@ export class OpenAIUpstreamEngine implements ChatEngine {
       deadline: input.route?.deadline,
       signal,
       exclude: null,
+      cold: pool.routing === 'prefix_affinity' && !raw ? coldChars(input.messages) : undefined,
     };
     if (pool.tierPriority) body.priority = vllmPriority(input.route?.cls);
     let tried: Set<Endpoint> | null = null;
@@ -139,7 +148,7 @@ export class OpenAIUpstreamEngine implements ChatEngine {
       const before = run.sent;
       let outcome: Outcome = 'ok';
       try {
-        yield* this.attempt(lease.endpoint, raw, body, run, signal);
+        yield* this.attempt(lease, raw, body, run, signal);
         return;
       } catch (e) {
         if (signal.aborted) {
@@ -184,7 +193,7 @@ export class OpenAIUpstreamEngine implements ChatEngine {
    * (an upstream 4xx about it) as ApiError.
    */
   private async *attempt(
-    ep: Endpoint,
+    lease: Lease,
     raw: boolean,
     body: Record<string, unknown>,
     run: Run,
@@ -215,8 +224,8 @@ export class OpenAIUpstreamEngine implements ChatEngine {
         // objects, a web stream per body) per call; redirects are not followed (an upstream that
         // redirects a POST is misconfigured: its 3xx is answered like any other refusal).
         res = await this.agent.request({
-          origin: ep.origin,
-          path: `${ep.path}/${raw ? 'completions' : 'chat/completions'}`,
+          origin: lease.endpoint.origin,
+          path: `${lease.endpoint.path}/${raw ? 'completions' : 'chat/completions'}`,
           method: 'POST',
           headers,
           body: JSON.stringify(body),
@@ -247,6 +256,7 @@ export class OpenAIUpstreamEngine implements ChatEngine {
               run.done = true;
               break;
             }
+            lease.started();
             const chunk = parseJson(data);
             if (!chunk) continue;
             if (chunk.error) throw new EndpointFailure('broken', this.streamError(chunk.error));

@@ -26,6 +26,28 @@ const STATE_BADGE: Record<ModelEndpoint['state'], string> = {
 };
 /** An ISO time as `14:20:05 UTC` (cooldowns last seconds). */
 const clock = (iso: string) => `${iso.slice(11, 19)} UTC`;
+/** A 0..1 share as `62.5 %`. */
+const pct = (x: number) => `${(x * 100).toFixed(1)} %`;
+const CACHE_TITLE =
+  "Prefix-cache hit rate the engine reports on its /metrics (vLLM): the share of prompt tokens served from its cache over about the last minute. KV: its KV cache in use; waiting: requests queued in the engine. 'not reported' when the engine gives no such metrics.";
+
+/** The engine's own figures from its /metrics, or "not reported". */
+function EngineFigures({ e }: { e: ModelEndpoint }) {
+  const extra = [
+    e.kv_cache_usage !== null ? `KV ${pct(e.kv_cache_usage)}` : null,
+    e.requests_waiting !== null ? `${e.requests_waiting} waiting` : null,
+  ].filter((x) => x !== null);
+  return (
+    <>
+      {e.cache_hit_rate !== null ? (
+        <span data-testid="cache-hit">{pct(e.cache_hit_rate)}</span>
+      ) : (
+        <span className="muted">not reported</span>
+      )}
+      {extra.length > 0 && <small className="block muted">{extra.join(', ')}</small>}
+    </>
+  );
+}
 
 /** Each model's engine endpoints as the service replicas route to them (GET /admin/models/pools). */
 function EnginePools() {
@@ -36,8 +58,9 @@ function EnginePools() {
       <h2 id="pools-title">Engine endpoints</h2>
       <p>
         Each model's endpoints as the service replicas that answered ({pools.data?.replicas ?? 0}) route to
-        them: in flight and capacity summed, the worst state, the latest cooldown. Refreshed every 5 s. The
-        engines' prefix-cache hit rate is not reported here (read it from the engines' metrics).
+        them: in flight and capacity summed, the worst state, the latest cooldown. Refreshed every 5 s. Cache
+        hit is the prefix-cache hit rate the engine itself reports on its metrics (vLLM), over about the last
+        minute, with its KV cache use and waiting requests; other engines show "not reported".
       </p>
       <ErrorNote error={pools.error} />
       {pools.data && data.length === 0 && <p>No service replica holds an engine pool.</p>}
@@ -54,6 +77,9 @@ function EnginePools() {
                 <th scope="col">Endpoint</th>
                 <th scope="col">State</th>
                 <th scope="col">In flight</th>
+                <th scope="col" title={CACHE_TITLE}>
+                  Cache hit
+                </th>
                 <th scope="col">Cooldown until</th>
                 <th scope="col">Last error</th>
                 <th scope="col">Requests</th>
@@ -72,6 +98,9 @@ function EnginePools() {
                   </td>
                   <td data-label="In flight">
                     {e.inflight} / {e.capacity}
+                  </td>
+                  <td data-label="Cache hit" title={CACHE_TITLE}>
+                    <EngineFigures e={e} />
                   </td>
                   <td data-label="Cooldown until">{e.cooldown_until ? clock(e.cooldown_until) : '-'}</td>
                   <td data-label="Last error">

@@ -14,7 +14,20 @@ const ep = (url: string, over: Record<string, unknown> = {}) => ({
   errors: 0,
   last_error: null,
   last_error_at: null,
+  cache_hit_rate: null,
+  kv_cache_usage: null,
+  requests_waiting: null,
+  requests_running: null,
+  metrics_at: null,
   ...over,
+});
+/** What an engine reported on its /metrics, read by a replica at `at`. */
+const read = (at: string, hit: number, waiting: number) => ({
+  cache_hit_rate: hit,
+  kv_cache_usage: 0.5,
+  requests_waiting: waiting,
+  requests_running: 4,
+  metrics_at: at,
 });
 const replica = (instance: string, pools: unknown[]) => ({
   instance,
@@ -49,7 +62,7 @@ describe('mergePools', () => {
               last_error: 'connect ECONNREFUSED',
               last_error_at: '2026-01-01T00:00:05.000Z',
             }),
-            ep('http://e1', { inflight: 2, requests: 10 }),
+            ep('http://e1', { inflight: 2, requests: 10, ...read('2026-01-01T00:00:09.000Z', 0.75, 1) }),
           ],
           { interactive: 1, batch: 2 },
         ),
@@ -62,6 +75,7 @@ describe('mergePools', () => {
             errors: 1,
             last_error: 'HTTP 500',
             last_error_at: '2026-01-01T00:00:01.000Z',
+            ...read('2026-01-01T00:00:08.000Z', 0.5, 2),
           }),
           ep('http://e2', {
             state: 'recovering',
@@ -71,6 +85,8 @@ describe('mergePools', () => {
             errors: 1,
             last_error: 'older',
             last_error_at: '2026-01-01T00:00:02.000Z',
+            // Read by this replica only (the other one's reading failed: not reported there).
+            ...read('2026-01-01T00:00:03.000Z', 0.25, 0),
           }),
         ]),
         pool('a-model', [ep('http://x')]),
@@ -95,6 +111,8 @@ describe('mergePools', () => {
         errors: 1,
         last_error: 'HTTP 500',
         last_error_at: '2026-01-01T00:00:01.000Z',
+        // The newest reading of the engine (replica a's, at :09).
+        ...read('2026-01-01T00:00:09.000Z', 0.75, 1),
         replicas: 2,
       },
       {
@@ -108,6 +126,7 @@ describe('mergePools', () => {
         errors: 4,
         last_error: 'connect ECONNREFUSED',
         last_error_at: '2026-01-01T00:00:05.000Z',
+        ...read('2026-01-01T00:00:03.000Z', 0.25, 0),
         replicas: 2,
       },
     ]);
@@ -131,5 +150,24 @@ describe('mergePools', () => {
     assert.equal(out.replicas, 2);
     const e = out.data[0]?.endpoints[0];
     assert.deepEqual([e?.inflight, e?.requests, e?.replicas], [4, 6, 2]);
+    assert.equal(e?.cache_hit_rate, null);
+  });
+
+  it('reads a document without the engine fields (an older replica) or with bad ones as not reported', () => {
+    const bare = { url: 'http://e1', state: 'up', inflight: 1, capacity: 8, requests: 1, errors: 0 };
+    const out = mergePools([
+      replica('chat@a', [pool('m', [bare])]),
+      replica('chat@b', [pool('m', [ep('http://e1', { ...read('2026-01-01T00:00:01.000Z', 7, -3) })])]),
+    ]);
+    const e = out.data[0]?.endpoints[0];
+    assert.deepEqual(
+      [e?.cache_hit_rate, e?.kv_cache_usage, e?.requests_waiting, e?.requests_running, e?.metrics_at],
+      [1, 0.5, 0, 4, '2026-01-01T00:00:01.000Z'],
+    );
+    const alone = mergePools([replica('chat@a', [pool('m', [bare])])]).data[0]?.endpoints[0];
+    assert.deepEqual(
+      [alone?.cache_hit_rate, alone?.kv_cache_usage, alone?.requests_waiting, alone?.metrics_at],
+      [null, null, null, null],
+    );
   });
 });

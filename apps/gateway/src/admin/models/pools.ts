@@ -12,6 +12,35 @@ interface PoolDoc {
 const STATE_RANK: Record<ModelEndpoint['state'], number> = { up: 0, recovering: 1, cooling: 2 };
 const later = (a: string | null, b: string | null) => (a === null ? b : b === null ? a : a >= b ? a : b);
 const num = (n: unknown) => (typeof n === 'number' && Number.isFinite(n) ? n : 0);
+const numOrNull = (n: unknown) => (typeof n === 'number' && Number.isFinite(n) ? n : null);
+const frac = (n: unknown) => {
+  const v = numOrNull(n);
+  return v === null ? null : Math.min(1, Math.max(0, v));
+};
+const count = (n: unknown) => {
+  const v = numOrNull(n);
+  return v === null ? null : Math.max(0, Math.round(v));
+};
+
+/** The engine-reported fields of one replica's endpoint (all null when it read nothing). */
+function engineFields(e: EndpointDoc) {
+  const at = typeof e.metrics_at === 'string' ? e.metrics_at : null;
+  return at === null
+    ? {
+        cache_hit_rate: null,
+        kv_cache_usage: null,
+        requests_waiting: null,
+        requests_running: null,
+        metrics_at: null,
+      }
+    : {
+        cache_hit_rate: frac(e.cache_hit_rate),
+        kv_cache_usage: frac(e.kv_cache_usage),
+        requests_waiting: count(e.requests_waiting),
+        requests_running: count(e.requests_running),
+        metrics_at: at,
+      };
+}
 
 function poolsOf(reply: OpsStatusReply): PoolDoc[] {
   const pools = (reply.status as { pools?: unknown } | null)?.pools;
@@ -26,7 +55,8 @@ function poolsOf(reply: OpsStatusReply): PoolDoc[] {
 /**
  * Each model's endpoints merged over the service replicas' `engine-pools` documents: in flight,
  * capacity, requests and errors summed; the worst state; the latest cooldown end; the highest run of
- * consecutive failures; the most recent error. Models and endpoints sorted by name. Replies from
+ * consecutive failures; the most recent error. What the engine reports on its /metrics (hit rate, queue, KV
+ * cache) is taken from the replica that read it last. Models and endpoints sorted by name. Replies from
  * the same process count once.
  */
 export function mergePools(all: OpsStatusReply[]): ModelPools {
@@ -67,6 +97,7 @@ export function mergePools(all: OpsStatusReply[]): ModelPools {
             errors: num(e.errors),
             last_error: e.last_error ?? null,
             last_error_at: e.last_error ? (e.last_error_at ?? null) : null,
+            ...engineFields(e),
             replicas: 1,
           });
           continue;
@@ -82,6 +113,11 @@ export function mergePools(all: OpsStatusReply[]): ModelPools {
           cur.last_error = e.last_error;
           cur.last_error_at = e.last_error_at ?? null;
         }
+        // Every replica reads the same engine: its newest reading wins (older document versions
+        // without the fields read as not reported).
+        const fields = engineFields(e);
+        if (fields.metrics_at !== null && (cur.metrics_at ?? '') < fields.metrics_at)
+          Object.assign(cur, fields);
         cur.replicas += 1;
       }
     }
