@@ -2,7 +2,7 @@
  * Engine pools through the real gateway and chat-service, with the openai SDK, against vLLM SIMULATOR
  * replicas (libs/engine-pool/src/testing/vllm-simulator.ts, a test double speaking vLLM's HTTP API):
  * prefix affinity, a killed replica, cooldown and recovery, fallback models, the tier-ordered queue,
- * 503 overloaded with Retry-After, and a resumed stream.
+ * 503 overloaded with Retry-After, a resumed stream, and long new documents kept apart (ADR 0062).
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -10,7 +10,8 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { enginePoolStatus } from '@infer/engine-pool';
+import { EnginePoolSchema } from '@infer/contracts';
+import { chatAffinityKey, EnginePool, enginePoolStatus } from '@infer/engine-pool';
 import { VllmSimulator } from '@infer/engine-pool/testing';
 import OpenAI from 'openai';
 import { waitFor } from '../support/wait-for.js';
@@ -43,7 +44,12 @@ describe('engine pools through the gateway (openai SDK, vLLM simulator replicas)
   const slow = new VllmSimulator({ name: 'slow', timeScale: 1, decodeMsBase: 20 });
   const resumeA = new VllmSimulator({ name: 'resumeA', timeScale: 0.2 });
   const resumeB = new VllmSimulator({ name: 'resumeB', timeScale: 0.2 });
-  const all = [...fleet, slow, resumeA, resumeB];
+  // Slow prefill (0.6 ms a token: a 5,000-token document takes 3 s), so a second document arrives while
+  // the first is still prefilling.
+  const cold = [0, 1].map(
+    (i) => new VllmSimulator({ name: `cold${i}`, timeScale: 1, prefillMsPerToken: 0.6, decodeMsBase: 5 }),
+  );
+  const all = [...fleet, slow, resumeA, resumeB, ...cold];
 
   before(async () => {
     await Promise.all(all.map((s) => s.start()));
@@ -66,6 +72,7 @@ describe('engine pools through the gateway (openai SDK, vLLM simulator replicas)
           tier_priority: true,
         }),
         model('pool-tight', { base_url: slow.url, max_inflight_per_endpoint: 1, queue_timeout_ms: 100 }),
+        model('pool-cold', { endpoints: cold.map((s) => ({ url: s.url })) }),
         model('pool-resume', {
           endpoints: [{ url: resumeA.url }, { url: resumeB.url }],
           routing: 'round_robin',
@@ -118,6 +125,63 @@ describe('engine pools through the gateway (openai SDK, vLLM simulator replicas)
       }
     }
     assert.ok(homes.size >= 2, 'conversations spread over the replicas');
+  });
+
+  it("two long new documents with one ring endpoint go to different replicas; each conversation's later turns follow its first", async () => {
+    const client = stack.client('inference', { maxRetries: 0 });
+    // Two first turns whose affinity keys map to the same endpoint (the ring is the same in every pool
+    // of these endpoints: found with a local one).
+    const ring = new EnginePool(
+      EnginePoolSchema.parse({ endpoints: cold.map((s) => ({ url: s.url })), probe_interval_ms: 0 }),
+      { model: 'ring-probe' },
+    );
+    const sys = { role: 'system' as const, content: 'You read documents. '.repeat(20) };
+    const firstTurn = (i: number): OpenAI.ChatCompletionMessageParam[] => [
+      sys,
+      {
+        role: 'user',
+        content: `Document ${i}. ${'The quick brown fox jumps over the lazy dog. '.repeat(450)}`,
+      },
+    ];
+    const homeOf = (i: number) => ring.pick({ key: chatAffinityKey(firstTurn(i) as never) }, 0)?.url;
+    let j = 1;
+    while (homeOf(j) !== homeOf(0)) j++;
+    void ring.close();
+    const stats = () => cold.map((s) => s.stats.requests);
+    // The gateway answers once the first token is there, so A is not awaited before B is sent.
+    const a = client.chat.completions.create({ model: 'pool-cold', messages: firstTurn(0), max_tokens: 4 });
+    // A's request is admitted by its engine (prefilling for seconds) before B is sent.
+    await waitFor('the first document admitted', () => stats().reduce((x, y) => x + y, 0) === 1, {
+      timeoutMs: 10_000,
+      everyMs: 10,
+    });
+    const aAt = stats().indexOf(1);
+    const b = client.chat.completions.create({ model: 'pool-cold', messages: firstTurn(j), max_tokens: 4 });
+    await waitFor('the second document admitted', () => stats().reduce((x, y) => x + y, 0) === 2, {
+      timeoutMs: 10_000,
+      everyMs: 10,
+    });
+    assert.deepEqual(stats(), [1, 1], 'the second document went to the other replica');
+    const [aAnswer, bAnswer] = await Promise.all([a, b]);
+    const aText = aAnswer.choices[0]?.message.content ?? '';
+    // Each conversation's next turn goes where its document is cached.
+    for (const [i, answer, at] of [
+      [0, aText, aAt],
+      [j, bAnswer.choices[0]?.message.content ?? '', 1 - aAt],
+    ] as const) {
+      const before = stats();
+      await client.chat.completions.create({
+        model: 'pool-cold',
+        messages: [
+          ...firstTurn(i),
+          { role: 'assistant', content: answer },
+          { role: 'user', content: 'And?' },
+        ],
+        max_tokens: 4,
+      });
+      const after = stats();
+      assert.equal((after[at] ?? 0) - (before[at] ?? 0), 1, `conversation ${i} stays on replica ${at}`);
+    }
   });
 
   it('a killed replica fails no request before the first byte; it cools down and comes back after a probe', async () => {
