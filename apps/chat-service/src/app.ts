@@ -3,6 +3,7 @@ import { parseConfig, type RunningService, startMicroservice } from '@infer/runt
 import { ChatServiceModule } from './chat.module.js';
 import { ChatServiceEnvSchema } from './config.js';
 import { EngineRegistry } from './engines/registry.js';
+import { sharePoolMoves } from './pool-moves.js';
 
 export interface ChatServiceOptions {
   /** Environment to validate (ChatServiceEnvSchema: NATS_URL, LOG_LEVEL, MEDIA_*, OPS_*); default process.env. */
@@ -39,8 +40,13 @@ export async function startChatService(opts: ChatServiceOptions = {}): Promise<C
     subjectPrefix: prefix,
     installSignalHandlers: opts.installSignalHandlers ?? false,
   });
+  const stopMoves = sharePoolMoves(svc.nc, prefix);
   return {
     ...svc,
+    stop: (graceMs?: number) => {
+      stopMoves();
+      return svc.stop(graceMs);
+    },
     engines: svc.app.get(EngineRegistry),
     subjects: {
       chatCompletions: `${prefix}${Subjects.chatCompletions}`,

@@ -41,6 +41,18 @@ export const GatewaySubjects = {
 } as const;
 
 /**
+ * Core NATS subjects between the replicas of a service that runs engine pools (no queue group: every
+ * replica hears every message; one lost costs a cache miss, nothing else).
+ */
+export const EnginePoolSubjects = {
+  /**
+   * Payload (JSON): `{ origin, model, key, url }`: a pool placed a conversation's first turn off its
+   * ring endpoint (ADR 0062), so the other replicas send its later turns there too.
+   */
+  moves: 'infer.engine-pool.moves',
+} as const;
+
+/**
  * What an admin change makes stale on every gateway: `keys` = cached key lookups (they carry the
  * member's tier, billing anchor, suspension and the key's limit overrides), `catalog` = the model
  * catalog. Unknown scopes from a newer gateway are dropped, not refused.

@@ -60,12 +60,14 @@ describe('cold placement of long new prompts', () => {
     assert.equal(home.prefilling, 0);
     second.release('ok');
     assert.equal(moved.prefilling, 0);
-    // Short new prompts, and long ones whose endpoint is idle, stay on the ring.
-    const c = p.tryAcquire({ key: a, cold: 20_000 });
-    assert.equal(c?.endpoint, home);
-    const short = p.tryAcquire({ key: keyOf('conversation b0'), cold: 100 });
-    assert.equal(short?.endpoint, p.pick({ key: keyOf('conversation b0') }, 0));
-    c?.release('ok');
+    // Placed by recent long new prompts too (decaying): a third one goes to an endpoint that has had
+    // none lately, whatever its ring endpoint; a short new prompt stays on the ring.
+    const c = p.tryAcquire({ key: keyOf('conversation c'), cold: 20_000 });
+    assert.ok(c && c.endpoint !== home && c.endpoint !== moved);
+    const shortKey = keyOf('a short question');
+    const short = p.tryAcquire({ key: shortKey, cold: 100 });
+    assert.equal(short?.endpoint.url, pool().pick({ key: shortKey }, 0)?.url);
+    c.release('ok');
     short?.release('ok');
   });
 

@@ -77,6 +77,9 @@ export class Endpoint {
   errors = 0;
   /** Estimated prompt characters still to prefill: leases with a cost that have no first byte yet. */
   prefilling = 0;
+  /** Long new prompts placed here lately (characters, decaying with COLD_HALF_LIFE_MS), and when. */
+  coldLoad = 0;
+  coldAt = 0;
   lastError: string | null = null;
   lastErrorAt = 0;
   /** What the engine reports on its /metrics (`metrics_path`): created at its first scrape. */
@@ -228,13 +231,36 @@ const DEFAULT_COOLDOWN_MS = 1_000;
 const DEFAULT_COOLDOWN_MAX_MS = 30_000;
 const DEFAULT_WARMUP_MS = 10_000;
 const DEFAULT_LOAD_BOUND = 1.25;
-/** A new prompt this long (characters, ~2,000 tokens) is placed by pending prefill (pickRing). */
+/** A new prompt this long (characters, ~2,000 tokens) is placed by coldScore (pickRing, ADR 0062). */
 const COLD_LONG = 8_192;
+/** Moved keys a pool remembers (the oldest forgotten first). */
 const MOVED_MAX = 10_000;
+/** How fast a placed document stops counting: about a conversation's life (a few turns). */
+const COLD_HALF_LIFE_MS = 10_000;
+/** Long new prompts on an endpoint: prefilling now, plus placed lately (decaying). */
+function coldScore(e: Endpoint, now: number): number {
+  if (!e.coldLoad) return e.prefilling;
+  return e.prefilling + e.coldLoad * 2 ** (-Math.max(0, now - e.coldAt) / COLD_HALF_LIFE_MS);
+}
 const PROBE_TIMEOUT_MS = 2_000;
 const SCRAPE_TIMEOUT_MS = 2_000;
 
 const pools = new Set<EnginePool>();
+
+/** Where this process's pools send their moves (ADR 0062): the service's other replicas. */
+type MoveSink = (model: string, key: number, url: string) => void;
+const moveSinks = new Set<MoveSink>();
+
+/** Passes every move a pool of this process makes to `sink`; returns the function that stops it. */
+export function shareMoves(sink: MoveSink): () => void {
+  moveSinks.add(sink);
+  return () => moveSinks.delete(sink);
+}
+
+/** A move another replica made: every pool of `model` in this process remembers it too. */
+export function learnMove(model: string, key: number, url: string): void {
+  for (const p of pools) if (p.model === model) p.learnMove(key, url);
+}
 
 /**
  * ONE pool mechanism for every HTTP engine (chat upstreams, TEI, Whisper, image servers): the
@@ -555,17 +581,18 @@ export class EnginePool {
       if (!spill || e.inflight / e.weight < spill.inflight / spill.weight) spill = e;
     }
     chosen ??= spill;
-    if (chosen && (req.cold ?? 0) >= COLD_LONG && chosen.prefilling >= COLD_LONG) {
-      // A long new prompt whose endpoint is already prefilling another long one would wait for that
-      // prefill and then take as long again: no engine has it cached, so the endpoint with the least
-      // prefill pending (and under its load bound) takes it, and this pool remembers the key's move so
-      // that the conversation's later turns find their cache (ADR 0062).
+    if (chosen && (req.cold ?? 0) >= COLD_LONG) {
+      // A long new prompt (a document) is cached nowhere yet, so its place is free to choose: the
+      // endpoint under its load bound with the least long new prompts pending and placed lately (its
+      // ring endpoint on a tie) takes it, so documents neither queue behind each other's prefill nor
+      // crowd one engine's cache. A move is remembered (and shared with the other replicas) so that the
+      // conversation's later turns find their cache (ADR 0062).
       let best = chosen;
       for (const e of eps) {
         if (e === chosen || e.state === 'cooling' || req.exclude?.has(e) || !this.free(e, req, now)) continue;
         const share = (total * e.weight) / upWeight;
         if (e.inflight >= Math.max(Math.ceil(bound * share), Math.floor(share) + this.slack)) continue;
-        if (e.prefilling < best.prefilling) best = e;
+        if (coldScore(e, now) < coldScore(best, now)) best = e;
       }
       if (best !== chosen) {
         chosen = best;
@@ -587,6 +614,17 @@ export class EnginePool {
   private readonly moved = new Map<number, Endpoint>();
 
   private remember(key: number, e: Endpoint): void {
+    this.keep(key, e);
+    for (const sink of moveSinks) sink(this.o.model, key, e.url);
+  }
+
+  /** A move made by another replica of this service (shareMoves): remembered, not passed on. */
+  learnMove(key: number, url: string): void {
+    const e = this.endpoints.find((x) => x.url === url);
+    if (e) this.keep(key, e);
+  }
+
+  private keep(key: number, e: Endpoint): void {
     this.moved.delete(key);
     this.moved.set(key, e);
     if (this.moved.size > MOVED_MAX) this.moved.delete(this.moved.keys().next().value as number);
@@ -641,6 +679,11 @@ export class EnginePool {
     e.m.inflight.inc();
     const cost = req.cold ?? 0;
     e.prefilling += cost;
+    if (cost >= COLD_LONG) {
+      const now = performance.now();
+      e.coldLoad = coldScore(e, now) - e.prefilling + cost;
+      e.coldAt = now;
+    }
     return new Lease(this, e, cost);
   }
 
