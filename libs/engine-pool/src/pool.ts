@@ -588,11 +588,16 @@ export class EnginePool {
       // crowd one engine's cache. A move is remembered (and shared with the other replicas) so that the
       // conversation's later turns find their cache (ADR 0062).
       let best = chosen;
+      let bestScore = coldScore(chosen, now);
       for (const e of eps) {
         if (e === chosen || e.state === 'cooling' || req.exclude?.has(e) || !this.free(e, req, now)) continue;
         const share = (total * e.weight) / upWeight;
         if (e.inflight >= Math.max(Math.ceil(bound * share), Math.floor(share) + this.slack)) continue;
-        if (coldScore(e, now) < coldScore(best, now)) best = e;
+        const score = coldScore(e, now);
+        if (score < bestScore) {
+          best = e;
+          bestScore = score;
+        }
       }
       if (best !== chosen) {
         chosen = best;
