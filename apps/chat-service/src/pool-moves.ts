@@ -18,12 +18,13 @@ export function sharePoolMoves(
   const sub = nc.subscribe(subject, {
     callback: (err, msg) => {
       if (err) return;
-      let m: { origin?: unknown; model?: unknown; key?: unknown; url?: unknown };
+      let m: { origin?: unknown; model?: unknown; key?: unknown; url?: unknown } | null;
       try {
-        m = JSON.parse(new TextDecoder().decode(msg.data));
+        m = msg.json();
       } catch {
         return;
       }
+      if (!m || typeof m !== 'object') return;
       if (m.origin === origin || typeof m.model !== 'string' || typeof m.url !== 'string') return;
       if (typeof m.key !== 'number' || !Number.isInteger(m.key)) return;
       learnMove(m.model, m.key, m.url);

@@ -237,11 +237,12 @@ const COLD_LONG = 8_192;
 const MOVED_MAX = 10_000;
 /** How fast a placed document stops counting: about a conversation's life (a few turns). */
 const COLD_HALF_LIFE_MS = 10_000;
-/** Long new prompts on an endpoint: prefilling now, plus placed lately (decaying). */
-function coldScore(e: Endpoint, now: number): number {
-  if (!e.coldLoad) return e.prefilling;
-  return e.prefilling + e.coldLoad * 2 ** (-Math.max(0, now - e.coldAt) / COLD_HALF_LIFE_MS);
+/** Long new prompts placed on an endpoint lately, decayed to `now`. */
+function recentCold(e: Endpoint, now: number): number {
+  return e.coldLoad ? e.coldLoad * 2 ** (-Math.max(0, now - e.coldAt) / COLD_HALF_LIFE_MS) : 0;
 }
+/** Long new prompts on an endpoint: prefilling now, plus placed lately. */
+const coldScore = (e: Endpoint, now: number): number => e.prefilling + recentCold(e, now);
 const PROBE_TIMEOUT_MS = 2_000;
 const SCRAPE_TIMEOUT_MS = 2_000;
 
@@ -546,7 +547,6 @@ export class EnginePool {
     if (upWeight === 0) return null;
     const stamp = ++this.stamp;
     const total = this.totalInflight + 1;
-    const bound = this.o.loadBound;
     let home: Endpoint | null = null;
     let chosen: Endpoint | null = null;
     if (this.moved.size) {
@@ -555,8 +555,7 @@ export class EnginePool {
         // Gone or cooling: the key goes back to the ring for good; over its bound: for this request.
         if (m.removed || m.state === 'cooling') this.moved.delete(req.key as number);
         else if (!req.exclude?.has(m) && this.free(m, req, now)) {
-          const share = (total * m.weight) / upWeight;
-          if (m.inflight < Math.max(Math.ceil(bound * share), Math.floor(share) + this.slack)) return m;
+          if (this.underBound(m, total, upWeight)) return m;
         }
       }
     }
@@ -573,8 +572,7 @@ export class EnginePool {
       // The key's endpoint: the first one on the ring this request may use.
       home ??= e;
       if (!this.free(e, req, now)) continue;
-      const share = (total * e.weight) / upWeight;
-      if (e.inflight < Math.max(Math.ceil(bound * share), Math.floor(share) + this.slack)) {
+      if (this.underBound(e, total, upWeight)) {
         chosen = e;
         break;
       }
@@ -591,8 +589,7 @@ export class EnginePool {
       let bestScore = coldScore(chosen, now);
       for (const e of eps) {
         if (e === chosen || e.state === 'cooling' || req.exclude?.has(e) || !this.free(e, req, now)) continue;
-        const share = (total * e.weight) / upWeight;
-        if (e.inflight >= Math.max(Math.ceil(bound * share), Math.floor(share) + this.slack)) continue;
+        if (!this.underBound(e, total, upWeight)) continue;
         const score = coldScore(e, now);
         if (score < bestScore) {
           best = e;
@@ -609,6 +606,15 @@ export class EnginePool {
       this.m.spills.inc();
     }
     return chosen;
+  }
+
+  /**
+   * prefix_affinity's load bound: below max(c x its fair share, fair share + slack) of `total` requests
+   * in flight (this one included), the share by weight among the endpoints that are up (ADR 0061).
+   */
+  private underBound(e: Endpoint, total: number, upWeight: number): boolean {
+    const share = (total * e.weight) / upWeight;
+    return e.inflight < Math.max(Math.ceil(this.o.loadBound * share), Math.floor(share) + this.slack);
   }
 
   /**
@@ -686,7 +692,7 @@ export class EnginePool {
     e.prefilling += cost;
     if (cost >= COLD_LONG) {
       const now = performance.now();
-      e.coldLoad = coldScore(e, now) - e.prefilling + cost;
+      e.coldLoad = recentCold(e, now) + cost;
       e.coldAt = now;
     }
     return new Lease(this, e, cost);
