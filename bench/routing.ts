@@ -6,11 +6,15 @@
  *
  *   node --conditions=source --import ./tools/ts-register.js bench/routing.ts [--scale 1] [--conversations 120]
  *        [--loads 50,80,95] [--policies round_robin,least_loaded,prefix_affinity] [--no-kill]
+ *        [--seed 7] [--cache-blocks 2000] [--tail]
  *
  * Times are SIMULATED milliseconds (real ms / --scale). Numbers, not pass/fail. `rest p99` leaves out
  * the first turns that open with a new document (`doc1`: no engine can have it cached yet). Each row also gives the
  * host's state during the run: the 1-minute load average at its end and this process's event-loop delay
- * p99 (real ms): the lag every timer and socket read of the run suffered.
+ * p99 (real ms): the lag every timer and socket read of the run suffered. `hit min` is the lowest hit
+ * rate of one replica. `--tail` prints, after each row, the slowest 1 % of the run's requests as the
+ * simulators saw them (replica, first-token time, prompt and uncached tokens, document or not, turn) with
+ * the long prefills (> 1,500 uncached tokens) their replica took in the 300 ms before their first token.
  */
 import { loadavg } from 'node:os';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
@@ -18,7 +22,7 @@ import { parseArgs } from 'node:util';
 import { type EngineInput, type EngineMessage, OpenAIUpstreamEngine } from '@infer/chat-service/public';
 import { OpenAIUpstreamEngineSchema } from '@infer/contracts';
 import { chatAffinityKey, coldChars, EnginePool, type PoolSettings } from '@infer/engine-pool';
-import { VllmSimulator } from '@infer/engine-pool/testing';
+import { type FirstTokenTrace, VllmSimulator } from '@infer/engine-pool/testing';
 import { pino } from 'pino';
 import { pct } from './support.js';
 
@@ -30,6 +34,8 @@ const { values: args } = parseArgs({
     policies: { type: 'string', default: 'round_robin,least_loaded,prefix_affinity' },
     'no-kill': { type: 'boolean', default: false },
     seed: { type: 'string', default: '7' },
+    'cache-blocks': { type: 'string', default: '2000' },
+    tail: { type: 'boolean', default: false },
   },
 });
 const SCALE = Number(args.scale);
@@ -41,7 +47,12 @@ const POLICIES = args.policies.split(',') as PoolSettings['routing'][];
 // docs/engine-pools.md) with a small KV cache (2,000 blocks = 32k tokens): no replica holds the
 // workload's working set, the fleet's caches together hold most of it (docs/engine-pools.md).
 const REPLICAS = 4;
-const SIM = { cacheBlocks: 2_000, maxRunning: 64, tokensPerEvent: 10, timeScale: SCALE };
+const SIM = {
+  cacheBlocks: Number(args['cache-blocks']),
+  maxRunning: 64,
+  tokensPerEvent: 10,
+  timeScale: SCALE,
+};
 const OUTPUT_TOKENS = 150;
 const MAX_INFLIGHT = 64;
 
@@ -101,10 +112,35 @@ interface RunResult {
   tokens: number;
   seconds: number;
   hitRate: number;
+  /** The lowest hit rate of one replica (the cache under the most pressure). */
+  hitMin: number;
   /** prefix_affinity requests placed past their key's endpoint for load, of all requests. */
   spills: number;
   lagP99: number;
   load: number;
+  /** --tail: the slowest 1 % of requests, one line each. */
+  tail?: string[];
+}
+
+/** The slowest 1 % of first tokens as the simulators saw them, with the long prefills just before each. */
+function tailOf(traces: Array<FirstTokenTrace & { replica: number }>): string[] {
+  const ms = (t: FirstTokenTrace) => (t.first - t.arrived) / SCALE;
+  const kind = (t: FirstTokenTrace) =>
+    `${t.prompt.includes(' doc') ? 'doc' : 'chat'} turn ${t.prompt.split('question ').length - 1}`;
+  const sorted = [...traces].sort((a, b) => ms(b) - ms(a));
+  return sorted.slice(0, Math.ceil(sorted.length / 100)).map((t) => {
+    const near = traces
+      .filter(
+        (u) =>
+          u !== t &&
+          u.replica === t.replica &&
+          u.promptTokens - u.cachedTokens > 1_500 &&
+          u.first <= t.first &&
+          u.first > t.first - 300 * SCALE,
+      )
+      .map((u) => `${kind(u)} ${u.promptTokens - u.cachedTokens}`);
+    return `  replica ${t.replica}  ${ms(t).toFixed(0).padStart(4)} ms  ${kind(t).padEnd(12)} prompt ${t.promptTokens}, uncached ${t.promptTokens - t.cachedTokens}  | long prefills before it: ${near.join(', ') || 'none'}`;
+  });
 }
 
 async function run(
@@ -114,6 +150,11 @@ async function run(
 ): Promise<RunResult> {
   const sims = Array.from({ length: REPLICAS }, (_, i) => new VllmSimulator({ name: `sim${i}`, ...SIM }));
   const urls = await Promise.all(sims.map((s) => s.start()));
+  const traces: Array<FirstTokenTrace & { replica: number }> = [];
+  if (args.tail)
+    sims.forEach((s, replica) => {
+      s.onFirstToken = (t) => traces.push({ ...t, replica });
+    });
   const settings = OpenAIUpstreamEngineSchema.parse({
     type: 'openai',
     endpoints: urls.map((url) => ({ url })),
@@ -138,6 +179,7 @@ async function run(
     tokens: 0,
     seconds: 0,
     hitRate: 0,
+    hitMin: 0,
     spills: 0,
     lagP99: 0,
     load: 0,
@@ -217,12 +259,16 @@ async function run(
   const prompt = sims.reduce((s, x) => s + x.stats.promptTokens, 0);
   const hits = sims.reduce((s, x) => s + x.stats.hitTokens, 0);
   r.hitRate = prompt ? hits / prompt : 0;
+  r.hitMin = Math.min(
+    ...sims.map((x) => (x.stats.promptTokens ? x.stats.hitTokens / x.stats.promptTokens : 1)),
+  );
   r.spills = engine.pool.status().affinity_spills / Math.max(1, r.ttft.length + r.failedBeforeStream);
   lag.disable();
   r.lagP99 = lag.percentile(99) / 1e6;
   r.load = loadavg()[0] ?? 0;
   await engine.close();
   await Promise.all(sims.map((s) => s.kill()));
+  if (args.tail) r.tail = tailOf(traces);
   return r;
 }
 
@@ -278,14 +324,15 @@ async function main() {
   console.log('times in simulated ms; throughput in requests and output tokens per simulated second\n');
   const cpu = new Map(POLICIES.map((p) => [p, routingCpu(p)]));
   console.log(
-    `${'load'.padEnd(6)}${'policy'.padEnd(17)}${'ttft p50'.padStart(9)}${'ttft p99'.padStart(9)}${'rest p99'.padStart(9)}${'doc1 p50'.padStart(9)}${'doc1 p90'.padStart(9)}${'req/s'.padStart(9)}${'tok/s'.padStart(9)}${'hit %'.padStart(9)}${'cpu us'.padStart(9)}${'failed'.padStart(9)}${'spill %'.padStart(9)}${'lag p99'.padStart(9)}${'host'.padStart(7)}`,
+    `${'load'.padEnd(6)}${'policy'.padEnd(17)}${'ttft p50'.padStart(9)}${'ttft p99'.padStart(9)}${'rest p99'.padStart(9)}${'doc1 p50'.padStart(9)}${'doc1 p90'.padStart(9)}${'req/s'.padStart(9)}${'tok/s'.padStart(9)}${'hit %'.padStart(9)}${'hit min'.padStart(9)}${'cpu us'.padStart(9)}${'failed'.padStart(9)}${'spill %'.padStart(9)}${'lag p99'.padStart(9)}${'host'.padStart(7)}`,
   );
   for (const load of LOADS) {
     for (const p of POLICIES) {
       const r = await run(p, load);
       console.log(
-        `${`${load}%`.padEnd(6)}${p.padEnd(17)}${f(pct(r.ttft, 50))} ${f(pct(r.ttft, 99))} ${f(pct(r.ttftRest, 99))} ${f(pct(r.ttftDocFirst, 50))} ${f(pct(r.ttftDocFirst, 90))} ${f(r.done / r.seconds, 1)} ${f(r.tokens / r.seconds)} ${f(r.hitRate * 100, 1)} ${f(cpu.get(p) ?? 0, 2)} ${f(r.failedBeforeStream + r.failedStreaming)} ${f(r.spills * 100, 1)} ${f(r.lagP99, 1)} ${r.load.toFixed(1).padStart(6)}`,
+        `${`${load}%`.padEnd(6)}${p.padEnd(17)}${f(pct(r.ttft, 50))} ${f(pct(r.ttft, 99))} ${f(pct(r.ttftRest, 99))} ${f(pct(r.ttftDocFirst, 50))} ${f(pct(r.ttftDocFirst, 90))} ${f(r.done / r.seconds, 1)} ${f(r.tokens / r.seconds)} ${f(r.hitRate * 100, 1)} ${f(r.hitMin * 100, 1)} ${f(cpu.get(p) ?? 0, 2)} ${f(r.failedBeforeStream + r.failedStreaming)} ${f(r.spills * 100, 1)} ${f(r.lagP99, 1)} ${r.load.toFixed(1).padStart(6)}`,
       );
+      if (r.tail) console.log(r.tail.join('\n'));
     }
   }
   if (!args['no-kill']) {

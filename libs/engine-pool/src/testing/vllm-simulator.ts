@@ -57,6 +57,15 @@ const WORDS = [
   'one',
 ];
 
+/** One sequence at its first token: its prompt, how much of it was cached, when it arrived (real ms). */
+export interface FirstTokenTrace {
+  prompt: string;
+  promptTokens: number;
+  cachedTokens: number;
+  arrived: number;
+  first: number;
+}
+
 interface Seq {
   id: string;
   promptTokens: number;
@@ -98,6 +107,8 @@ export class VllmSimulator {
   failStatus: number | null = null;
   breakAfterTokens: number | null = null;
   healthy = true;
+  /** Called at each sequence's first token (bench/routing.ts --tail): what it asked and found cached. */
+  onFirstToken: ((t: FirstTokenTrace) => void) | null = null;
   readonly stats = { requests: 0, promptTokens: 0, hitTokens: 0, generated: 0 };
   url = '';
 
@@ -356,6 +367,10 @@ export class VllmSimulator {
 
   private token(s: Seq): void {
     const word = WORDS[(s.seed + s.produced * 7) % WORDS.length] as string;
+    if (s.produced === 0 && this.onFirstToken) {
+      const { prompt, promptTokens, cachedTokens, arrived } = s;
+      this.onFirstToken({ prompt, promptTokens, cachedTokens, arrived, first: performance.now() });
+    }
     const piece = s.produced === 0 && !s.continued ? word : ` ${word}`;
     s.text.push(piece);
     s.output += piece;
