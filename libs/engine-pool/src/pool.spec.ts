@@ -11,7 +11,7 @@ import { AffinityKey } from './hash.js';
 import { poolMetrics } from './metrics.js';
 import { type Endpoint, EndpointFailure, EnginePool, type Lease, type PoolSettings } from './pool.js';
 import { FairQueue, type Queued } from './queue.js';
-import { VllmSimulator } from './testing/vllm-simulator.js';
+import { type FirstTokenTrace, VllmSimulator } from './testing/vllm-simulator.js';
 
 const settings = (s: Record<string, unknown>): PoolSettings =>
   EnginePoolSchema.parse({ probe_interval_ms: 0, ...s });
@@ -440,6 +440,8 @@ describe("engine metrics (the engines' own /metrics)", () => {
       assert.equal(of(sim.url)?.cache_hit_rate, null, 'no lookups yet: no rate');
       assert.equal(of(sim.url)?.requests_waiting, 0);
       const system = 'You are a careful assistant who answers in short sentences. '.repeat(8);
+      const firsts: FirstTokenTrace[] = [];
+      sim.onFirstToken = (t) => firsts.push(t);
       for (let i = 0; i < 4; i++) {
         const res = await fetch(`${sim.url}/chat/completions`, {
           method: 'POST',
@@ -459,6 +461,16 @@ describe("engine metrics (the engines' own /metrics)", () => {
       // The simulator's own ratio over the window (all its traffic is in it).
       const expected = sim.stats.hitTokens / sim.stats.promptTokens;
       assert.ok(expected > 0, 'the shared system prompt is served from cache after the first request');
+      // Each sequence's first token is reported with what it found cached (bench/routing.ts --tail).
+      assert.deepEqual(
+        firsts.map((t) => t.cachedTokens > 0),
+        [false, true, true, true],
+      );
+      assert.equal(
+        firsts.reduce((n, t) => n + t.cachedTokens, 0),
+        sim.stats.hitTokens,
+      );
+      assert.ok(firsts.every((t) => t.prompt.includes('question') && t.first >= t.arrived));
       // (A reading taken while the last request still ran has the final counters and 1 running.)
       const shown = await waitFor('the pool showing the simulator’s hit rate, idle', () => {
         const e = of(sim.url);
