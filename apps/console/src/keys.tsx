@@ -1,6 +1,6 @@
 // Key dialogs shared by the member page and the Keys page: the one-time display of a new secret, the
-// live limit state of a key, the revoke and rotate confirmations, the expiry cell, and the lifecycle
-// fields (expiry, allowed models, allowed IPs) of the mint and edit forms.
+// live limit state of a key, the revoke and rotate confirmations, the expiry cell, a key row's actions,
+// and the lifecycle fields (expiry, allowed models, allowed IPs) of the mint and edit forms.
 import {
   type AdminKey,
   formatMoney,
@@ -16,6 +16,7 @@ import { expiryText, utc } from './format.js';
 import { useLoad } from './hooks.js';
 import { fieldOfParam, type Lifecycle, lifecycleBody, lifecycleOf } from './key-form.js';
 import { LimitsDialog } from './limits-editor.js';
+import { READ_ONLY_REASON } from './session.js';
 import { Button, Dialog, ErrorNote, Field } from './ui.js';
 
 /** The new secret, shown this once: Escape does not close it, only the explicit button. */
@@ -455,6 +456,67 @@ export function AllowLists(props: { apiKey: AdminKey }): ReactNode {
       {k.allowed_models.length && k.allowed_ips.length ? <br /> : null}
       {list(k.allowed_ips)}
     </span>
+  );
+}
+
+/** What a key row's actions open: useKeyDialogs' setters. */
+export interface KeyDialogOpeners<K> {
+  inspect(k: K): void;
+  limits(k: K): void;
+  edit(k: K): void;
+  revoke(k: K): void;
+}
+
+/**
+ * The actions cell of a keys table row (the Keys page and a member's page): its limits' live state, its
+ * limits, edit, rotate (confirmed with `ask`, the new secret to `onRotated`) and revoke. Changes need
+ * write access; a revoked key can only be looked at.
+ */
+export function KeyActions<K extends AdminKey>(props: {
+  apiKey: K;
+  owner: string;
+  canWrite: boolean;
+  open: KeyDialogOpeners<NoInfer<K>>;
+  ask: (r: ConfirmRequest) => void;
+  onRotated: (minted: MintedKey) => void;
+}) {
+  const { apiKey: k, open } = props;
+  const closed = !props.canWrite || Boolean(k.revoked_at);
+  const why = k.revoked_at ? 'Already revoked.' : READ_ONLY_REASON;
+  return (
+    <div className="actions">
+      <Button onClick={() => open.inspect(k)} label={`State of ${k.prefix}`}>
+        State
+      </Button>
+      <Button
+        disabled={!props.canWrite}
+        reason={READ_ONLY_REASON}
+        onClick={() => open.limits(k)}
+        label={`Limits of ${k.prefix}`}
+      >
+        Limits
+      </Button>
+      <Button disabled={closed} reason={why} onClick={() => open.edit(k)} label={`Edit ${k.prefix}`}>
+        Edit
+      </Button>
+      <Button
+        disabled={closed}
+        reason={why}
+        onClick={() => props.ask(rotateRequest(k, props.owner, props.onRotated))}
+        label={`Rotate key ${k.prefix}`}
+      >
+        Rotate
+      </Button>
+      <Button
+        kind="danger"
+        disabled={closed}
+        reason={why}
+        onClick={() => open.revoke(k)}
+        label={`Revoke ${k.prefix}`}
+      >
+        Revoke
+      </Button>
+    </div>
   );
 }
 

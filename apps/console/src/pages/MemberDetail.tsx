@@ -23,11 +23,11 @@ import {
   AllowLists,
   FormProblems,
   failureFields,
+  KeyActions,
   KeyExpiry,
   KeyStatus,
   LifecycleFields,
   OneTimeKeyDialog,
-  rotateRequest,
   useKeyDialogs,
 } from '../keys.js';
 import { RefusalsPanel } from '../refusals.js';
@@ -276,51 +276,17 @@ export function MemberDetailPage(props: { id: string }) {
                 </span>
               </td>
               <td data-label="Actions">
-                <div className="actions">
-                  <Button onClick={() => key.inspect(k)} label={`State of ${k.prefix}`}>
-                    State
-                  </Button>
-                  <Button
-                    disabled={!canWrite}
-                    reason={READ_ONLY_REASON}
-                    onClick={() => key.limits(k)}
-                    label={`Limits of ${k.prefix}`}
-                  >
-                    Limits
-                  </Button>
-                  <Button
-                    disabled={!canWrite || Boolean(k.revoked_at)}
-                    reason={k.revoked_at ? 'Already revoked.' : READ_ONLY_REASON}
-                    onClick={() => key.edit(k)}
-                    label={`Edit ${k.prefix}`}
-                  >
-                    Edit
-                  </Button>
-                  <Button
-                    disabled={!canWrite || Boolean(k.revoked_at)}
-                    reason={k.revoked_at ? 'Already revoked.' : READ_ONLY_REASON}
-                    onClick={() =>
-                      confirm.ask(
-                        rotateRequest(k, m.name, (minted) => {
-                          setMinted(minted);
-                          detail.reload();
-                        }),
-                      )
-                    }
-                    label={`Rotate key ${k.prefix}`}
-                  >
-                    Rotate
-                  </Button>
-                  <Button
-                    kind="danger"
-                    disabled={!canWrite || Boolean(k.revoked_at)}
-                    reason={k.revoked_at ? 'Already revoked.' : READ_ONLY_REASON}
-                    onClick={() => key.revoke(k)}
-                    label={`Revoke ${k.prefix}`}
-                  >
-                    Revoke
-                  </Button>
-                </div>
+                <KeyActions
+                  apiKey={k}
+                  owner={m.name}
+                  canWrite={canWrite}
+                  open={key}
+                  ask={confirm.ask}
+                  onRotated={(minted) => {
+                    setMinted(minted);
+                    detail.reload();
+                  }}
+                />
               </td>
             </tr>
           ))}
