@@ -60,8 +60,12 @@ ensure_podman() {
 # service, which podman refuses, so there it comes from Debian's bookworm-backports (1.0.6; a backports
 # source is pinned below the release, so nothing else is taken from it unasked).
 ensure_podman_compose() {
-  local v
-  v="$(podman-compose version 2>/dev/null | sed -n 's/^podman-compose version \([0-9.]*\).*/\1/p' | tail -n 1)"
+  # Not installed yet (a fresh machine): no version. The `|| v=''` keeps set -e and pipefail from ending
+  # the script on podman-compose's own exit status.
+  local v=''
+  if command -v podman-compose >/dev/null 2>&1; then
+    v="$(podman-compose version 2>/dev/null | sed -n 's/^podman-compose version \([0-9.]*\).*/\1/p' | tail -n 1)" || v=''
+  fi
   [[ -n "$v" ]] && dpkg --compare-versions "$v" ge 1.0.6 2>/dev/null && return 0
   local codename
   codename="$(. /etc/os-release 2>/dev/null && echo "${VERSION_CODENAME:-}")"
