@@ -44,8 +44,8 @@ const LOADS = args.loads.split(',').map(Number);
 const POLICIES = args.policies.split(',') as PoolSettings['routing'][];
 
 // The fleet: 4 replicas of the simulator's default figures (Llama-3.1-8B BF16 on one H100, see
-// docs/engine-pools.md) with a small KV cache (2,000 blocks = 32k tokens): no replica holds the
-// workload's working set, the fleet's caches together hold most of it (docs/engine-pools.md).
+// docs/engine-pools.md) with a small KV cache (--cache-blocks, default 2,000 blocks = 32k tokens): no
+// replica holds the workload's working set, the fleet's caches together hold most of it.
 const REPLICAS = 4;
 const SIM = {
   cacheBlocks: Number(args['cache-blocks']),

@@ -59,7 +59,7 @@ describe('engine pool moves shared between chat-service replicas (NATS)', () => 
     const got: Array<{ origin: string; model: string; key: number; url: string }> = [];
     const sub = b.subscribe(subject, {
       callback: (_e, m) => {
-        got.push(JSON.parse(new TextDecoder().decode(m.data)));
+        got.push(m.json());
       },
     });
     await b.flush();

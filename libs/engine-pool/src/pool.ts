@@ -618,9 +618,9 @@ export class EnginePool {
   }
 
   /**
-   * Keys whose first turn was placed off the ring for its prefill, and where: this pool's requests of
-   * such a key go there while it is up and under its bound (this replica only; the oldest forgotten
-   * past MOVED_MAX).
+   * Keys whose first turn was placed off the ring for its prefill, and where (this pool's moves and
+   * those the service's other replicas shared): requests of such a key go there while it is up and
+   * under its bound (the oldest forgotten past MOVED_MAX).
    */
   private readonly moved = new Map<number, Endpoint>();
 
