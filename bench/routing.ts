@@ -79,17 +79,31 @@ const filler = (n: number, tag: string) => {
 };
 const systems = Array.from({ length: SYSTEMS }, (_, i) => filler(SYS_CHARS, `system${i}`));
 
+/**
+ * One conversation, drawn whole before the first run: its prompts, its user turns and the think time after
+ * each, and the gap before the next conversation arrives. Every policy replays the same draws (common
+ * random numbers), so the policies of one process differ only in routing and timing, not in which
+ * conversations happened to open with a document or think longer.
+ */
 interface Conversation {
   system: string;
   doc: string | null;
-  turns: number;
+  questions: string[];
+  thinkMs: number[];
+  /** Simulated ms to the next conversation at one conversation a second (a run divides it by its rate). */
+  gap: number;
 }
 const conversationsOf = (n: number): Conversation[] =>
-  Array.from({ length: n }, () => ({
-    system: systems[Math.floor(rand() * SYSTEMS)] as string,
-    doc: rand() < DOC_SHARE ? filler(DOC_CHARS, `doc${Math.floor(rand() * 1e6)}`) : null,
-    turns: 3 + Math.floor(rand() * 6),
-  }));
+  Array.from({ length: n }, () => {
+    const system = systems[Math.floor(rand() * SYSTEMS)] as string;
+    const doc = rand() < DOC_SHARE ? filler(DOC_CHARS, `doc${Math.floor(rand() * 1e6)}`) : null;
+    const turns = 3 + Math.floor(rand() * 6);
+    const questions = Array.from({ length: turns }, () => filler(USER_CHARS, 'question'));
+    const thinkMs = Array.from({ length: turns }, () => exp(THINK_MS));
+    return { system, doc, questions, thinkMs, gap: exp(1000) };
+  });
+/** The run's workload: the same for every policy and load of one process (`--seed`). */
+const WORKLOAD = conversationsOf(CONVERSATIONS);
 
 // Analytic capacity of one replica with only the system prompts cached (what any policy reaches once
 // warm): uncached prompt tokens per request x prefill cost + its share of batched decode steps.
@@ -166,7 +180,7 @@ async function run(
     timeout_ms: 30_000,
   });
   const engine = new OpenAIUpstreamEngine(settings, 'bench', 'none', undefined, log);
-  const convs = conversationsOf(CONVERSATIONS);
+  const convs = WORKLOAD;
   const rate = (load / 100) * FLEET_RPS; // requests per simulated second
   const convRate = rate / avgTurns;
   const r: RunResult = {
@@ -239,20 +253,20 @@ async function run(
 
   const conversation = async (c: Conversation) => {
     const messages: EngineMessage[] = [{ role: 'system', content: c.system }];
-    for (let t = 0; t < c.turns; t++) {
-      const q = filler(USER_CHARS, 'question');
+    for (let t = 0; t < c.questions.length; t++) {
+      const q = c.questions[t] as string;
       messages.push({ role: 'user', content: t === 0 && c.doc ? `${c.doc}\n\n${q}` : q });
       const answer = await one(messages, t === 0 && c.doc !== null);
       if (answer === null) return;
       messages.push({ role: 'assistant', content: answer });
-      await sleep(exp(THINK_MS));
+      await sleep(c.thinkMs[t] as number);
     }
   };
 
   const running: Promise<void>[] = [];
   for (const c of convs) {
     running.push(conversation(c));
-    await sleep(exp(1000 / convRate));
+    await sleep(c.gap / convRate);
   }
   await Promise.all(running);
   r.seconds = (performance.now() - t0) / 1000 / SCALE;
