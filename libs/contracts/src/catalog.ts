@@ -96,8 +96,9 @@ export const EnginePoolFields = {
   probe_interval_ms: z.number().int().min(0).max(600_000).default(5_000),
   /**
    * Path of the engine's Prometheus metrics on each endpoint's origin (vLLM serves them on its API
-   * port), read at every probe interval for the prefix-cache hit rate, waiting and running requests
-   * and KV cache use shown on the console's Models page. Unset: '/metrics' for chat `openai` upstreams,
+   * port, SGLang with --enable-metrics; the names read: docs/engine-pools.md), read at every probe
+   * interval for the prefix-cache hit rate, waiting and running requests and KV cache use shown on the
+   * console's Models page. Unset: '/metrics' for chat `openai` upstreams,
    * not read for other engines; '' turns it off.
    */
   metrics_path: z

@@ -855,9 +855,9 @@ export const ModelEndpointSchema = z.object({
   last_error: z.string().nullable(),
   last_error_at: z.string().nullable(),
   /**
-   * Reported by the engine on its Prometheus /metrics (the pool's `metrics_path`; vLLM's names), from
+   * Reported by the engine on its Prometheus /metrics (the pool's `metrics_path`; vLLM's or SGLang's names), from
    * the replica that read it last (they all read the same engine); null when the engine reports nothing
-   * (no /metrics, not vLLM, not an HTTP chat engine). The prefix-cache hit rate is over about the last
+   * (no /metrics, neither vLLM nor SGLang, not an HTTP chat engine). The prefix-cache hit rate is over about the last
    * minute (the lifetime rate when the engine had no lookups in it), 0..1.
    */
   cache_hit_rate: z.number().min(0).max(1).nullable(),

@@ -8,7 +8,7 @@ const parse = (text: string) => {
 };
 
 describe("parseEngineMetrics (an engine's Prometheus text)", () => {
-  it('reads the vLLM names with labels, sums series and skips everything else', () => {
+  it("reads vLLM's names with labels, sums series and skips everything else", () => {
     const { found, s } = parse(
       [
         '# HELP vllm:prefix_cache_queries_total Prefix cache queries, in terms of number of queried tokens.',
@@ -62,6 +62,40 @@ describe("parseEngineMetrics (an engine's Prometheus text)", () => {
     ).s;
     assert.equal(both.queries, 10);
     assert.equal(both.hits, 4);
+  });
+
+  it("reads SGLang's names: token counters (cached tokens by cache source), the queue, token usage", () => {
+    const { found, s } = parse(
+      [
+        '# HELP sglang:prompt_tokens_total Number of prefill tokens processed.',
+        '# TYPE sglang:prompt_tokens_total counter',
+        'sglang:prompt_tokens_total{model_name="qwen",tp_rank="0"} 5000.0',
+        'sglang:cached_tokens_total{model_name="qwen",cache_source="device"} 3000.0',
+        'sglang:cached_tokens_total{model_name="qwen",cache_source="host"} 500.0',
+        'sglang:generation_tokens_total{model_name="qwen"} 8000.0',
+        'sglang:cache_hit_rate{model_name="qwen"} 0.1',
+        'sglang:num_queue_reqs{model_name="qwen"} 6',
+        'sglang:num_running_reqs{model_name="qwen"} 30',
+        'sglang:token_usage{model_name="qwen"} 0.62',
+        'sglang:time_to_first_token_seconds_bucket{le="0.1",model_name="qwen"} 40.0',
+        'sglang:num_requests_total{model_name="qwen"} 99',
+        '',
+      ].join('\n'),
+    );
+    assert.equal(found, true);
+    assert.equal(s.queries, 5000);
+    assert.equal(s.hits, 3500);
+    assert.equal(s.hitRateGauge, 0.1);
+    assert.equal(s.waiting, 6);
+    assert.equal(s.running, 30);
+    assert.equal(s.kvUsage, 0.62);
+    // An SGLang without the cached-tokens counter: its hit-rate gauge is what it reports.
+    const older = parse('sglang:prompt_tokens_total 100\nsglang:cache_hit_rate 0.25\n').s;
+    assert.ok(Number.isNaN(older.queries) && Number.isNaN(older.hits));
+    assert.equal(older.hitRateGauge, 0.25);
+    const r = new EngineReport();
+    r.record(older, 1);
+    assert.equal(r.cacheHitRate, 0.25);
   });
 
   it('keeps label values with braces and quotes apart from the value; finds nothing in other engines', () => {

@@ -1,6 +1,6 @@
 /**
- * What an engine reports about itself on its Prometheus `/metrics` (vLLM's metric names): the
- * prefix-cache counters, the scheduler's queue and the KV cache's fill. Read by the pool's timer
+ * What an engine reports about itself on its Prometheus `/metrics` (vLLM's or SGLang's metric names):
+ * the prefix-cache counters, the scheduler's queue and the KV cache's fill. Read by the pool's timer
  * (EnginePool, `metrics_path`), never on the request path.
  */
 
@@ -9,7 +9,7 @@ export interface EngineSample {
   /** Prefix-cache lookups and hits (tokens), counters since the engine started. */
   queries: number;
   hits: number;
-  /** Older vLLM: a hit-rate gauge instead of the counters. */
+  /** Older vLLM, SGLang without the counters: a hit-rate gauge instead of the counters. */
   hitRateGauge: number;
   waiting: number;
   running: number;
@@ -26,27 +26,32 @@ export const emptySample = (): EngineSample => ({
   kvUsage: Number.NaN,
 });
 
-// The names read, newest first where vLLM renamed one (the newer name wins when both are there).
+// The names read. Per figure, its names in order of preference: vLLM's newer name, its older one, then
+// SGLang's (`--enable-metrics`); the first with any series wins, so an engine that exports two
+// generations is not counted twice.
 const NAMES = [
   'vllm:prefix_cache_queries_total',
-  'vllm:prefix_cache_hits_total',
   'vllm:gpu_prefix_cache_queries_total',
+  'sglang:prompt_tokens_total',
+  'vllm:prefix_cache_hits_total',
   'vllm:gpu_prefix_cache_hits_total',
+  'sglang:cached_tokens_total',
   'vllm:gpu_prefix_cache_hit_rate',
+  'sglang:cache_hit_rate',
   'vllm:num_requests_waiting',
+  'sglang:num_queue_reqs',
   'vllm:num_requests_running',
+  'sglang:num_running_reqs',
   'vllm:kv_cache_usage_perc',
   'vllm:gpu_cache_usage_perc',
+  'sglang:token_usage',
 ] as const;
-const QUERIES = 0;
-const HITS = 1;
-const OLD_QUERIES = 2;
-const OLD_HITS = 3;
-const HIT_RATE = 4;
-const WAITING = 5;
-const RUNNING = 6;
-const KV = 7;
-const OLD_KV = 8;
+const QUERIES = [0, 1, 2];
+const HITS = [3, 4, 5];
+const HIT_RATE = [6, 7];
+const WAITING = [8, 9];
+const RUNNING = [10, 11];
+const KV = [12, 13, 14];
 
 // Per name: the sum of its series' values and how many series there were (one pass, no allocation
 // besides each read value's text).
@@ -54,6 +59,7 @@ const sums = new Float64Array(NAMES.length);
 const counts = new Uint32Array(NAMES.length);
 
 const V = 118; // 'v'
+const S = 115; // 's'
 const LBRACE = 123;
 const RBRACE = 125;
 const QUOTE = 34;
@@ -63,7 +69,7 @@ const TAB = 9;
 const CR = 13;
 
 /**
- * Reads the vLLM figures from a Prometheus text exposition into `out`; only the lines of the names
+ * Reads the vLLM or SGLang figures from a Prometheus text exposition into `out`; only the lines of the names
  * above are looked at (comments, histograms and other metrics are skipped at their first characters).
  * Several series of one name (labels such as `model_name` or `engine`) are summed; the fractions
  * (hit-rate gauge, KV cache usage) averaged. Returns whether any of the names was there.
@@ -76,7 +82,8 @@ export function parseEngineMetrics(text: string, out: EngineSample): boolean {
   for (let i = 0; i < n; ) {
     let end = text.indexOf('\n', i);
     if (end < 0) end = n;
-    if (text.charCodeAt(i) === V && text.startsWith('vllm:', i)) {
+    const c = text.charCodeAt(i);
+    if ((c === V && text.startsWith('vllm:', i)) || (c === S && text.startsWith('sglang:', i))) {
       for (let k = 0; k < NAMES.length; k++) {
         const name = NAMES[k] as string;
         if (!text.startsWith(name, i)) continue;
@@ -93,22 +100,24 @@ export function parseEngineMetrics(text: string, out: EngineSample): boolean {
     }
     i = end + 1;
   }
-  out.queries = pick(QUERIES, OLD_QUERIES, false);
-  out.hits = pick(HITS, OLD_HITS, false);
+  out.queries = pick(QUERIES, false);
+  out.hits = pick(HITS, false);
   // Counters only as a pair (a hit count without its queries says nothing).
   if (Number.isNaN(out.queries) || Number.isNaN(out.hits)) out.queries = out.hits = Number.NaN;
-  out.hitRateGauge = pick(HIT_RATE, HIT_RATE, true);
-  out.waiting = pick(WAITING, WAITING, false);
-  out.running = pick(RUNNING, RUNNING, false);
-  out.kvUsage = pick(KV, OLD_KV, true);
+  out.hitRateGauge = pick(HIT_RATE, true);
+  out.waiting = pick(WAITING, false);
+  out.running = pick(RUNNING, false);
+  out.kvUsage = pick(KV, true);
   return found;
 }
 
-function pick(k: number, old: number, mean: boolean): number {
-  const at = (counts[k] as number) > 0 ? k : (counts[old] as number) > 0 ? old : -1;
-  if (at < 0) return Number.NaN;
-  const s = sums[at] as number;
-  return mean ? s / (counts[at] as number) : s;
+/** The first of `names` (indexes into NAMES) that had a series: their sum, or their mean for a fraction. */
+function pick(names: readonly number[], mean: boolean): number {
+  for (const k of names) {
+    const n = counts[k] as number;
+    if (n > 0) return mean ? (sums[k] as number) / n : (sums[k] as number);
+  }
+  return Number.NaN;
 }
 
 /** The sample value after a metric name: past the label set (quoted values may hold `}`), up to a blank. */
