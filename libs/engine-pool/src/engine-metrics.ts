@@ -69,8 +69,9 @@ const TAB = 9;
 const CR = 13;
 
 /**
- * Reads the vLLM or SGLang figures from a Prometheus text exposition into `out`; only the lines of the names
- * above are looked at (comments, histograms and other metrics are skipped at their first characters).
+ * Reads the vLLM or SGLang figures from a Prometheus text exposition into `out`; only the lines of the
+ * names above are looked at (comments, histograms and other metrics are skipped at their first
+ * characters).
  * Several series of one name (labels such as `model_name` or `engine`) are summed; the fractions
  * (hit-rate gauge, KV cache usage) averaged. Returns whether any of the names was there.
  */
