@@ -180,7 +180,6 @@ async function run(
     timeout_ms: 30_000,
   });
   const engine = new OpenAIUpstreamEngine(settings, 'bench', 'none', undefined, log);
-  const convs = WORKLOAD;
   const rate = (load / 100) * FLEET_RPS; // requests per simulated second
   const convRate = rate / avgTurns;
   const r: RunResult = {
@@ -264,7 +263,7 @@ async function run(
   };
 
   const running: Promise<void>[] = [];
-  for (const c of convs) {
+  for (const c of WORKLOAD) {
     running.push(conversation(c));
     await sleep(c.gap / convRate);
   }

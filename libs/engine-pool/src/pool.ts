@@ -279,9 +279,9 @@ export function learnMove(model: string, key: number, url: string): void {
  *   and active (a probe every `probe_interval_ms`; a cooled endpoint must pass a probe to come back); a
  *   recovered endpoint takes a growing share of `max_inflight_per_endpoint` over `warmupMs`.
  * - Engine metrics: with a `metrics_path` (chat `openai` upstreams: '/metrics'), the same timer reads
- *   each endpoint's vLLM or SGLang Prometheus metrics (prefix-cache hit rate over about the last minute, waiting
- *   and running requests, KV cache use) for the status and the pool's own metrics; a failed read means
- *   "not reported", never a cooldown.
+ *   each endpoint's vLLM or SGLang Prometheus metrics (prefix-cache hit rate over about the last minute,
+ *   waiting and running requests, KV cache use) for the status and the pool's own metrics; a failed read
+ *   means "not reported", never a cooldown.
  * - Saturation: every endpoint at its cap -> the request waits in a FairQueue (class order, members
  *   taking turns) for at most `queue_timeout_ms` (and its deadline), then 503 `overloaded` with
  *   Retry-After. No endpoint up at all -> 503 `service_unavailable` at once.
